@@ -1,0 +1,60 @@
+//! The command-line front end. `main.rs` calls [`main`]; each subcommand lives in its own
+//! module and returns a [`crate::Result`], so the exit status is decided in one place:
+//! 0 on success, 2 for bad input (usage errors included), 1 for internal errors.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod check;
+mod net;
+
+/// hetsim: predict how a task graph runs on a hybrid CPU/GPU machine.
+#[derive(Debug, Parser)]
+#[command(name = "hetsim", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Simulate a set of flows on a fluid network (the SimGrid oracle's JSON case format) and
+    /// print each flow's finish time.
+    Net(net::NetArgs),
+    /// Validate a machine file and print a short summary of it.
+    Check(check::CheckArgs),
+}
+
+/// Parse the command line, run the subcommand and turn its outcome into an exit status.
+pub fn main() -> ExitCode {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap exits 2 on usage errors and 0 for --help/--version, as we want.
+        Err(e) => e.exit(),
+    };
+    let outcome = match cli.command {
+        Command::Net(args) => net::run(&args),
+        Command::Check(args) => check::run(&args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hetsim: error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Diagnostics go to stderr, filtered by `RUST_LOG` (default: warnings), so stdout stays clean
+/// for results.
+fn init_logging() {
+    use tracing_subscriber::{EnvFilter, fmt};
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
+}

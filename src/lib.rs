@@ -1,0 +1,20 @@
+//! hetsim: a discrete-event simulator of hybrid CPU/GPU machines.
+//!
+//! The crate is a library first; the `hetsim` binary is a thin command line over it.
+//! Layers, bottom up (see `docs/` and the README):
+//!
+//! - [`engine`]: simulated clock and the event calendar (typed events, deterministic ties);
+//! - [`fluid`]: max-min fair sharing of link bandwidth among flows, solved incrementally;
+//! - [`netcase`]: the JSON flow-set format of `hetsim net` (the SimGrid oracle's format);
+//! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
+//! - [`cli`]: the command-line front end.
+
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod fluid;
+pub mod machine;
+pub mod netcase;
+pub mod units;
+
+pub use error::{Error, InputError, Result};

@@ -1,0 +1,1 @@
+//! Machine files (`calibration/*.toml`): memory nodes, processing units, links, routes.
