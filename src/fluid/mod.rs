@@ -94,6 +94,17 @@ impl FlowSpec {
     }
 }
 
+/// Where a flow is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowPhase {
+    /// Paying its route latency; uses no bandwidth.
+    Latency,
+    /// Sharing bandwidth.
+    Active,
+    /// Reported finished (or never started).
+    Finished,
+}
+
 /// What a link has carried, for reports.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LinkStats {
@@ -478,11 +489,14 @@ impl FluidNetwork {
         (f.remaining - f.rate * (now_s - f.last_update_s)).max(0.0)
     }
 
-    /// True while the flow is started and not yet reported finished.
-    pub fn is_flow_live(&self, id: FlowId) -> bool {
-        self.flows
-            .get(id.0 as usize)
-            .is_some_and(|f| f.state != FlowState::Free)
+    /// Where a flow is in its life. A finished flow's index may be reused by a later
+    /// [`start_flow`](Self::start_flow), after which it describes the new flow.
+    pub fn flow_phase(&self, id: FlowId) -> FlowPhase {
+        match self.flows.get(id.0 as usize).map(|f| f.state) {
+            Some(FlowState::Latency) => FlowPhase::Latency,
+            Some(FlowState::Active) => FlowPhase::Active,
+            Some(FlowState::Free) | None => FlowPhase::Finished,
+        }
     }
 
     /// Number of flows started and not yet finished (in latency or active).
