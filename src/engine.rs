@@ -1,1 +1,267 @@
-//! Event calendar.
+//! The event kernel: simulated time, a calendar of typed events, and a re-timable queue.
+//!
+//! Time is `f64` seconds. Integer ticks were considered and rejected: the fluid model computes
+//! finish dates as `now + remaining_bytes / rate`, which is not a whole number of any tick, and
+//! the SimGrid oracle (itself in `f64` seconds) is matched to 1e-9 relative on dates that range
+//! from microseconds to seconds, which a fixed tick would have to be sub-femtosecond to honour.
+//! `f64` keeps 15-16 significant digits at every scale; NaN is refused at insertion.
+//!
+//! Two queues, chosen by measurement (`cargo bench --bench calendar`, figures in
+//! `docs/performance.md`):
+//!
+//! - [`Calendar`]: a plain binary heap of `(time, insertion sequence)` for events that are
+//!   scheduled once and fired once (task ends, flow starts, timers). Ties are broken by
+//!   insertion order, so runs are deterministic.
+//! - [`RetimableQueue`]: one pending date per key with O(log n) re-timing, built on the
+//!   `priority-queue` crate's `change_priority`. The fluid network keeps each flow's next date
+//!   here: every sharing update moves the finish dates of all flows it touches, and a lazily
+//!   deleted binary heap would pile up stale entries (see the benchmark).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::hash::{BuildHasherDefault, Hash};
+
+use priority_queue::PriorityQueue;
+
+/// A point in simulated time, in seconds, totally ordered (NaN is never stored).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TimeKey(f64);
+
+impl Eq for TimeKey {}
+
+impl PartialOrd for TimeKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TimeKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+fn checked_time(at_s: f64) -> TimeKey {
+    assert!(!at_s.is_nan(), "event scheduled at NaN seconds");
+    // -0.0 and 0.0 must compare equal under total_cmp.
+    TimeKey(if at_s == 0.0 { 0.0 } else { at_s })
+}
+
+struct Entry<E> {
+    at: TimeKey,
+    seq: u64,
+    event: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at && self.seq == other.seq
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for Entry<E> {
+    // Reversed: BinaryHeap is a max-heap and we want the earliest (time, seq) first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// The event calendar: typed events popped in order of time, ties in order of insertion.
+pub struct Calendar<E> {
+    heap: BinaryHeap<Entry<E>>,
+    next_seq: u64,
+    last_popped_s: f64,
+}
+
+impl<E> Default for Calendar<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> Calendar<E> {
+    /// An empty calendar.
+    pub fn new() -> Self {
+        Calendar {
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            last_popped_s: f64::NEG_INFINITY,
+        }
+    }
+
+    /// Schedule `event` at `at_s` seconds.
+    ///
+    /// # Panics
+    /// If `at_s` is NaN or earlier than an event already popped (the past cannot change):
+    /// both are bugs of the caller, never consequences of user input.
+    pub fn schedule(&mut self, at_s: f64, event: E) {
+        let at = checked_time(at_s);
+        assert!(
+            at_s >= self.last_popped_s,
+            "event scheduled at {at_s} s, before the current time {} s",
+            self.last_popped_s
+        );
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.heap.push(Entry { at, seq, event });
+    }
+
+    /// Date of the next event, if any.
+    pub fn peek_time(&self) -> Option<f64> {
+        self.heap.peek().map(|e| e.at.0)
+    }
+
+    /// Remove and return the next event with its date.
+    pub fn pop(&mut self) -> Option<(f64, E)> {
+        let e = self.heap.pop()?;
+        self.last_popped_s = e.at.0;
+        Some((e.at.0, e.event))
+    }
+
+    /// Number of pending events.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// True if no event is pending.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// A queue holding at most one date per key, where a key's date can be moved in O(log n).
+///
+/// Ties are broken by the order in which dates were last set (first set, first out), so the order
+/// of same-time pops is deterministic.
+pub struct RetimableQueue<K: Hash + Eq> {
+    queue: PriorityQueue<K, Reverse<(TimeKey, u64)>, BuildHasherDefault<rustc_hash::FxHasher>>,
+    next_seq: u64,
+}
+
+impl<K: Hash + Eq> std::fmt::Debug for RetimableQueue<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RetimableQueue({} dates)", self.len())
+    }
+}
+
+impl<K: Hash + Eq> Default for RetimableQueue<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Hash + Eq> RetimableQueue<K> {
+    /// An empty queue.
+    pub fn new() -> Self {
+        RetimableQueue {
+            queue: PriorityQueue::with_default_hasher(),
+            next_seq: 0,
+        }
+    }
+
+    /// Set (or move) the date of `key` to `at_s` seconds.
+    ///
+    /// # Panics
+    /// If `at_s` is NaN (a caller bug).
+    pub fn set(&mut self, key: K, at_s: f64) {
+        let prio = Reverse((checked_time(at_s), self.next_seq));
+        self.next_seq += 1;
+        self.queue.push(key, prio);
+    }
+
+    /// Forget the date of `key`; returns its date if it had one.
+    pub fn remove(&mut self, key: &K) -> Option<f64> {
+        self.queue.remove(key).map(|(_, Reverse((t, _)))| t.0)
+    }
+
+    /// The earliest key and its date.
+    pub fn peek(&self) -> Option<(&K, f64)> {
+        self.queue.peek().map(|(k, Reverse((t, _)))| (k, t.0))
+    }
+
+    /// Remove and return the earliest key and its date.
+    pub fn pop(&mut self) -> Option<(K, f64)> {
+        self.queue.pop().map(|(k, Reverse((t, _)))| (k, t.0))
+    }
+
+    /// Number of keys with a date.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// True if no key has a date.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar_orders_by_time_then_insertion() {
+        let mut c = Calendar::new();
+        c.schedule(2.0, "c");
+        c.schedule(1.0, "a");
+        c.schedule(1.0, "b");
+        c.schedule(0.5, "z");
+        let order: Vec<_> = std::iter::from_fn(|| c.pop()).collect();
+        assert_eq!(order, vec![(0.5, "z"), (1.0, "a"), (1.0, "b"), (2.0, "c")]);
+    }
+
+    #[test]
+    fn calendar_zero_and_negative_zero_tie_by_insertion() {
+        let mut c = Calendar::new();
+        c.schedule(0.0, 1);
+        c.schedule(-0.0, 2);
+        assert_eq!(c.pop(), Some((0.0, 1)));
+        assert_eq!(c.pop().map(|p| p.1), Some(2));
+    }
+
+    #[test]
+    #[should_panic(expected = "before the current time")]
+    fn calendar_refuses_the_past() {
+        let mut c = Calendar::new();
+        c.schedule(1.0, ());
+        c.pop();
+        c.schedule(0.5, ());
+    }
+
+    #[test]
+    #[should_panic(expected = "NaN")]
+    fn calendar_refuses_nan() {
+        Calendar::new().schedule(f64::NAN, ());
+    }
+
+    #[test]
+    fn retimable_queue_moves_dates() {
+        let mut q = RetimableQueue::new();
+        q.set(1u32, 5.0);
+        q.set(2u32, 3.0);
+        q.set(3u32, 4.0);
+        assert_eq!(q.peek().map(|(k, t)| (*k, t)), Some((2, 3.0)));
+        q.set(2, 6.0); // moved later
+        q.set(3, 1.0); // moved earlier
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.remove(&1), Some(5.0));
+        assert_eq!(q.pop(), Some((3, 1.0)));
+        assert_eq!(q.pop(), Some((2, 6.0)));
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn retimable_queue_ties_pop_in_setting_order() {
+        let mut q = RetimableQueue::new();
+        for k in [7u32, 3, 9, 1] {
+            q.set(k, 2.0);
+        }
+        let order: Vec<_> = std::iter::from_fn(|| q.pop().map(|p| p.0)).collect();
+        assert_eq!(order, vec![7, 3, 9, 1]);
+    }
+}

@@ -119,7 +119,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Turn a byte offset in `text` into a 1-based line number.
 pub fn line_of_offset(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// Read a whole input file, mapping I/O failures to an [`InputError`] naming the file.

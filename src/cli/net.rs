@@ -1,17 +1,46 @@
-//! `hetsim net CASE.json`: finish times of a flow set on a fluid network.
+//! `hetsim net CASE.json [--sharing plain|simgrid]`: finish times of a flow set on a fluid
+//! network, printed as `{"flow_id": finish_time_s, ...}`.
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+
+use crate::fluid::SharingMode;
+use crate::netcase;
 
 /// Options of `hetsim net`.
 #[derive(Debug, Args)]
 pub struct NetArgs {
-    /// Case file in the SimGrid oracle's JSON format.
+    /// Case file in the SimGrid oracle's JSON format (hosts, links, routes, flows; see
+    /// scripts/oracle/README.md).
     pub case: PathBuf,
+    /// How flows share a link: `plain` is unweighted max-min (each flow waits its route
+    /// latency, then shares); `simgrid` weights each flow by 1/route latency, as SimGrid CM02.
+    #[arg(long, value_enum, default_value_t = SharingArg::Plain)]
+    pub sharing: SharingArg,
+}
+
+/// Sharing mode on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SharingArg {
+    /// Unweighted max-min.
+    Plain,
+    /// SimGrid CM02 latency weighting.
+    Simgrid,
+}
+
+impl From<SharingArg> for SharingMode {
+    fn from(s: SharingArg) -> Self {
+        match s {
+            SharingArg::Plain => SharingMode::Plain,
+            SharingArg::Simgrid => SharingMode::SimGrid,
+        }
+    }
 }
 
 pub fn run(args: &NetArgs) -> crate::Result<()> {
-    let _ = args;
-    Err(crate::Error::Internal("not wired yet".into()))
+    let case = netcase::load(&args.case)?;
+    let results = case.run(args.sharing.into());
+    println!("{}", netcase::finish_times_json(&results));
+    Ok(())
 }
