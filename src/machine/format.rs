@@ -219,20 +219,36 @@ pub struct RawRuntime {
 }
 
 /// The dotted field path (`links[2].bandwidth`) of the innermost key or value of `text` whose
-/// span contains `offset`, or `None` if the text does not parse as TOML or nothing contains it.
+/// span contains `offset`, or `None` if nothing does.
 /// Used to name the field of errors that serde reports with only a span.
 ///
 /// The whole tree is searched: the span of a table only covers its header (`[[links]]`), not
 /// its body, so containment cannot be used to prune.
 pub fn field_path_at(text: &str, offset: usize) -> Option<String> {
-    let doc = toml::de::DeTable::parse(text).ok()?;
-    let mut best: Option<(usize, String)> = None;
+    // The recoverable parser still builds a tree around syntax errors, so those get a path too.
+    let (doc, _errors) = toml::de::DeTable::parse_recoverable(text);
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let mut found = Found {
+        best: None,
+        same_line: None,
+    };
     let mut path = String::new();
-    search_table(doc.get_ref(), offset, &mut path, &mut best);
-    best.map(|(_, p)| p)
+    search_table(doc.get_ref(), offset, line_start, &mut path, &mut found);
+    // A syntax error may point just past the broken value (an unclosed string); then the key
+    // written on the same line, before the error, is the best guess.
+    found.best.or(found.same_line).map(|(_, p)| p)
 }
 
-fn consider(span: &Range<usize>, offset: usize, path: &str, best: &mut Option<(usize, String)>) {
+struct Found {
+    /// Smallest span containing the offset: (span length, path).
+    best: Option<(usize, String)>,
+    /// Last key starting on the offset's line, before it: (key start, path).
+    same_line: Option<(usize, String)>,
+}
+
+fn consider(span: &Range<usize>, offset: usize, path: &str, found: &mut Found) {
+    let best = &mut found.best;
     let end = span.end.max(span.start + 1);
     if span.start <= offset && offset < end {
         let len = end - span.start;
@@ -251,8 +267,9 @@ fn consider(span: &Range<usize>, offset: usize, path: &str, best: &mut Option<(u
 fn search_table(
     table: &toml::de::DeTable<'_>,
     offset: usize,
+    line_start: usize,
     path: &mut String,
-    best: &mut Option<(usize, String)>,
+    found: &mut Found,
 ) {
     for (key, value) in table.iter() {
         let before = path.len();
@@ -260,9 +277,13 @@ fn search_table(
             path.push('.');
         }
         path.push_str(key.get_ref());
-        consider(&key.span(), offset, path, best);
-        consider(&value.span(), offset, path, best);
-        search_value(value.get_ref(), offset, path, best);
+        consider(&key.span(), offset, path, found);
+        consider(&value.span(), offset, path, found);
+        let k = key.span().start;
+        if line_start <= k && k <= offset && found.same_line.as_ref().is_none_or(|(s, _)| k >= *s) {
+            found.same_line = Some((k, path.clone()));
+        }
+        search_value(value.get_ref(), offset, line_start, path, found);
         path.truncate(before);
     }
 }
@@ -270,17 +291,18 @@ fn search_table(
 fn search_value(
     value: &toml::de::DeValue<'_>,
     offset: usize,
+    line_start: usize,
     path: &mut String,
-    best: &mut Option<(usize, String)>,
+    found: &mut Found,
 ) {
     match value {
-        toml::de::DeValue::Table(t) => search_table(t, offset, path, best),
+        toml::de::DeValue::Table(t) => search_table(t, offset, line_start, path, found),
         toml::de::DeValue::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let before = path.len();
                 path.push_str(&format!("[{i}]"));
-                consider(&item.span(), offset, path, best);
-                search_value(item.get_ref(), offset, path, best);
+                consider(&item.span(), offset, path, found);
+                search_value(item.get_ref(), offset, line_start, path, found);
                 path.truncate(before);
             }
         }

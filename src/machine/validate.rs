@@ -52,21 +52,30 @@ impl Ctx<'_> {
     }
 
     /// A bandwidth that must be positive: zero gets its own message, because a zero-bandwidth
-    /// link or model makes every transfer on its routes last forever.
+    /// link or model makes every transfer on its routes last forever. `link` names the link, or
+    /// is `None` for a route's transfer model.
     fn bandwidth(
         &self,
         q: &Spanned<RawQuantity>,
         field: &str,
-        what: &str,
+        link: Option<&str>,
     ) -> Result<f64, InputError> {
         let v = self.quantity(q, Kind::BytesPerSec, field)?;
         if v == 0.0 {
+            let what = match link {
+                Some(name) => format!(
+                    "zero bandwidth on link `{name}`: every route through it would be a \
+                     zero-bandwidth route, on which no transfer can finish"
+                ),
+                None => "zero-bandwidth route: with this transfer model no transfer on the route \
+                         could finish"
+                    .to_string(),
+            };
             return Err(self.err(
                 q.span(),
                 field,
                 format!(
-                    "zero bandwidth on {what}: every route through it would be a zero-bandwidth \
-                     route on which no transfer can finish; expected {}, greater than zero",
+                    "{what}; expected {}, greater than zero",
                     Kind::BytesPerSec.expectation()
                 ),
             ));
@@ -423,11 +432,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
                 }
             },
         };
-        let bw = ctx.bandwidth(
-            &l.bandwidth,
-            &field("bandwidth"),
-            &format!("link `{link_name}`"),
-        )?;
+        let bw = ctx.bandwidth(&l.bandwidth, &field("bandwidth"), Some(&link_name))?;
         let latency = match &l.latency {
             Some(q) => ctx.quantity(q, Kind::Seconds, &field("latency"))?,
             None => 0.0,
@@ -776,13 +781,13 @@ fn model(ctx: &Ctx<'_>, m: &Spanned<RawModel>, field: &str) -> Result<TransferMo
             let lat_q = need(&raw.latency, "latency")?;
             let bw_q = need(&raw.bandwidth, "bandwidth")?;
             let lat = ctx.quantity(&lat_q, Kind::Seconds, &f("latency"))?;
-            let bw = ctx.bandwidth(&bw_q, &f("bandwidth"), "this route's transfer model")?;
+            let bw = ctx.bandwidth(&bw_q, &f("bandwidth"), None)?;
             TransferModel::affine(lat, bw).map_err(|e| located(e, bw_q.span()))
         }
         "stencil" => {
             let b0_q = need(&raw.b0, "b0")?;
             let t0_q = need(&raw.t0, "t0")?;
-            let b0 = ctx.bandwidth(&b0_q, &f("b0"), "this route's transfer model")?;
+            let b0 = ctx.bandwidth(&b0_q, &f("b0"), None)?;
             let t0 = ctx.quantity(&t0_q, Kind::Seconds, &f("t0"))?;
             TransferModel::stencil(b0, t0).map_err(|e| located(e, b0_q.span()))
         }
