@@ -445,3 +445,30 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn annotated_example_in_the_docs_loads() {
+    let doc = std::fs::read_to_string(repo("docs/machine-format.md")).unwrap();
+    let section = doc
+        .split("## Annotated example")
+        .nth(1)
+        .expect("docs/machine-format.md has an annotated example");
+    let toml = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("the example is in a ```toml block");
+    let m = machine::from_str(toml, "docs/machine-format.md").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.gpus().len(), 2);
+    assert_eq!(m.runtime().cuda_free_s, 750e-6);
+    let ram = m.memory_node_by_name("RAM").unwrap().id;
+    let gpu1 = m.memory_node_by_name("CUDA1").unwrap().id;
+    let back: Vec<String> = m
+        .route(gpu1, ram)
+        .unwrap()
+        .hops
+        .iter()
+        .map(|h| m.hop_name(h))
+        .collect();
+    assert_eq!(back, ["Host", "PCIe1_UP"]);
+}

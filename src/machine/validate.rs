@@ -830,3 +830,233 @@ fn model(ctx: &Ctx<'_>, m: &Spanned<RawModel>, field: &str) -> Result<TransferMo
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Direction, MemKind, Sharing, TransferModel, from_str};
+
+    /// One RAM, one GPU, links "Host", "Bus" (split-duplex) and "Peer"; routes appended by
+    /// each test.
+    const BASE: &str = r#"
+[machine]
+name = "t"
+[[memory_nodes]]
+name = "RAM"
+kind = "ram"
+capacity = 17179869184
+[[memory_nodes]]
+name = "GPU0"
+kind = "gpu"
+capacity = "4 GiB"
+[[cpus]]
+count = 2
+model = "c"
+memory = "RAM"
+[[gpus]]
+name = "GPU0"
+model = "g"
+memory = "GPU0"
+[[links]]
+name = "Host"
+bandwidth = 6.5e9
+[[links]]
+name = "Bus"
+bandwidth = "8 GB/s"
+latency = "1 us"
+sharing = "split-duplex"
+[[links]]
+name = "Fat"
+bandwidth = "100 Gbit/s"
+sharing = "fatpipe"
+"#;
+
+    fn with(extra: &str) -> Result<super::Machine, crate::InputError> {
+        from_str(&format!("{BASE}{extra}"), "t.toml")
+    }
+
+    fn err(extra: &str) -> crate::InputError {
+        with(extra).expect_err("should be refused")
+    }
+
+    const BOTH_ROUTES: &str = r#"
+[[routes]]
+src = "RAM"
+dst = "GPU0"
+links = ["Bus_DOWN", "Host"]
+symmetric = true
+"#;
+
+    #[test]
+    fn symmetric_reverses_links_and_split_duplex_directions() {
+        let m = with(BOTH_ROUTES).unwrap();
+        let ram = m.memory_node_by_name("RAM").unwrap().id;
+        let gpu = m.memory_node_by_name("GPU0").unwrap().id;
+        let back = m.route(gpu, ram).unwrap();
+        let names: Vec<String> = back.hops.iter().map(|h| m.hop_name(h)).collect();
+        assert_eq!(names, ["Host", "Bus_UP"]);
+        assert!(back.generated_by_symmetry);
+        assert_eq!(back.hops[1].direction, Some(Direction::Up));
+        assert_eq!(m.route_latency_s(back), 1e-6);
+        assert_eq!(m.route_bottleneck_bytes_per_sec(back), Some(6.5e9));
+    }
+
+    #[test]
+    fn values_are_converted_to_si_units() {
+        let m = with(BOTH_ROUTES).unwrap();
+        assert_eq!(m.memory_nodes()[0].kind, MemKind::Ram);
+        assert_eq!(m.memory_nodes()[0].capacity_bytes, 17_179_869_184);
+        assert_eq!(m.memory_nodes()[1].capacity_bytes, 4 << 30);
+        let fat = m.link_by_name("Fat").unwrap();
+        assert_eq!(fat.sharing, Sharing::Fatpipe);
+        assert_eq!(fat.bandwidth_bytes_per_sec, 12.5e9);
+        assert_eq!(fat.latency_s, 0.0, "latency defaults to 0");
+        assert_eq!(m.link_by_name("Host").unwrap().sharing, Sharing::Shared);
+    }
+
+    #[test]
+    fn runtime_defaults_and_overrides() {
+        let m = with(BOTH_ROUTES).unwrap();
+        let rt = m.runtime();
+        assert_eq!(rt.cuda_malloc_s, 175e-6);
+        assert_eq!(rt.cuda_free_s, 125e-6);
+        assert_eq!(rt.transfer_queue_s, 10e-6);
+        assert_eq!(rt.gpu_pipeline_depth, 2);
+        assert!(rt.gpu_driver_cores);
+        // 650 us per MiB: 10 MiB take 6.5 ms.
+        assert!((rt.pinned_alloc_secs(10.0 * 1_048_576.0) - 6.5e-3).abs() < 1e-15);
+        let m = with(&format!(
+            "{BOTH_ROUTES}[runtime]\ncuda_free = \"750 us\"\ngpu_pipeline_depth = 4\n\
+             gpu_driver_cores = false\npinned_alloc_per_mib = 0\n"
+        ))
+        .unwrap();
+        assert_eq!(m.runtime().cuda_free_s, 750e-6);
+        assert_eq!(m.runtime().gpu_pipeline_depth, 4);
+        assert!(!m.runtime().gpu_driver_cores);
+        assert_eq!(m.runtime().pinned_alloc_s_per_mib, 0.0);
+        let e = err(&format!("{BOTH_ROUTES}[runtime]\ngpu_pipeline_depth = 0\n"));
+        assert_eq!(
+            e.location.field.as_deref(),
+            Some("runtime.gpu_pipeline_depth")
+        );
+    }
+
+    #[test]
+    fn models_on_routes() {
+        let m = with(
+            r#"
+[[routes]]
+src = "RAM"
+dst = "GPU0"
+model = { kind = "piecewise", points = [[0, "5 us"], ["1 MB", "1005 us"]] }
+[[routes]]
+src = "GPU0"
+dst = "RAM"
+links = ["Host"]
+model = { kind = "affine", latency = "10 us", bandwidth = "6 GB/s" }
+"#,
+        )
+        .unwrap();
+        let ram = m.memory_node_by_name("RAM").unwrap().id;
+        let gpu = m.memory_node_by_name("GPU0").unwrap().id;
+        let down = m.route(ram, gpu).unwrap();
+        assert!(down.hops.is_empty(), "a model alone is a valid route");
+        assert!(matches!(down.model, Some(TransferModel::Piecewise(_))));
+        let up = m.route(gpu, ram).unwrap().model.as_ref().unwrap();
+        assert!((up.duration_secs(6e6) - 1.010e-3).abs() < 1e-15);
+    }
+
+    #[test]
+    fn model_errors_name_the_model_field() {
+        let cases = [
+            (
+                r#"model = { kind = "cubic" }"#,
+                "routes[0].model.kind",
+                "unknown transfer model",
+            ),
+            (
+                r#"model = { kind = "stencil", b0 = "4 GB/s" }"#,
+                "routes[0].model.t0",
+                "needs `t0`",
+            ),
+            (
+                r#"model = { kind = "stencil", b0 = "4 GB/s", t0 = "1 us", latency = "1 us" }"#,
+                "routes[0].model.latency",
+                "does not belong",
+            ),
+            (
+                r#"model = { kind = "piecewise", points = [[1, 1, 1], [2, 2]] }"#,
+                "routes[0].model.points[0]",
+                "pair",
+            ),
+            (
+                r#"model = { kind = "stencil", b0 = "4 GB/s", t0 = "-1 us" }"#,
+                "routes[0].model.t0",
+                "negative",
+            ),
+        ];
+        for (model, field, msg) in cases {
+            let e = err(&format!(
+                "[[routes]]\nsrc = \"RAM\"\ndst = \"GPU0\"\nlinks = [\"Host\"]\nsymmetric = true\n{model}\n"
+            ));
+            assert_eq!(e.location.field.as_deref(), Some(field), "{model}: {e}");
+            assert!(e.message.contains(msg), "{model}: {e}");
+            assert!(e.location.line.is_some());
+        }
+    }
+
+    #[test]
+    fn structural_errors() {
+        let e = err("[[routes]]\nsrc = \"RAM\"\ndst = \"GPU0\"\nlinks = []\nsymmetric = true\n");
+        assert!(e.message.contains("no links and no model"), "{e}");
+        let e = err("[[routes]]\nsrc = \"RAM\"\ndst = \"RAM\"\nlinks = [\"Host\"]\n");
+        assert!(e.message.contains("to itself"), "{e}");
+        let e = err(&format!(
+            "{BOTH_ROUTES}[[links]]\nname = \"Bus_UP\"\nbandwidth = 1\n"
+        ));
+        assert!(e.message.contains("duplicate link name"), "{e}");
+        // More GPUs than cores when each GPU takes a driver core.
+        let text = format!("{BASE}{BOTH_ROUTES}").replace("count = 2", "count = 0");
+        let e = from_str(&text, "t.toml").unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("cpus[0].count"));
+        let one_core = format!(
+            "{BASE}{BOTH_ROUTES}[[memory_nodes]]\nname = \"GPU1\"\nkind = \"gpu\"\ncapacity = 1\n\
+             [[gpus]]\nname = \"GPU1\"\nmodel = \"g\"\nmemory = \"GPU1\"\n\
+             [[routes]]\nsrc = \"RAM\"\ndst = \"GPU1\"\nlinks = [\"Host\"]\nsymmetric = true\n"
+        )
+        .replace("count = 2", "count = 1");
+        let e = from_str(&one_core, "t.toml").unwrap_err();
+        assert_eq!(
+            e.location.field.as_deref(),
+            Some("runtime.gpu_driver_cores"),
+            "{e}"
+        );
+        let ok = format!("{one_core}[runtime]\ngpu_driver_cores = false\n");
+        assert!(from_str(&ok, "t.toml").is_ok());
+    }
+
+    #[test]
+    fn two_gpus_cannot_share_a_memory_node() {
+        let e = err(&format!(
+            "{BOTH_ROUTES}[[gpus]]\nname = \"GPU1\"\nmodel = \"g\"\nmemory = \"GPU0\"\n"
+        ));
+        assert_eq!(e.location.field.as_deref(), Some("gpus[1].memory"));
+        assert!(e.message.contains("already belongs"), "{e}");
+    }
+
+    #[test]
+    fn a_machine_needs_host_memory() {
+        let text = BASE.replace("kind = \"ram\"", "kind = \"gpu\"");
+        let e = from_str(&text, "t.toml").unwrap_err();
+        assert!(e.message.contains("no memory node of kind \"ram\""), "{e}");
+    }
+
+    #[test]
+    fn key_on_line_reads_header_and_key() {
+        let text = "[machine]\nname = \"x\"\n[[links]]\nbandwidth = \"6 GB/s\n";
+        let at = text.find("\"6").unwrap();
+        assert_eq!(
+            super::key_on_line(text, at).as_deref(),
+            Some("links.bandwidth")
+        );
+    }
+}
