@@ -1,7 +1,7 @@
 //! The machine file as written: serde structures mirroring the TOML, with source spans kept so
 //! that validation can point at the line of every value. Nothing here is checked beyond TOML
-//! types and field names; [`super::validate`] turns a [`RawMachineFile`] into a
-//! [`super::Machine`].
+//! types and field names; validation (the private `validate` module) turns a
+//! [`RawMachineFile`] into a [`super::Machine`].
 //!
 //! `[machine]` plus the arrays are kept in one struct so that a later cluster format can embed
 //! the same tables per node.

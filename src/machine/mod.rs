@@ -1,11 +1,11 @@
 //! Machine files (`calibration/*.toml`): memory nodes, processing units, links, routes.
 //!
 //! A machine file describes one machine in TOML (format: `docs/machine-format.md`). Loading goes
-//! in two steps: serde reads the TOML into the raw structures of [`format`], which keep source
-//! spans; [`validate`] then checks every value and reference and builds a [`Machine`], whose
-//! contents are typed, in SI units (named in the fields: `capacity_bytes`, `latency_s`, ...) and
-//! consistent: every route names existing links and memory nodes, every GPU memory node can be
-//! reached from RAM and back, no bandwidth is zero.
+//! in two steps: serde reads the TOML into the raw structures of [`mod@format`], which keep
+//! source spans; validation (the private `validate` module) then checks every value and
+//! reference and builds a [`Machine`], whose contents are typed, in SI units (named in the
+//! fields: `capacity_bytes`, `latency_s`, ...) and consistent: every route names existing links
+//! and memory nodes, every GPU memory node can be reached from RAM and back, no bandwidth is zero.
 //!
 //! Every error is an [`InputError`] naming the file, the line and the field path
 //! (`links[2].bandwidth`), and saying what was expected.
