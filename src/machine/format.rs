@@ -227,7 +227,7 @@ pub struct RawRuntime {
 pub fn field_path_at(text: &str, offset: usize) -> Option<String> {
     // The recoverable parser still builds a tree around syntax errors, so those get a path too.
     let (doc, _errors) = toml::de::DeTable::parse_recoverable(text);
-    let offset = offset.min(text.len());
+    let offset = char_floor(text, offset);
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let mut found = Found {
         best: None,
@@ -238,6 +238,16 @@ pub fn field_path_at(text: &str, offset: usize) -> Option<String> {
     // A syntax error may point just past the broken value (an unclosed string); then the key
     // written on the same line, before the error, is the best guess.
     found.best.or(found.same_line).map(|(_, p)| p)
+}
+
+/// The largest char boundary of `text` at or before `offset`, so that slicing cannot panic
+/// whatever offset an error reports.
+pub(crate) fn char_floor(text: &str, offset: usize) -> usize {
+    let mut i = offset.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 struct Found {
@@ -337,6 +347,16 @@ mod tests {
             field_path_at(text, at).as_deref(),
             Some("routes[0].model.latency")
         );
+    }
+
+    #[test]
+    fn offsets_inside_a_character_do_not_panic() {
+        let text = "[machine]\nname = \"µµµ\"\n";
+        let inside = text.find('µ').unwrap() + 1;
+        assert!(!text.is_char_boundary(inside));
+        assert_eq!(field_path_at(text, inside).as_deref(), Some("machine.name"));
+        assert_eq!(char_floor(text, inside), inside - 1);
+        assert_eq!(char_floor(text, 10_000), text.len());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use super::format::{self, RawMachineFile, RawModel, RawQuantity};
+use super::format::{self, RawMachineFile, RawModel, RawQuantity, char_floor};
 use super::{
     CpuGroup, Direction, Gpu, GpuId, Hop, Link, LinkId, Machine, MemKind, MemNode, MemNodeId,
     Route, RuntimeConfig, Sharing, TransferModel,
@@ -127,7 +127,7 @@ fn toml_error(ctx: &Ctx<'_>, e: &toml::de::Error) -> InputError {
 /// For a syntax error at `offset`: `header.key` from the text itself, where `header` is the last
 /// `[table]` or `[[array]]` header above the line and `key` the bare key starting the line.
 fn key_on_line(text: &str, offset: usize) -> Option<String> {
-    let offset = offset.min(text.len());
+    let offset = char_floor(text, offset);
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     let line = text[line_start..].lines().next().unwrap_or("");
     let key = line
