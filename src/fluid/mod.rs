@@ -324,8 +324,8 @@ impl FluidNetwork {
         self.dates.peek().map(|(_, t)| t)
     }
 
-    /// Move the clock to `now_s`, which must not be later than [`next_event_time`]
-    /// (Self::next_event_time): activate the flows whose latency ends by then, finish the
+    /// Move the clock to `now_s`, which must not be later than
+    /// [`next_event_time`](Self::next_event_time): activate the flows whose latency ends by then, finish the
     /// flows whose last byte arrives by then (appending them to `finished`, in a deterministic
     /// order), and re-share the links they touch.
     pub fn advance(&mut self, now_s: f64, finished: &mut Vec<FlowId>) {
