@@ -330,6 +330,10 @@ impl FluidNetwork {
     /// order), and re-share the links they touch.
     pub fn advance(&mut self, now_s: f64, finished: &mut Vec<FlowId>) {
         assert!(now_s >= self.now_s, "time went backwards");
+        debug_assert!(
+            self.next_event_time().is_none_or(|t| t >= now_s),
+            "advance to {now_s} s skips a fluid event due earlier"
+        );
         self.now_s = now_s;
         while let Some((&idx, t)) = self.dates.peek() {
             if t > now_s {
