@@ -15,6 +15,7 @@ pub mod error;
 pub mod fluid;
 pub mod machine;
 pub mod netcase;
+pub mod perfmodel;
 pub mod units;
 
 pub use error::{Error, InputError, Result};
