@@ -765,6 +765,11 @@ fn perf_models(
     // Where each codelet was defined, for duplicate messages.
     let mut seen: HashMap<String, String> = HashMap::new();
     codelets(ctx, raw_codelets, gpus, &mut pm, &mut seen)?;
+    if settings.is_some_and(|p| p.include.is_some()) {
+        for v in seen.values_mut() {
+            *v = format!("{v} in {}", ctx.file.display());
+        }
+    }
 
     let Some(includes) = settings.and_then(|p| p.include.as_ref()) else {
         return Ok(pm);
@@ -794,6 +799,12 @@ fn perf_models(
         };
         let file: RawCodeletsFile = toml::from_str(&text).map_err(|e| toml_error(&inc_ctx, &e))?;
         codelets(&inc_ctx, &file.codelets, gpus, &mut pm, &mut seen)?;
+        // Later files name this one in their duplicate messages.
+        for v in seen.values_mut() {
+            if !v.contains(" in ") {
+                *v = format!("{v} in {}", path.display());
+            }
+        }
     }
     Ok(pm)
 }
@@ -819,7 +830,8 @@ fn codelets(
             return Err(ctx.err(
                 c.name.span(),
                 format!("{at}.name"),
-                "expected a non-empty codelet name (StarPU's performance-model symbol, such as                  \"chol_model_gemm\")",
+                "expected a non-empty codelet name (StarPU's performance-model symbol, such as \
+                 \"chol_model_gemm\")",
             ));
         }
         if let Some(prev) = seen.get(&name) {
@@ -827,7 +839,8 @@ fn codelets(
                 c.name.span(),
                 format!("{at}.name"),
                 format!(
-                    "duplicate codelet `{name}` (already defined by {prev}); expected one                      [[codelets]] entry per codelet, holding one [[codelets.models]] per device"
+                    "duplicate codelet `{name}` (already defined by {prev}); expected one \
+                     [[codelets]] entry per codelet, holding one [[codelets.models]] per device"
                 ),
             ));
         }
@@ -838,7 +851,7 @@ fn codelets(
         let idx = pm
             .add_codelet(name.clone(), own_noise)
             .map_err(|e| located(ctx, e, c.name.span(), format!("{at}.name")))?;
-        seen.insert(name, format!("{at} in {}", ctx.file.display()));
+        seen.insert(name, at.clone());
         check_count(ctx, c.models.len(), c.name.span(), &format!("{at}.models"))?;
         for (j, m) in c.models.iter().enumerate() {
             let m = m.get_ref();
