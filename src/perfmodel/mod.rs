@@ -521,6 +521,18 @@ impl PerfModels {
         self.by_name.get(name).map(|&i| &self.codelets[i as usize])
     }
 
+    /// The model a codelet has for exactly this selector (not falling back from a GPU to the
+    /// `gpu` kind), e.g. to read its history entries.
+    pub fn model_for(&self, codelet: &str, device: DeviceSelector) -> Option<&DeviceModel> {
+        let c = self.codelet(codelet)?;
+        let slot = match device {
+            DeviceSelector::Kind(DeviceKind::Cpu) => c.cpu,
+            DeviceSelector::Kind(DeviceKind::Gpu) => c.gpu_kind,
+            DeviceSelector::Gpu(g) => c.per_gpu.get(g.index()).copied().flatten(),
+        };
+        slot.map(|i| &c.models[i as usize])
+    }
+
     /// The name of a device for messages: `cpu` or the GPU's name.
     pub fn device_name(&self, device: DeviceRef) -> String {
         match device {
