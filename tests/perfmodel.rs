@@ -623,4 +623,54 @@ fn attila_kernel_models_match_starpu_files() {
         e.to_string().contains("1228800 B, 4915200 B, 11059200 B"),
         "{e}"
     );
+    // The message docs/machine-format.md shows.
+    let e = m
+        .perf_models()
+        .predict_s("chol_model_gemm", DeviceRef::Gpu(GpuId(0)), 12288, 6.5536e4)
+        .unwrap_err();
+    let doc = std::fs::read_to_string(repo("docs/machine-format.md")).unwrap();
+    assert!(
+        doc.contains(&format!("\n{e}\n")),
+        "the docs should show: {e}"
+    );
+}
+
+#[test]
+fn the_example_in_the_docs_loads() {
+    let doc = std::fs::read_to_string(repo("docs/machine-format.md")).unwrap();
+    let section = doc
+        .split("## Kernel performance models")
+        .nth(1)
+        .and_then(|s| s.split("### Example").nth(1))
+        .expect("docs/machine-format.md has a kernel-model example");
+    let toml = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("the example is in a ```toml block");
+    let pm = models_with(toml);
+    assert_eq!(pm.default_noise().kind_name(), "lognormal");
+    // chol_model_gemm.mirage line 41: 8.778020e+04 us on one core.
+    let t = pm
+        .predict_s("chol_model_gemm", CPU, 11059200, 1.769472e9)
+        .unwrap();
+    assert!(close(t, 8.778020e-2, 1e-12), "{t}");
+    // CUDA1 at 960 tiles: its own entry; CUDA0: the flop rate, 1.769472e9 / 1e12 s.
+    let t = pm
+        .predict_s("chol_model_gemm", CUDA1, 11059200, 1.769472e9)
+        .unwrap();
+    assert!(close(t, 3.1e-3, 1e-12), "{t}");
+    let t = pm
+        .predict_s("chol_model_gemm", CUDA0, 11059200, 1.769472e9)
+        .unwrap();
+    assert!(close(t, 1.769472e-3, 1e-12), "{t}");
+    // potrf on 640 tiles (1638400 B): 1.1e-11 s * 1638400^1.5 + 150 us
+    // = 1.1e-11 * 2097152000 + 150e-6 = 0.023218672 s.
+    let t = pm.predict_s("chol_model_potrf", CPU, 1638400, 0.0).unwrap();
+    assert!(close(t, 0.023218672, 1e-12), "{t}");
+    assert_eq!(
+        pm.noise(pm.key("chol_model_potrf", CPU).unwrap().codelet())
+            .kind_name(),
+        "histogram"
+    );
 }
