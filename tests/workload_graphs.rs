@@ -194,21 +194,20 @@ fn brute_force_edges(g: &TaskGraph) -> BTreeSet<(u32, u32)> {
 fn assert_conflicts_are_ordered(g: &TaskGraph) {
     let n = g.num_tasks();
     let words = n.div_ceil(64);
-    // reach[j] = set of tasks j transitively waits for.
+    // reach[j] = set of tasks j transitively waits for. Edges point forward, so when task i is
+    // visited its own set is complete.
     let mut reach = vec![vec![0u64; words]; n];
-    for j in 0..n {
-        for i in 0..n {
-            if g.successors(TaskId(i as u32)).contains(&TaskId(j as u32)) {
-                let (lo, hi) = reach.split_at_mut(j);
-                let rj = &mut hi[0];
-                for w in 0..words {
-                    rj[w] |= lo[i][w];
-                }
-                rj[i / 64] |= 1 << (i % 64);
+    for i in 0..n {
+        let mut ri = reach[i].clone();
+        ri[i / 64] |= 1 << (i % 64);
+        for s in g.successors(TaskId(i as u32)) {
+            assert!(s.index() > i, "edge {i} -> {} points backwards", s.0);
+            for (dst, src) in reach[s.index()].iter_mut().zip(&ri) {
+                *dst |= src;
             }
         }
     }
-    for j in 0..n {
+    for (j, waits_for) in reach.iter().enumerate() {
         for i in 0..j {
             let conflict = g.accesses(TaskId(i as u32)).iter().any(|a| {
                 g.accesses(TaskId(j as u32))
@@ -217,7 +216,7 @@ fn assert_conflicts_are_ordered(g: &TaskGraph) {
             });
             if conflict {
                 assert!(
-                    reach[j][i / 64] >> (i % 64) & 1 == 1,
+                    waits_for[i / 64] >> (i % 64) & 1 == 1,
                     "tasks {i} and {j} conflict but are not ordered"
                 );
             }
