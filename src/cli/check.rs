@@ -11,7 +11,10 @@ pub struct CheckArgs {
     pub file: PathBuf,
 }
 
+/// Load and validate the machine file, then print its summary on stdout. Any problem with the
+/// file is an input error (exit status 2) naming the file, the line and the field.
 pub fn run(args: &CheckArgs) -> crate::Result<()> {
-    let _ = args;
-    Err(crate::Error::Internal("machine files are not wired yet".into()))
+    let machine = crate::machine::load(&args.file)?;
+    print!("{}", machine.summary());
+    Ok(())
 }

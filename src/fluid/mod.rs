@@ -324,12 +324,16 @@ impl FluidNetwork {
         self.dates.peek().map(|(_, t)| t)
     }
 
-    /// Move the clock to `now_s`, which must not be later than [`next_event_time`]
-    /// (Self::next_event_time): activate the flows whose latency ends by then, finish the
+    /// Move the clock to `now_s`, which must not be later than
+    /// [`next_event_time`](Self::next_event_time): activate the flows whose latency ends by then, finish the
     /// flows whose last byte arrives by then (appending them to `finished`, in a deterministic
     /// order), and re-share the links they touch.
     pub fn advance(&mut self, now_s: f64, finished: &mut Vec<FlowId>) {
         assert!(now_s >= self.now_s, "time went backwards");
+        debug_assert!(
+            self.next_event_time().is_none_or(|t| t >= now_s),
+            "advance to {now_s} s skips a fluid event due earlier"
+        );
         self.now_s = now_s;
         while let Some((&idx, t)) = self.dates.peek() {
             if t > now_s {
