@@ -352,13 +352,12 @@ fn bad_parameters_name_the_field() {
 }
 
 #[test]
-fn generating_80_tiles_is_fast() {
-    let start = std::time::Instant::now();
+fn cholesky_80_tiles_has_the_closed_form_task_count() {
+    // Speed is measured by the runtime benchmark, not here: a timed test is noise on shared CI.
     let g = cholesky(80 * 960, 960, Precision::Double).unwrap();
-    let elapsed = start.elapsed();
-    assert_eq!(g.num_tasks(), 88_560);
-    // The budget is for optimised builds; debug builds are several times slower.
-    if !cfg!(debug_assertions) {
-        assert!(elapsed.as_millis() < 100, "took {elapsed:?}");
-    }
+    let t = 80u64;
+    assert_eq!(
+        g.num_tasks() as u64,
+        t + t * (t - 1) + t * (t - 1) * (t - 2) / 6
+    );
 }
