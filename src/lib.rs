@@ -16,6 +16,8 @@ pub mod error;
 pub mod fluid;
 pub mod machine;
 pub mod netcase;
+pub mod runtime;
+pub mod sched;
 pub mod units;
 pub mod workload;
 
