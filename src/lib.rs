@@ -7,6 +7,7 @@
 //! - [`fluid`]: max-min fair sharing of link bandwidth among flows, solved incrementally;
 //! - [`netcase`]: the JSON flow-set format of `hetsim net` (the SimGrid oracle's format);
 //! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
+//! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
 //! - [`cli`]: the command-line front end.
 
 pub mod cli;
@@ -16,6 +17,9 @@ pub mod fluid;
 pub mod machine;
 pub mod netcase;
 pub mod perfmodel;
+pub mod runtime;
+pub mod sched;
 pub mod units;
+pub mod workload;
 
 pub use error::{Error, InputError, Result};

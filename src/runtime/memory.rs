@@ -1,0 +1,339 @@
+//! Data replicas on memory nodes: MSI validity, versions, pins, capacity, LRU eviction.
+//!
+//! Every handle has one replica slot per memory node. RAM holds every handle from the start
+//! and never evicts. On a GPU node, a replica is allocated on first use; an unpinned allocated
+//! replica sits in one of two LRU orders — clean (another valid copy exists, or it holds no
+//! valid data) or dirty (it is the only valid copy, so evicting it needs a write-back) — and
+//! eviction takes the least recently used clean replica first, as StarPU's `memalloc.c` does.
+
+use std::collections::BTreeSet;
+
+use crate::machine::{MemKind, MemNodeId};
+use crate::workload::{HandleId, TaskGraph};
+
+use super::transfer::Estimates;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Replica {
+    allocated: bool,
+    valid: bool,
+    loading: bool,
+    pins: u32,
+    /// Version of the data this replica holds (meaningful when valid).
+    version: u32,
+    /// Position in its node's LRU order while unpinned: (dirty, tick).
+    lru: Option<(bool, u64)>,
+}
+
+/// Result of asking for room for a replica.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Alloc {
+    /// Allocated; `malloc` is true if a new chunk had to be allocated (cudaMalloc), `frees`
+    /// counts chunks of another size released to make room (cudaFree).
+    Done { malloc: bool, frees: u32 },
+    /// The least recently used candidate holds the only valid copy of this handle: write it
+    /// back to RAM, then ask again.
+    WriteBack(HandleId),
+    /// Every allocated replica is in use: ask again when something is released.
+    Blocked,
+}
+
+/// All replicas and per-node memory accounting.
+#[derive(Debug)]
+pub(crate) struct Memory {
+    nnodes: usize,
+    kinds: Vec<MemKind>,
+    ram: MemNodeId,
+    capacity: Vec<u64>,
+    used: Vec<u64>,
+    peak: Vec<u64>,
+    evictions: Vec<u64>,
+    sizes: Vec<u64>,
+    versions: Vec<u32>,
+    replicas: Vec<Replica>,
+    clean: Vec<BTreeSet<(u64, u32)>>,
+    dirty: Vec<BTreeSet<(u64, u32)>>,
+    tick: u64,
+}
+
+impl Memory {
+    /// Every handle valid and allocated in `ram`.
+    pub fn new(kinds: Vec<MemKind>, capacity: Vec<u64>, ram: MemNodeId, graph: &TaskGraph) -> Self {
+        let nnodes = kinds.len();
+        let sizes: Vec<u64> = graph.handles().iter().map(|h| h.size_bytes).collect();
+        let mut replicas = vec![Replica::default(); sizes.len() * nnodes];
+        for h in 0..sizes.len() {
+            let r = &mut replicas[h * nnodes + ram.index()];
+            r.allocated = true;
+            r.valid = true;
+        }
+        let mut used = vec![0; nnodes];
+        used[ram.index()] = sizes.iter().sum();
+        Memory {
+            nnodes,
+            kinds,
+            ram,
+            peak: used.clone(),
+            used,
+            capacity,
+            evictions: vec![0; nnodes],
+            versions: vec![0; sizes.len()],
+            sizes,
+            replicas,
+            clean: vec![BTreeSet::new(); nnodes],
+            dirty: vec![BTreeSet::new(); nnodes],
+            tick: 0,
+        }
+    }
+
+    fn idx(&self, h: HandleId, n: MemNodeId) -> usize {
+        h.index() * self.nnodes + n.index()
+    }
+
+    fn rep(&self, h: HandleId, n: MemNodeId) -> &Replica {
+        &self.replicas[self.idx(h, n)]
+    }
+
+    /// The RAM node.
+    pub fn ram(&self) -> MemNodeId {
+        self.ram
+    }
+
+    /// Kind of a node.
+    pub fn kind(&self, n: MemNodeId) -> MemKind {
+        self.kinds[n.index()]
+    }
+
+    /// Number of memory nodes.
+    pub fn nnodes(&self) -> usize {
+        self.nnodes
+    }
+
+    /// Size of a handle.
+    pub fn size(&self, h: HandleId) -> u64 {
+        self.sizes[h.index()]
+    }
+
+    /// Whether `h` has a valid replica on `n`.
+    pub fn is_valid(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).valid
+    }
+
+    /// Whether a transfer into `(h, n)` is under way.
+    pub fn is_loading(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).loading
+    }
+
+    /// Whether `(h, n)` has memory.
+    pub fn is_allocated(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).allocated
+    }
+
+    /// Latest version of `h` (incremented by every write).
+    pub fn version(&self, h: HandleId) -> u32 {
+        self.versions[h.index()]
+    }
+
+    /// Version held by the replica `(h, n)`.
+    pub fn replica_version(&self, h: HandleId, n: MemNodeId) -> u32 {
+        self.rep(h, n).version
+    }
+
+    /// Bytes allocated on `n` now.
+    pub fn used(&self, n: MemNodeId) -> u64 {
+        self.used[n.index()]
+    }
+
+    /// Highest bytes allocated on `n` so far.
+    pub fn peak(&self, n: MemNodeId) -> u64 {
+        self.peak[n.index()]
+    }
+
+    /// Capacity of `n`.
+    pub fn capacity(&self, n: MemNodeId) -> u64 {
+        self.capacity[n.index()]
+    }
+
+    /// Replicas evicted from `n`.
+    pub fn evictions(&self, n: MemNodeId) -> u64 {
+        self.evictions[n.index()]
+    }
+
+    /// Nodes holding a valid replica of `h`, in node order.
+    pub fn valid_nodes(&self, h: HandleId) -> impl Iterator<Item = MemNodeId> + '_ {
+        (0..self.nnodes)
+            .map(|n| MemNodeId(n as u32))
+            .filter(move |&n| self.is_valid(h, n))
+    }
+
+    /// The valid replica of `h` cheapest to copy to `dst` by nominal figures (lowest node index
+    /// on ties), as StarPU's `_starpu_select_src_node` prefers the fastest bus.
+    pub fn best_source(&self, h: HandleId, dst: MemNodeId, est: &Estimates) -> MemNodeId {
+        let bytes = self.size(h) as f64;
+        let mut best: Option<(f64, MemNodeId)> = None;
+        for n in self.valid_nodes(h) {
+            let t = est.nominal_s(n, dst, bytes);
+            if best.is_none_or(|(bt, _)| t < bt) {
+                best = Some((t, n));
+            }
+        }
+        best.map_or(self.ram, |(_, n)| n)
+    }
+
+    fn is_dirty(&self, h: HandleId, n: MemNodeId) -> bool {
+        let r = self.rep(h, n);
+        r.valid && n != self.ram && self.valid_nodes(h).count() == 1
+    }
+
+    fn lru_remove(&mut self, h: HandleId, n: MemNodeId) {
+        let i = self.idx(h, n);
+        if let Some((dirty, tick)) = self.replicas[i].lru.take() {
+            let set = if dirty {
+                &mut self.dirty[n.index()]
+            } else {
+                &mut self.clean[n.index()]
+            };
+            set.remove(&(tick, h.0));
+        }
+    }
+
+    fn lru_insert(&mut self, h: HandleId, n: MemNodeId, tick: u64) {
+        let dirty = self.is_dirty(h, n);
+        let i = self.idx(h, n);
+        self.replicas[i].lru = Some((dirty, tick));
+        let set = if dirty {
+            &mut self.dirty[n.index()]
+        } else {
+            &mut self.clean[n.index()]
+        };
+        set.insert((tick, h.0));
+    }
+
+    /// Re-file the unpinned replicas of `h` after its validity changed (keeping their age).
+    fn reclassify(&mut self, h: HandleId) {
+        for n in 0..self.nnodes {
+            let n = MemNodeId(n as u32);
+            if let Some((_, tick)) = self.rep(h, n).lru {
+                self.lru_remove(h, n);
+                self.lru_insert(h, n, tick);
+            }
+        }
+    }
+
+    /// Hold `(h, n)` in memory (a task or a transfer uses it).
+    pub fn pin(&mut self, h: HandleId, n: MemNodeId) {
+        self.lru_remove(h, n);
+        let i = self.idx(h, n);
+        self.replicas[i].pins += 1;
+    }
+
+    /// Release a hold; an unpinned GPU replica becomes the most recently used.
+    pub fn unpin(&mut self, h: HandleId, n: MemNodeId) {
+        let i = self.idx(h, n);
+        let r = &mut self.replicas[i];
+        debug_assert!(r.pins > 0, "unpin of an unpinned replica");
+        r.pins -= 1;
+        if r.pins == 0 && r.allocated && n != self.ram {
+            self.tick += 1;
+            let tick = self.tick;
+            self.lru_insert(h, n, tick);
+        }
+    }
+
+    /// Mark a transfer into `(h, n)` as under way or not.
+    pub fn set_loading(&mut self, h: HandleId, n: MemNodeId, loading: bool) {
+        let i = self.idx(h, n);
+        self.replicas[i].loading = loading;
+    }
+
+    /// A copy of version `version` of `h` arrived on `n`. Returns false (and changes nothing)
+    /// if `h` was written since the copy started: the data is stale.
+    pub fn arrive(&mut self, h: HandleId, n: MemNodeId, version: u32) -> bool {
+        if version != self.versions[h.index()] {
+            return false;
+        }
+        let i = self.idx(h, n);
+        self.replicas[i].valid = true;
+        self.replicas[i].version = version;
+        self.reclassify(h);
+        true
+    }
+
+    /// A task on `n` wrote `h`: a new version, valid only there.
+    pub fn write(&mut self, h: HandleId, n: MemNodeId) {
+        self.versions[h.index()] += 1;
+        let v = self.versions[h.index()];
+        for m in 0..self.nnodes {
+            let i = h.index() * self.nnodes + m;
+            self.replicas[i].valid = m == n.index();
+        }
+        let i = self.idx(h, n);
+        self.replicas[i].version = v;
+        self.reclassify(h);
+    }
+
+    /// Make room for `(h, n)` and allocate it. Evicts least recently used clean replicas (of
+    /// the same size: its chunk is reused; of another size: it is freed); never touches pinned
+    /// replicas.
+    pub fn allocate(&mut self, h: HandleId, n: MemNodeId) -> Alloc {
+        let size = self.size(h);
+        let ni = n.index();
+        debug_assert!(!self.rep(h, n).allocated);
+        let mut frees = 0;
+        loop {
+            if self.used[ni] + size <= self.capacity[ni] {
+                self.used[ni] += size;
+                self.peak[ni] = self.peak[ni].max(self.used[ni]);
+                let i = self.idx(h, n);
+                self.replicas[i].allocated = true;
+                return Alloc::Done {
+                    malloc: true,
+                    frees,
+                };
+            }
+            let Some(&(_, victim)) = self.clean[ni].first() else {
+                return match self.dirty[ni].first() {
+                    Some(&(_, v)) => Alloc::WriteBack(HandleId(v)),
+                    None => Alloc::Blocked,
+                };
+            };
+            let victim = HandleId(victim);
+            self.lru_remove(victim, n);
+            let vi = self.idx(victim, n);
+            self.replicas[vi].allocated = false;
+            self.replicas[vi].valid = false;
+            self.evictions[ni] += 1;
+            self.reclassify(victim);
+            let vsize = self.size(victim);
+            if vsize == size {
+                // Same size: StarPU reuses the chunk without a new cudaMalloc.
+                let i = self.idx(h, n);
+                self.replicas[i].allocated = true;
+                return Alloc::Done {
+                    malloc: false,
+                    frees,
+                };
+            }
+            self.used[ni] -= vsize;
+            frees += 1;
+        }
+    }
+
+    /// Handles not valid in RAM (they need a final write-back).
+    pub fn not_in_ram(&self) -> impl Iterator<Item = HandleId> + '_ {
+        (0..self.sizes.len())
+            .map(|h| HandleId(h as u32))
+            .filter(|&h| !self.is_valid(h, self.ram))
+    }
+
+    /// Replicas on `n` that are allocated and pinned, for diagnoses.
+    pub fn pinned_on(&self, n: MemNodeId) -> Vec<HandleId> {
+        (0..self.sizes.len())
+            .map(|h| HandleId(h as u32))
+            .filter(|&h| {
+                let r = self.rep(h, n);
+                r.allocated && r.pins > 0
+            })
+            .collect()
+    }
+}

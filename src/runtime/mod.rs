@@ -1,0 +1,286 @@
+//! The StarPU-like runtime: workers, data replicas, memory, transfers, and the simulation loop
+//! that executes a task graph on a machine under a scheduler.
+//!
+//! Semantics (`starpu-reference.md`, seed 003 §5-7):
+//!
+//! - **Workers.** One per GPU and one per CPU core used for computing; by default each GPU
+//!   reserves a core to drive it. Workers are numbered GPUs first, then CPU cores. A worker runs
+//!   one task at a time; a GPU worker holds up to `gpu_pipeline_depth` (2) popped tasks, so the
+//!   next task's inputs move while the current one runs. Tasks run in the order popped.
+//! - **Data.** Every handle starts valid in RAM. Replicas follow MSI: a read copies a valid
+//!   replica to the worker's memory node; a write leaves the writer's replica the only valid one.
+//!   A GPU↔GPU copy uses the machine's direct route if there is one, otherwise it is staged
+//!   through RAM (two transfers, RAM becomes valid too).
+//! - **Memory.** GPU memory is allocated on first use, paying `cuda_malloc` (175 µs) per new
+//!   chunk, one allocation at a time per device; chunks of evicted replicas are reused for data
+//!   of the same size. When a GPU is full the least recently used unpinned replica is evicted,
+//!   clean ones first; a replica holding the only valid copy is written back to RAM first.
+//! - **Transfers.** Each pays `transfer_queue` (10 µs), then moves over the fluid network (or
+//!   takes its route's size-dependent model time). StarPU's serialisation holds: one transfer
+//!   at a time per (source, destination) pair, fetches ahead of prefetches; a GPU↔GPU transfer
+//!   waits for the opposite one and for transfers into either of its ends, and vice versa.
+//! - **Kernels.** The scheduler sees mean durations ([`KernelTimes::mean_s`]); the simulation
+//!   draws each duration ([`KernelTimes::draw_s`]) from the run's seeded generator.
+
+use crate::machine::{MemKind, MemNodeId};
+use crate::workload::{HandleId, TaskGraph, TaskId};
+
+mod memory;
+pub mod observe;
+pub mod report;
+mod sim;
+mod transfer;
+
+pub use observe::{Observer, SimEvent};
+pub use report::{CodeletReport, LinkReport, MemoryReport, RunReport, WorkerReport};
+pub use sim::{simulate, simulate_observed};
+pub use transfer::TransferKind;
+
+/// The run's random number generator: portable, so a seed gives the same run everywhere.
+pub type SimRng = rand::rngs::Xoshiro256PlusPlus;
+
+/// Index of a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WorkerId(pub u32);
+
+impl WorkerId {
+    /// The index as `usize`, for slices.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What a worker computes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkerKind {
+    /// A CPU core.
+    Cpu,
+    /// A GPU.
+    Gpu,
+}
+
+impl WorkerKind {
+    /// "cpu" or "gpu".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerKind::Cpu => "cpu",
+            WorkerKind::Gpu => "gpu",
+        }
+    }
+}
+
+/// A worker: a CPU core or a GPU, working in one memory node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Worker {
+    /// Its index.
+    pub id: WorkerId,
+    /// "CUDA0", "CPU3", ...
+    pub name: String,
+    /// CPU core or GPU.
+    pub kind: WorkerKind,
+    /// Device name for per-device kernel models: the GPU's name, or "CPU".
+    pub device: String,
+    /// The memory node its tasks' data must be in.
+    pub memory: MemNodeId,
+    /// Tasks it may hold at once (popped, waiting for data or running).
+    pub pipeline_depth: u32,
+}
+
+/// Kernel durations, as the scheduler predicts them and as the simulation draws them.
+pub trait KernelTimes {
+    /// Mean duration of `task` on `worker`, or `None` if that worker cannot run it (no model).
+    fn mean_s(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<f64>;
+
+    /// The duration the simulation uses: the mean, or a draw around it from `rng`.
+    fn draw_s(
+        &self,
+        graph: &TaskGraph,
+        task: TaskId,
+        worker: &Worker,
+        mean_s: f64,
+        rng: &mut SimRng,
+    ) -> f64;
+}
+
+/// Kernel durations from a flop rate per worker kind: the simplest model, for tests and for
+/// machines without calibration. Duration = flops / rate; no noise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlopRate {
+    /// Rate of one CPU core, flop/s (0 = CPUs cannot run tasks).
+    pub cpu_flops_per_sec: f64,
+    /// Rate of one GPU, flop/s (0 = GPUs cannot run tasks).
+    pub gpu_flops_per_sec: f64,
+}
+
+impl KernelTimes for FlopRate {
+    fn mean_s(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<f64> {
+        let rate = match worker.kind {
+            WorkerKind::Cpu => self.cpu_flops_per_sec,
+            WorkerKind::Gpu => self.gpu_flops_per_sec,
+        };
+        (rate > 0.0).then(|| graph.task(task).flops / rate)
+    }
+
+    fn draw_s(&self, _: &TaskGraph, _: TaskId, _: &Worker, mean_s: f64, _: &mut SimRng) -> f64 {
+        mean_s
+    }
+}
+
+/// The kernel durations a machine file defines: its calibrated kernel models where it has
+/// them, otherwise a flop-rate model from its devices' peak rates (`flops_per_sec_per_core`,
+/// `peak_flops_per_sec`). An error if it has neither.
+pub fn kernels_for(
+    machine: &crate::machine::Machine,
+) -> Result<Box<dyn KernelTimes + '_>, crate::InputError> {
+    let cpu = machine
+        .cpus()
+        .iter()
+        .find_map(|c| c.flops_per_sec_per_core)
+        .unwrap_or(0.0);
+    let gpu = machine
+        .gpus()
+        .iter()
+        .find_map(|g| g.peak_flops_per_sec)
+        .unwrap_or(0.0);
+    if cpu <= 0.0 && gpu <= 0.0 {
+        return Err(crate::InputError::new(format!(
+            "machine `{}` has no kernel models and no peak flop rates: give its CPUs \
+             `flops_per_core` or its GPUs `peak_flops`",
+            machine.name()
+        )));
+    }
+    Ok(Box::new(FlopRate {
+        cpu_flops_per_sec: cpu,
+        gpu_flops_per_sec: gpu,
+    }))
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// Seed of the run's generator (kernel noise, random policies).
+    pub seed: u64,
+    /// CPU cores used as workers; default: all cores less one per GPU used if the machine
+    /// reserves driver cores.
+    pub ncpu: Option<u32>,
+    /// GPUs used; default all.
+    pub ncuda: Option<u32>,
+    /// How flows share links.
+    pub sharing: crate::fluid::SharingMode,
+    /// Whether the scheduler's prefetch decisions are carried out.
+    pub prefetch: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: 1,
+            ncpu: None,
+            ncuda: None,
+            sharing: crate::fluid::SharingMode::Plain,
+            prefetch: true,
+        }
+    }
+}
+
+/// What a worker holds, as schedulers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WorkerLoad {
+    /// Tasks popped and not ended (waiting for data or running).
+    pub held: u32,
+    /// Whether a task is executing.
+    pub running: bool,
+}
+
+/// The read-only view of the simulation a scheduler decides from.
+pub struct View<'a> {
+    pub(crate) now_s: f64,
+    pub(crate) graph: &'a TaskGraph,
+    pub(crate) workers: &'a [Worker],
+    pub(crate) loads: &'a [WorkerLoad],
+    pub(crate) runnable: &'a sim::Runnable,
+    pub(crate) memory: &'a memory::Memory,
+    pub(crate) estimates: &'a transfer::Estimates,
+}
+
+impl<'a> View<'a> {
+    /// Simulated time now, seconds.
+    pub fn now_s(&self) -> f64 {
+        self.now_s
+    }
+
+    /// The task graph.
+    pub fn graph(&self) -> &'a TaskGraph {
+        self.graph
+    }
+
+    /// All workers, in id order.
+    pub fn workers(&self) -> &'a [Worker] {
+        self.workers
+    }
+
+    /// What a worker holds now.
+    pub fn load(&self, worker: WorkerId) -> WorkerLoad {
+        self.loads[worker.index()]
+    }
+
+    /// Whether `worker` can run `task` (it has a kernel model and the task's data fits in its
+    /// memory).
+    pub fn can_run(&self, task: TaskId, worker: WorkerId) -> bool {
+        self.runnable.mean_s(task, worker).is_some()
+    }
+
+    /// Predicted (mean) duration of `task` on `worker`, if it can run it.
+    pub fn predicted_length_s(&self, task: TaskId, worker: WorkerId) -> Option<f64> {
+        self.runnable.mean_s(task, worker)
+    }
+
+    /// Whether `handle` has a valid replica in memory node `node`.
+    pub fn is_valid_on(&self, handle: HandleId, node: MemNodeId) -> bool {
+        self.memory.is_valid(handle, node)
+    }
+
+    /// Whether a transfer of `handle` into `node` is under way.
+    pub fn is_loading_on(&self, handle: HandleId, node: MemNodeId) -> bool {
+        self.memory.is_loading(handle, node)
+    }
+
+    /// Whether `handle` has memory allocated in `node`.
+    pub fn is_allocated_on(&self, handle: HandleId, node: MemNodeId) -> bool {
+        self.memory.is_allocated(handle, node)
+    }
+
+    /// StarPU's scheduler-side estimate of the time to bring `task`'s inputs to `worker`:
+    /// per buffer read and not valid there, latency + 2·nGPUs·size/bandwidth from nominal link
+    /// figures, without contention (`starpu_transfer_predict`).
+    pub fn starpu_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
+        let node = self.workers[worker.index()].memory;
+        self.graph
+            .accesses(task)
+            .iter()
+            .filter(|a| a.mode.reads() && !self.memory.is_valid(a.handle, node))
+            .map(|a| {
+                let bytes = self.graph.handle(a.handle).size_bytes as f64;
+                self.estimates.starpu_s(
+                    self.memory.best_source(a.handle, node, self.estimates),
+                    node,
+                    bytes,
+                )
+            })
+            .sum()
+    }
+
+    /// StarPU's relative speed-up of a worker (CPU core 0.5, GPU 13.33), used by greedy
+    /// fallbacks and the random policy.
+    pub fn relative_speedup(&self, worker: WorkerId) -> f64 {
+        match self.workers[worker.index()].kind {
+            WorkerKind::Cpu => 0.5,
+            WorkerKind::Gpu => 13.33,
+        }
+    }
+
+    /// The kind of a memory node.
+    pub fn memory_kind(&self, node: MemNodeId) -> MemKind {
+        self.memory.kind(node)
+    }
+}

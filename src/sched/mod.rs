@@ -1,0 +1,66 @@
+//! Schedulers: policies that decide which worker runs which ready task.
+//!
+//! A scheduler never touches the simulation. The runtime tells it that a task became ready
+//! ([`Scheduler::push`]) and asks it for work when a worker has room ([`Scheduler::pop`]); it
+//! answers from its own queues, looking at the world only through a read-only [`View`]
+//! (clock, predicted task lengths, predicted transfer times, where data is valid, what workers
+//! hold), and may ask for [`Decision`]s such as prefetches. This is StarPU's push/pop shape
+//! (`starpu-reference.md` §1a), so the dmda family and work stealing fit the same trait.
+
+use crate::runtime::{View, WorkerId};
+use crate::workload::TaskId;
+
+mod central;
+mod random;
+
+pub use central::{Eager, Prio};
+pub use random::Random;
+
+/// Something a scheduler asks the runtime to do besides running tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Start moving `task`'s input data to `worker`'s memory now (StarPU prefetches at push
+    /// time). Prefetches yield to fetches of tasks about to run.
+    Prefetch {
+        /// The task whose inputs to move.
+        task: TaskId,
+        /// Where it will run.
+        worker: WorkerId,
+    },
+}
+
+/// A scheduling policy.
+pub trait Scheduler {
+    /// The policy's name, as given to `--sched`.
+    fn name(&self) -> &'static str;
+
+    /// `task` became ready (all its predecessors ended). Queue it; optionally add decisions.
+    fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>);
+
+    /// `worker` can take a task: return one from the queues, or `None`. Only tasks that
+    /// [`View::can_run`] allows on this worker may be returned.
+    fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId>;
+
+    /// A popped task starts executing on `worker` (its data is there).
+    fn task_started(&mut self, _task: TaskId, _worker: WorkerId, _view: &View<'_>) {}
+
+    /// A task ended on `worker`.
+    fn task_ended(&mut self, _task: TaskId, _worker: WorkerId, _view: &View<'_>) {}
+
+    /// Tasks pushed and not yet popped (for diagnoses and invariant checks).
+    fn queued(&self) -> usize;
+}
+
+/// Scheduler names accepted by [`by_name`].
+pub const NAMES: &[&str] = &["eager", "prio", "random"];
+
+/// Build a scheduler by name. `seed` feeds the policies that draw random numbers (their own
+/// stream, derived from the run's seed, so the kernel-noise stream is unaffected).
+pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Scheduler>> {
+    match name {
+        "eager" => Some(Box::new(Eager::default())),
+        "prio" => Some(Box::new(Prio::default())),
+        "random" => Some(Box::new(Random::new(seed))),
+        _ => None,
+    }
+}
