@@ -674,3 +674,80 @@ fn the_example_in_the_docs_loads() {
         "histogram"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The calibrated models drive a run: every task of the generators' Cholesky, LU and GEMM on
+// the calibrated tile sizes finds its model on every worker.
+
+mod runs {
+    use super::*;
+    use hetsim::perfmodel::CalibratedKernels;
+    use hetsim::runtime::{KernelTimes, RunConfig, simulate};
+    use hetsim::workload::{Precision, TaskGraph, cholesky, gemm, lu};
+
+    /// Every task has a model on the CPU and on every GPU (workers as the runtime builds them
+    /// are private, so the devices are checked directly).
+    fn every_task_has_a_model(m: &Machine, g: &TaskGraph) {
+        let mut devices = vec![DeviceRef::Cpu];
+        devices.extend((0..m.gpus().len() as u32).map(|i| DeviceRef::Gpu(GpuId(i))));
+        for task in g.tasks() {
+            let name = g.codelet_name(task.codelet);
+            for &d in &devices {
+                m.perf_models()
+                    .predict_s(name, d, task.model_size_bytes(), task.flops)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+
+    fn run(m: &Machine, g: &TaskGraph, seed: u64) -> f64 {
+        every_task_has_a_model(m, g);
+        let kernels = CalibratedKernels::new(m.perf_models());
+        let mut sched = hetsim::sched::by_name("eager", seed).unwrap();
+        let config = RunConfig {
+            seed,
+            ..RunConfig::default()
+        };
+        let k: &dyn KernelTimes = &kernels;
+        simulate(m, g, k, sched.as_mut(), &config)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .makespan_s
+    }
+
+    #[test]
+    fn calibrated_machines_run_the_generators_on_their_tile_sizes() {
+        for file in ["calibration/mirage.toml", "calibration/attila.toml"] {
+            let m = load(file);
+            for nb in [320, 640, 960] {
+                let graphs = [
+                    cholesky(4 * nb, nb, Precision::Single).unwrap(),
+                    lu(3 * nb, nb, Precision::Single).unwrap(),
+                    lu(3 * nb, nb, Precision::Double).unwrap(),
+                ];
+                for g in &graphs {
+                    let t = run(&m, g, 1);
+                    assert!(t > 0.0 && t.is_finite(), "{file} nb={nb}: {t}");
+                }
+            }
+            // starpu_sgemm_gemm on 960 tiles (11059200 B).
+            let g = gemm(2 * 960, 960, Precision::Single).unwrap();
+            assert!(run(&m, &g, 1) > 0.0);
+        }
+    }
+
+    #[test]
+    fn with_noise_the_seed_decides_the_run() {
+        let text = std::fs::read_to_string(repo("calibration/attila.toml")).unwrap();
+        let text = text.replace(
+            "[machine]\n",
+            "[perfmodels]\nnoise = { kind = \"lognormal\" }\n\n[machine]\n",
+        );
+        let m = machine::from_str(&text, "attila-noisy.toml").unwrap();
+        let g = cholesky(4 * 960, 960, Precision::Single).unwrap();
+        assert_eq!(run(&m, &g, 7), run(&m, &g, 7));
+        assert_ne!(run(&m, &g, 7), run(&m, &g, 8));
+        // Without noise the eager run is the same whatever the seed.
+        let quiet = load("calibration/attila.toml");
+        assert_eq!(run(&quiet, &g, 7), run(&quiet, &g, 8));
+    }
+}

@@ -56,14 +56,17 @@ use rand::{Rng, SeedableRng};
 use crate::machine::GpuId;
 
 pub mod history;
+mod kernels;
 pub mod noise;
 
 pub use history::{History, HistoryEntry, Regression};
+pub use kernels::CalibratedKernels;
 pub use noise::{Histogram, NORMAL_MIN_FRACTION, Noise};
 
 /// The RNG a run draws kernel durations from: Xoshiro256++, portable and reproducible across
-/// platforms. The runtime owns it; these models only borrow it.
-pub type SimRng = rand::rngs::Xoshiro256PlusPlus;
+/// platforms (the runtime's [`crate::runtime::SimRng`]). The runtime owns it; these models only
+/// borrow it.
+pub type SimRng = crate::runtime::SimRng;
 
 /// The run's RNG for `seed`.
 pub fn rng_from_seed(seed: u64) -> SimRng {
@@ -531,6 +534,14 @@ impl PerfModels {
             DeviceSelector::Gpu(g) => c.per_gpu.get(g.index()).copied().flatten(),
         };
         slot.map(|i| &c.models[i as usize])
+    }
+
+    /// The GPU with this name, among those the models were built for.
+    pub fn gpu_by_name(&self, name: &str) -> Option<GpuId> {
+        self.gpu_names
+            .iter()
+            .position(|n| n == name)
+            .map(|i| GpuId(i as u32))
     }
 
     /// The name of a device for messages: `cpu` or the GPU's name.
