@@ -16,6 +16,7 @@ pub mod error;
 pub mod fluid;
 pub mod machine;
 pub mod netcase;
+pub mod perfmodel;
 pub mod runtime;
 pub mod sched;
 pub mod units;
