@@ -284,6 +284,7 @@ impl Observer for Invariants {
                 }
             }
             SimEvent::TransferStart { .. } => {}
+            _ => {}
         }
     }
 }

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rustc_hash::FxHashMap;
 
 use super::memory::{Alloc, Memory};
-use super::observe::{Observer, SimEvent};
+use super::observe::{Observer, SimEvent, WorkerStatus};
 use super::report::{CodeletReport, LinkReport, MemoryReport, RunReport, WorkerReport};
 use super::transfer::{Estimates, Path, Platform, Runners, Transfer, TransferKind};
 use super::{KernelTimes, RunConfig, SimRng, View, Worker, WorkerId, WorkerKind, WorkerLoad};
@@ -128,6 +128,8 @@ struct Sim<'a> {
     scratch_versions: Vec<(HandleId, u32, u32)>,
     stats: Stats,
     codelet_stats: Vec<CodeletReport>,
+    /// Last link loads reported to the observer, if it wants them.
+    link_loads: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Default)]
@@ -386,7 +388,11 @@ impl<'a> Sim<'a> {
                 gpu_s: 0.0,
             })
             .collect();
+        let link_loads = obs
+            .wants_link_loads()
+            .then(|| vec![0.0; machine.links().len() * 2]);
         Ok(Sim {
+            link_loads,
             machine,
             graph,
             kernels,
@@ -430,6 +436,17 @@ impl<'a> Sim<'a> {
     }
 
     fn run(&mut self) -> Result<(), Error> {
+        self.obs.event(
+            0.0,
+            &SimEvent::RunStart {
+                machine: self.machine,
+                graph: self.graph,
+                workers: &self.workers,
+                links: &self.platform.link_names,
+                sched: self.sched.name(),
+                config: self.config,
+            },
+        );
         let roots: Vec<TaskId> = self.graph.roots().collect();
         for t in roots {
             self.push(t);
@@ -453,6 +470,12 @@ impl<'a> Sim<'a> {
         for w in 0..self.workers.len() {
             self.account(WorkerId(w as u32));
         }
+        self.obs.event(
+            self.now,
+            &SimEvent::RunEnd {
+                makespan_s: self.makespan,
+            },
+        );
         Ok(())
     }
 
@@ -471,6 +494,7 @@ impl<'a> Sim<'a> {
                 (_, Some(t)) => {
                     self.now = t;
                     self.platform.net.advance(t, &mut finished);
+                    self.report_link_loads();
                     for f in finished.drain(..) {
                         let id = self.flow_owner[f.0 as usize];
                         self.transfer_done(id);
@@ -625,6 +649,7 @@ impl<'a> Sim<'a> {
                 ));
             }
         }
+        let task = self.graph.task(t);
         self.obs.event(
             self.now,
             &SimEvent::TaskStart {
@@ -632,6 +657,11 @@ impl<'a> Sim<'a> {
                 worker: w,
                 duration_s: dur,
                 reads: &versions,
+                codelet: task.codelet,
+                codelet_name: self.graph.codelet_name(task.codelet),
+                flops: task.flops,
+                size_bytes: task.model_size_bytes(),
+                priority: task.priority,
             },
         );
         self.scratch_versions = versions;
@@ -705,6 +735,7 @@ impl<'a> Sim<'a> {
             WState::Busy => ws.busy_s += dt,
         }
         ws.since_s = self.now;
+        let old = ws.state;
         ws.state = if ws.running.is_some() {
             WState::Busy
         } else if ws.held.is_empty() {
@@ -712,6 +743,42 @@ impl<'a> Sim<'a> {
         } else {
             WState::Waiting
         };
+        if ws.state != old {
+            let state = match ws.state {
+                WState::Idle => WorkerStatus::Idle,
+                WState::Waiting => WorkerStatus::FetchingInput,
+                WState::Busy => WorkerStatus::Executing,
+            };
+            self.obs
+                .event(self.now, &SimEvent::WorkerState { worker: w, state });
+        }
+    }
+
+    /// Report the links whose load changed, to an observer that wants them.
+    fn report_link_loads(&mut self) {
+        let Some(last) = self.link_loads.as_mut() else {
+            return;
+        };
+        for (i, old) in last
+            .iter_mut()
+            .enumerate()
+            .take(self.platform.link_names.len())
+        {
+            let load = self
+                .platform
+                .net
+                .link_load_bytes_per_sec(crate::fluid::LinkId(i as u32));
+            if load != *old {
+                *old = load;
+                self.obs.event(
+                    self.now,
+                    &SimEvent::LinkLoad {
+                        link: i as u32,
+                        bytes_per_sec: load,
+                    },
+                );
+            }
+        }
     }
 
     // --- Memory -----------------------------------------------------------------------------
@@ -730,7 +797,9 @@ impl<'a> Sim<'a> {
                 self.buffer_allocated(t, i);
                 continue;
             }
-            match self.memory.allocate(h, node) {
+            let alloc = self.memory.allocate(h, node);
+            self.report_evictions();
+            match alloc {
                 Alloc::Done { malloc, frees } => {
                     self.alloc_queue[node.index()].pop_front();
                     let cost = self.alloc_cost(node, malloc, frees);
@@ -757,6 +826,20 @@ impl<'a> Sim<'a> {
                 }
                 Alloc::Blocked => break,
             }
+        }
+    }
+
+    /// Report the replicas the last allocations evicted.
+    fn report_evictions(&mut self) {
+        for (node, handle) in self.memory.evicted.drain(..) {
+            self.obs.event(
+                self.now,
+                &SimEvent::Evict {
+                    node,
+                    handle,
+                    bytes: self.graph.handle(handle).size_bytes,
+                },
+            );
         }
     }
 
@@ -795,7 +878,9 @@ impl<'a> Sim<'a> {
                 continue;
             }
             // A prefetch takes room only if it can without waiting or writing back.
-            match self.memory.allocate(h, node) {
+            let alloc = self.memory.allocate(h, node);
+            self.report_evictions();
+            match alloc {
                 Alloc::Done { malloc, frees } => {
                     let cost = self.alloc_cost(node, malloc, frees);
                     self.obs.event(
@@ -909,6 +994,7 @@ impl<'a> Sim<'a> {
                 bytes: tr.bytes,
                 kind: tr.kind,
                 version: tr.version,
+                id,
             },
         );
         match self.platform.path(tr.src, tr.dst) {
@@ -951,6 +1037,7 @@ impl<'a> Sim<'a> {
                 bytes: tr.bytes,
                 kind: tr.kind,
                 version: tr.version,
+                id,
             },
         );
         let (h, src, dst) = (tr.handle, tr.src, tr.dst);
