@@ -8,6 +8,7 @@
 //! - [`netcase`]: the JSON flow-set format of `hetsim net` (the SimGrid oracle's format);
 //! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
+//! - [`trace`]: Paje and Chrome traces, Gantt charts and makespan bounds, as observers of a run;
 //! - [`cli`]: the command-line front end.
 
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod netcase;
 pub mod perfmodel;
 pub mod runtime;
 pub mod sched;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

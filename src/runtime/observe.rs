@@ -56,13 +56,16 @@ pub enum SimEvent<'a> {
         graph: &'a TaskGraph,
         /// The workers, in id order (GPUs first, then CPU cores).
         workers: &'a [Worker],
-        /// Names of the runtime's links, indexed by [`SimEvent::LinkLoad`]'s `link`: the
+        /// Names of the runtime's links, indexed by [`SimEvent::LinkLoads`]' link indices: the
         /// machine's links in order, a split-duplex link giving two (`NAME_UP`, `NAME_DOWN`).
         links: &'a [String],
         /// Scheduler name.
         sched: &'a str,
         /// The run's options (seed, ...).
         config: &'a RunConfig,
+        /// Lower bounds on the makespan (critical path, area bound), e.g. to choose a time
+        /// resolution before the run's length is known.
+        bounds: crate::trace::Bounds,
     },
     /// The run is over: the last task ended at `makespan_s` and the final write-back at the
     /// date of this event. No event follows.
@@ -164,13 +167,13 @@ pub enum SimEvent<'a> {
         /// Its size.
         bytes: u64,
     },
-    /// The total rate of the transfers crossing a link changed (reported only to observers
-    /// whose [`Observer::wants_link_loads`] is true, and only for links whose load changed).
-    LinkLoad {
-        /// Index into [`SimEvent::RunStart`]'s `links`.
-        link: u32,
-        /// Sum of the rates of the flows on the link, bytes per second.
-        bytes_per_sec: f64,
+    /// The total rate of the transfers crossing some links changed, after the network
+    /// re-shared its bandwidth (reported only to observers whose
+    /// [`Observer::wants_link_loads`] is true).
+    LinkLoads {
+        /// The links whose load changed: (index into [`SimEvent::RunStart`]'s `links`, sum of
+        /// the rates of the flows on the link in bytes per second), in link order.
+        changed: &'a [(u32, f64)],
     },
     /// A task moved from one worker's queue to another's. Reserved for work-stealing
     /// schedulers: no scheduler emits it yet.
@@ -189,7 +192,7 @@ pub trait Observer {
     /// One event.
     fn event(&mut self, at_s: f64, event: &SimEvent<'_>);
 
-    /// Whether to report [`SimEvent::LinkLoad`] events (they cost the simulation a pass over
+    /// Whether to report [`SimEvent::LinkLoads`] events (they cost the simulation a pass over
     /// the links after every change of the network, so only observers that draw bandwidth
     /// ask for them).
     fn wants_link_loads(&self) -> bool {

@@ -47,6 +47,30 @@ impl Runnable {
         let m = self.means[task.index() * self.ndev + self.worker_dev[worker.index()]];
         (!m.is_nan()).then_some(m)
     }
+
+    /// The makespan bounds of the graph on `workers` from these means (`trace::stats`).
+    fn bounds(&self, graph: &TaskGraph, workers: &[Worker]) -> crate::trace::Bounds {
+        let mut cpu = vec![f64::INFINITY; graph.num_tasks()];
+        let mut gpu = vec![f64::INFINITY; graph.num_tasks()];
+        let mut col_kind = vec![WorkerKind::Cpu; self.ndev];
+        for (w, &col) in self.worker_dev.iter().enumerate() {
+            col_kind[col] = workers[w].kind;
+        }
+        for t in 0..graph.num_tasks() {
+            for (col, kind) in col_kind.iter().enumerate() {
+                let m = self.means[t * self.ndev + col];
+                if m.is_nan() {
+                    continue;
+                }
+                let slot = match kind {
+                    WorkerKind::Cpu => &mut cpu[t],
+                    WorkerKind::Gpu => &mut gpu[t],
+                };
+                *slot = slot.min(m);
+            }
+        }
+        crate::trace::stats::bounds_from_means(graph, &cpu, &gpu, workers)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -130,6 +154,9 @@ struct Sim<'a> {
     codelet_stats: Vec<CodeletReport>,
     /// Last link loads reported to the observer, if it wants them.
     link_loads: Option<Vec<f64>>,
+    /// Lower bounds on the makespan.
+    bounds: crate::trace::Bounds,
+    scratch_loads: Vec<(u32, f64)>,
 }
 
 #[derive(Debug, Default)]
@@ -339,6 +366,7 @@ impl<'a> Sim<'a> {
     ) -> Result<Self, Error> {
         let workers = workers_of(machine, config)?;
         let runnable = runnable_of(graph, kernels, &workers, machine)?;
+        let bounds = runnable.bounds(graph, &workers);
         let ram = machine
             .memory_nodes()
             .iter()
@@ -393,6 +421,8 @@ impl<'a> Sim<'a> {
             .then(|| vec![0.0; machine.links().len() * 2]);
         Ok(Sim {
             link_loads,
+            bounds,
+            scratch_loads: Vec::new(),
             machine,
             graph,
             kernels,
@@ -445,6 +475,7 @@ impl<'a> Sim<'a> {
                 links: &self.platform.link_names,
                 sched: self.sched.name(),
                 config: self.config,
+                bounds: self.bounds,
             },
         );
         let roots: Vec<TaskId> = self.graph.roots().collect();
@@ -759,6 +790,8 @@ impl<'a> Sim<'a> {
         let Some(last) = self.link_loads.as_mut() else {
             return;
         };
+        let changed = &mut self.scratch_loads;
+        changed.clear();
         for (i, old) in last
             .iter_mut()
             .enumerate()
@@ -770,14 +803,11 @@ impl<'a> Sim<'a> {
                 .link_load_bytes_per_sec(crate::fluid::LinkId(i as u32));
             if load != *old {
                 *old = load;
-                self.obs.event(
-                    self.now,
-                    &SimEvent::LinkLoad {
-                        link: i as u32,
-                        bytes_per_sec: load,
-                    },
-                );
+                changed.push((i as u32, load));
             }
+        }
+        if !changed.is_empty() {
+            self.obs.event(self.now, &SimEvent::LinkLoads { changed });
         }
     }
 
@@ -1129,7 +1159,11 @@ impl<'a> Sim<'a> {
         let end = self.now;
         let total_flops = self.graph.total_flops();
         let codelets = self.codelet_stats.clone();
+        let bounds = self.bounds;
         RunReport {
+            critical_path_s: bounds.critical_path_s,
+            area_bound_s: bounds.area_bound_s,
+            bound_ratio: bounds.ratio(self.makespan),
             machine: self.machine.name().to_string(),
             sched: self.sched.name().to_string(),
             seed: self.config.seed,
