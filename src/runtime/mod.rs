@@ -212,6 +212,7 @@ pub struct View<'a> {
     pub(crate) runnable: &'a sim::Runnable,
     pub(crate) memory: &'a memory::Memory,
     pub(crate) estimates: &'a transfer::Estimates,
+    pub(crate) released_by: Option<WorkerId>,
 }
 
 impl<'a> View<'a> {
@@ -228,6 +229,28 @@ impl<'a> View<'a> {
     /// All workers, in id order.
     pub fn workers(&self) -> &'a [Worker] {
         self.workers
+    }
+
+    /// During [`crate::sched::Scheduler::push`]: the worker whose task's end made this task
+    /// ready (`None` for tasks ready at the start). Work stealing pushes there.
+    pub fn released_by(&self) -> Option<WorkerId> {
+        self.released_by
+    }
+
+    /// The contention-free estimate of the time to bring `task`'s inputs to `worker`: per
+    /// buffer read and not valid there, latency + size / bottleneck bandwidth of the route.
+    pub fn nominal_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
+        let node = self.workers[worker.index()].memory;
+        self.graph
+            .accesses(task)
+            .iter()
+            .filter(|a| a.mode.reads() && !self.memory.is_valid(a.handle, node))
+            .map(|a| {
+                let bytes = self.graph.handle(a.handle).size_bytes as f64;
+                let src = self.memory.best_source(a.handle, node, self.estimates);
+                self.estimates.nominal_s(src, node, bytes)
+            })
+            .sum()
     }
 
     /// What a worker holds now.
