@@ -1,0 +1,1 @@
+//! The human-readable report of `hetsim run`.
