@@ -206,11 +206,15 @@ pub const SCHEDULER_OPTIONS: &[&str] =
 /// The options scheduler `name` takes, among [`SCHEDULER_OPTIONS`]. A scheduler that gains
 /// options adds itself here (and reads them from [`SchedulerOptions`] when it is built).
 pub fn options_of(name: &str) -> &'static [&'static str] {
-    match name {
-        // eager, prio and random take no option; the dmda family will take them all.
-        _ => &[],
-    }
+    OPTIONS_BY_SCHEDULER
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[], |(_, opts)| opts)
 }
+
+/// (scheduler, options it takes). eager, prio and random take none; the dmda family will add
+/// `("dmda", SCHEDULER_OPTIONS)` and so on.
+const OPTIONS_BY_SCHEDULER: &[(&str, &[&str])] = &[];
 
 /// `[scheduler]`: the policy and its options.
 #[derive(Debug, Clone, PartialEq)]
@@ -417,7 +421,7 @@ impl Source<'_> {
 
     /// A TOML syntax or serde error, located from its span.
     fn toml_error(&self, e: &toml::de::Error) -> InputError {
-        let message = e.message().trim().to_string();
+        let message = plain_message(e.message());
         let Some(span) = e.span() else {
             return InputError::new(message).in_file(self.file);
         };
@@ -454,6 +458,26 @@ impl Source<'_> {
         }
         err
     }
+}
+
+/// serde's message in the user's terms: no Rust type names.
+fn plain_message(message: &str) -> String {
+    let mut m = message.trim().to_string();
+    if let Some(i) = m.find("expected struct Raw") {
+        m.truncate(i);
+        m.push_str("expected a table");
+    }
+    for (rust, user) in [
+        ("expected u64", "expected an integer >= 0"),
+        ("expected u32", "expected an integer from 0 to 4294967295"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        if let Some(stem) = m.strip_suffix(rust) {
+            m = format!("{stem}{user}");
+        }
+    }
+    m
 }
 
 /// For a syntax error: `table.key` guessed from the text (the last `[table]` header above the
@@ -798,17 +822,6 @@ fn locate_with(origins: &BTreeMap<String, Location>, file: &Path, mut e: InputEr
     }
 }
 
-/// What one run of a scenario produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    /// The simulation's report.
-    pub report: RunReport,
-    /// GPU workers used.
-    pub gpu_workers: usize,
-    /// CPU workers used.
-    pub cpu_workers: usize,
-}
-
 impl Scenario {
     /// Attach to an error found after loading (it names a scenario field such as `workload.nb`
     /// or `run.ncpu`) the file and line, or the override, its value came from.
@@ -859,7 +872,7 @@ impl Scenario {
     }
 
     /// Load the machine, generate the workload, build the scheduler and simulate.
-    pub fn run(&self) -> Result<Outcome, Error> {
+    pub fn run(&self) -> Result<RunReport, Error> {
         let machine = self.load_machine()?;
         let kernels = crate::runtime::kernels_for(&machine).map_err(|e| {
             let e = e.at_field("scenario.machine");
@@ -878,13 +891,7 @@ impl Scenario {
             Error::Input(e) => Error::Input(self.locate_run_error(e)),
             other => other,
         })?;
-        let gpu_workers = report.workers.iter().filter(|w| w.kind == "gpu").count();
-        let cpu_workers = report.workers.len() - gpu_workers;
-        Ok(Outcome {
-            report,
-            gpu_workers,
-            cpu_workers,
-        })
+        Ok(report)
     }
 
     /// Errors of the simulation: those about the run or the workload belong to the scenario,
