@@ -18,6 +18,7 @@ pub mod error;
 pub mod fluid;
 pub mod machine;
 pub mod netcase;
+pub mod perfmodel;
 pub mod report_text;
 pub mod runtime;
 pub mod scenario;

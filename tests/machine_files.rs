@@ -319,6 +319,76 @@ const BAD: &[Bad] = &[
         field: "cpus[0].count",
         message: "invalid type",
     },
+    Bad {
+        file: "codelet_nan_mean",
+        field: "codelets[0].models[0].history[1].mean",
+        message: "NaN",
+    },
+    Bad {
+        file: "codelet_negative_stddev",
+        field: "codelets[0].models[0].history[0].stddev",
+        message: "must not be negative",
+    },
+    Bad {
+        file: "codelet_unknown_device",
+        field: "codelets[0].models[1].device",
+        message: "unknown device `CUDA7`",
+    },
+    Bad {
+        file: "codelet_unknown_noise",
+        field: "codelets[0].noise.kind",
+        message: "unknown noise kind \"gaussian\"",
+    },
+    Bad {
+        file: "codelet_duplicate_size",
+        field: "codelets[0].models[0].history[2].size",
+        message: "duplicate history entry for size 1228800 B",
+    },
+    Bad {
+        file: "codelet_duplicate_name",
+        field: "codelets[1].name",
+        message: "duplicate codelet `gemm`",
+    },
+    Bad {
+        file: "codelet_duplicate_device",
+        field: "codelets[0].models[1].device",
+        message: "already has a model for device `CUDA0`",
+    },
+    Bad {
+        file: "codelet_empty_model",
+        field: "codelets[0].models[0]",
+        message: "nothing to predict",
+    },
+    Bad {
+        file: "codelet_histogram_weights",
+        field: "perfmodels.noise.weights",
+        message: "one weight per bin",
+    },
+    Bad {
+        file: "codelet_fractional_size",
+        field: "codelets[0].models[0].history[0].size",
+        message: "whole number of bytes",
+    },
+    Bad {
+        file: "codelet_zero_flop_rate",
+        field: "codelets[0].models[0].flop_rate",
+        message: "greater than zero",
+    },
+    Bad {
+        file: "codelet_regression_negative",
+        field: "codelets[0].models[0].regression.min_size",
+        message: "negative duration",
+    },
+    Bad {
+        file: "codelet_missing_include",
+        field: "perfmodels.include[0]",
+        message: "cannot read included file",
+    },
+    Bad {
+        file: "codelet_unknown_field",
+        field: "codelets[0].models[0].history[0].deviation",
+        message: "unknown field `deviation`",
+    },
 ];
 
 fn marker_line(text: &str) -> usize {

@@ -74,6 +74,121 @@ pub struct RawMachineFile {
     /// `[runtime]`: overheads and policies, all optional.
     #[serde(default)]
     pub runtime: Option<Spanned<RawRuntime>>,
+    /// `[perfmodels]`: machine-wide settings of the kernel models, all optional.
+    #[serde(default)]
+    pub perfmodels: Option<Spanned<RawPerfModels>>,
+    /// `[[codelets]]`: kernel performance models.
+    #[serde(default)]
+    pub codelets: Vec<Spanned<RawCodelet>>,
+}
+
+/// A file named by `[perfmodels] include`: only `[[codelets]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCodeletsFile {
+    /// `[[codelets]]`.
+    #[serde(default)]
+    pub codelets: Vec<Spanned<RawCodelet>>,
+}
+
+/// `[perfmodels]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPerfModels {
+    /// Noise of the codelets that set none; default none.
+    #[serde(default)]
+    pub noise: Option<Spanned<RawNoise>>,
+    /// Files holding more `[[codelets]]`, relative to the machine file's directory.
+    #[serde(default)]
+    pub include: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// `noise = { kind = "...", ... }`: one struct for every kind, as for transfer models.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNoise {
+    /// "none", "normal", "lognormal" or "histogram".
+    pub kind: Spanned<String>,
+    /// histogram: bin edges, strictly increasing.
+    #[serde(default)]
+    pub edges: Option<Spanned<Vec<Spanned<f64>>>>,
+    /// histogram: one weight per bin.
+    #[serde(default)]
+    pub weights: Option<Spanned<Vec<Spanned<f64>>>>,
+    /// histogram: observed values, drawn uniformly (instead of edges and weights).
+    #[serde(default)]
+    pub samples: Option<Spanned<Vec<Spanned<f64>>>>,
+}
+
+/// `[[codelets]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCodelet {
+    /// StarPU's performance-model symbol, e.g. "chol_model_gemm".
+    pub name: Spanned<String>,
+    /// This codelet's noise, overriding `[perfmodels] noise`.
+    #[serde(default)]
+    pub noise: Option<Spanned<RawNoise>>,
+    /// `[[codelets.models]]`: one per device or device kind.
+    #[serde(default)]
+    pub models: Vec<Spanned<RawDeviceModel>>,
+}
+
+/// `[[codelets.models]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDeviceModel {
+    /// "cpu", "gpu" or the name of a GPU.
+    pub device: Spanned<String>,
+    /// Measured sizes.
+    #[serde(default)]
+    pub history: Option<Spanned<Vec<Spanned<RawHistoryEntry>>>>,
+    /// `a·size^b + c`.
+    #[serde(default)]
+    pub regression: Option<Spanned<RawRegression>>,
+    /// Duration = flops / flop_rate.
+    #[serde(default)]
+    pub flop_rate: Option<Spanned<RawQuantity>>,
+    /// Deviation of regression and flop-rate durations, relative to their mean.
+    #[serde(default)]
+    pub rel_stddev: Option<Spanned<f64>>,
+}
+
+/// One `{ size = ..., mean = ..., stddev = ..., samples = ... }` of a history.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHistoryEntry {
+    /// Footprint size in bytes.
+    pub size: Spanned<RawQuantity>,
+    /// Mean duration.
+    pub mean: Spanned<RawQuantity>,
+    /// Standard deviation; default 0.
+    #[serde(default)]
+    pub stddev: Option<Spanned<RawQuantity>>,
+    /// Number of measurements.
+    #[serde(default)]
+    pub samples: Option<Spanned<i64>>,
+}
+
+/// `regression = { a = ..., b = ..., c = ..., min_size = ..., max_size = ... }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRegression {
+    /// Coefficient, in seconds per byte^b (a duration); default 0.
+    #[serde(default)]
+    pub a: Option<Spanned<RawQuantity>>,
+    /// Exponent; default 0.
+    #[serde(default)]
+    pub b: Option<Spanned<f64>>,
+    /// Constant term (a duration); default 0.
+    #[serde(default)]
+    pub c: Option<Spanned<RawQuantity>>,
+    /// Smallest size the regression applies to.
+    #[serde(default)]
+    pub min_size: Option<Spanned<RawQuantity>>,
+    /// Largest size the regression applies to.
+    #[serde(default)]
+    pub max_size: Option<Spanned<RawQuantity>>,
 }
 
 /// `[machine]`.

@@ -51,6 +51,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::{InputError, read_input};
+use crate::perfmodel::PerfModels;
 
 pub mod format;
 mod summary;
@@ -304,6 +305,7 @@ pub struct Machine {
     routes: Vec<Route>,
     route_index: BTreeMap<(MemNodeId, MemNodeId), usize>,
     runtime: RuntimeConfig,
+    perf_models: PerfModels,
 }
 
 impl Machine {
@@ -376,6 +378,11 @@ impl Machine {
     /// Runtime overheads and policies.
     pub fn runtime(&self) -> &RuntimeConfig {
         &self.runtime
+    }
+
+    /// Kernel performance models (`[[codelets]]`, `[perfmodels]`), empty if the file has none.
+    pub fn perf_models(&self) -> &PerfModels {
+        &self.perf_models
     }
 
     /// The name a route uses for a hop: the link's name, plus `_UP`/`_DOWN` for split-duplex

@@ -123,6 +123,7 @@ pub(super) fn summary(m: &Machine) -> String {
             "none reserved"
         }
     );
+    out.push_str(&m.perf_models().summary());
     out
 }
 

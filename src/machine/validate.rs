@@ -7,12 +7,19 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use super::format::{self, RawMachineFile, RawModel, RawQuantity, char_floor};
+use super::format::{
+    self, RawCodelet, RawCodeletsFile, RawDeviceModel, RawMachineFile, RawModel, RawNoise,
+    RawPerfModels, RawQuantity, char_floor,
+};
 use super::{
     CpuGroup, Direction, Gpu, GpuId, Hop, Link, LinkId, Machine, MemKind, MemNode, MemNodeId,
     Route, RuntimeConfig, Sharing, TransferModel,
 };
-use crate::error::{InputError, line_of_offset};
+use crate::error::{InputError, line_of_offset, read_input};
+use crate::perfmodel::{
+    DeviceKind, DeviceModel, DeviceSelector, Histogram, History, HistoryEntry, Noise, ParamError,
+    PerfModels, Regression, history::MAX_EXACT_SIZE,
+};
 use crate::units::{self, Kind};
 
 /// Upper bounds that keep ids in `u32` and catch typos such as `count = 1200000`.
@@ -49,6 +56,33 @@ impl Ctx<'_> {
             RawQuantity::Text(t) => units::parse(kind, t),
         };
         r.map_err(|e| self.err(q.span(), field, e.message))
+    }
+
+    /// A quantity of `kind` that may be negative (finite).
+    fn quantity_signed(
+        &self,
+        q: &Spanned<RawQuantity>,
+        kind: Kind,
+        field: &str,
+    ) -> Result<f64, InputError> {
+        let r = match q.get_ref() {
+            RawQuantity::Number(v) => units::check_number_signed(kind, *v),
+            RawQuantity::Text(t) => units::parse_signed(kind, t),
+        };
+        r.map_err(|e| self.err(q.span(), field, e.message))
+    }
+
+    /// A plain number (no unit), finite.
+    fn finite(&self, v: &Spanned<f64>, field: &str) -> Result<f64, InputError> {
+        let x = *v.get_ref();
+        if !x.is_finite() {
+            return Err(self.err(
+                v.span(),
+                field,
+                format!("expected a finite number, found {x}"),
+            ));
+        }
+        Ok(x)
     }
 
     /// A bandwidth that must be positive: zero gets its own message, because a zero-bandwidth
@@ -699,6 +733,8 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         ));
     }
 
+    let perf_models = perf_models(ctx, raw.perfmodels.as_ref(), &raw.codelets, &gpus)?;
+
     Ok(Machine {
         name,
         description: header.description,
@@ -709,7 +745,343 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         routes,
         route_index,
         runtime,
+        perf_models,
     })
+}
+
+/// `[perfmodels]`, the `[[codelets]]` of the machine file, then those of each included file.
+fn perf_models(
+    ctx: &Ctx<'_>,
+    settings: Option<&Spanned<RawPerfModels>>,
+    raw_codelets: &[Spanned<RawCodelet>],
+    gpus: &[Gpu],
+) -> Result<PerfModels, InputError> {
+    let settings = settings.map(Spanned::get_ref);
+    let default_noise = match settings.and_then(|p| p.noise.as_ref()) {
+        Some(n) => noise(ctx, n, "perfmodels.noise")?,
+        None => Noise::None,
+    };
+    let mut pm = PerfModels::new(gpus.iter().map(|g| g.name.clone()).collect(), default_noise);
+    // Where each codelet was defined, for duplicate messages.
+    let mut seen: HashMap<String, String> = HashMap::new();
+    codelets(ctx, raw_codelets, gpus, &mut pm, &mut seen)?;
+    if settings.is_some_and(|p| p.include.is_some()) {
+        for v in seen.values_mut() {
+            *v = format!("{v} in {}", ctx.file.display());
+        }
+    }
+
+    let Some(includes) = settings.and_then(|p| p.include.as_ref()) else {
+        return Ok(pm);
+    };
+    let dir = ctx.file.parent().unwrap_or(Path::new(""));
+    for (i, inc) in includes.get_ref().iter().enumerate() {
+        let field = format!("perfmodels.include[{i}]");
+        let rel = inc.get_ref().trim();
+        if rel.is_empty() {
+            return Err(ctx.err(inc.span(), field, "expected a file name"));
+        }
+        let path = dir.join(rel);
+        let text = read_input(&path).map_err(|e| {
+            ctx.err(
+                inc.span(),
+                field.clone(),
+                format!(
+                    "cannot read included file {}: {}",
+                    path.display(),
+                    e.message
+                ),
+            )
+        })?;
+        let inc_ctx = Ctx {
+            text: &text,
+            file: &path,
+        };
+        let file: RawCodeletsFile = toml::from_str(&text).map_err(|e| toml_error(&inc_ctx, &e))?;
+        codelets(&inc_ctx, &file.codelets, gpus, &mut pm, &mut seen)?;
+        // Later files name this one in their duplicate messages.
+        for v in seen.values_mut() {
+            if !v.contains(" in ") {
+                *v = format!("{v} in {}", path.display());
+            }
+        }
+    }
+    Ok(pm)
+}
+
+/// A ParamError from a perfmodel constructor, located at `span` and `field`.
+fn located(ctx: &Ctx<'_>, e: ParamError, span: Range<usize>, field: String) -> InputError {
+    ctx.err(span, field, e.message)
+}
+
+fn codelets(
+    ctx: &Ctx<'_>,
+    raw: &[Spanned<RawCodelet>],
+    gpus: &[Gpu],
+    pm: &mut PerfModels,
+    seen: &mut HashMap<String, String>,
+) -> Result<(), InputError> {
+    check_count(ctx, raw.len(), 0..ctx.text.len(), "codelets")?;
+    for (i, c) in raw.iter().enumerate() {
+        let c = c.get_ref();
+        let at = format!("codelets[{i}]");
+        let name = c.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(ctx.err(
+                c.name.span(),
+                format!("{at}.name"),
+                "expected a non-empty codelet name (StarPU's performance-model symbol, such as \
+                 \"chol_model_gemm\")",
+            ));
+        }
+        if let Some(prev) = seen.get(&name) {
+            return Err(ctx.err(
+                c.name.span(),
+                format!("{at}.name"),
+                format!(
+                    "duplicate codelet `{name}` (already defined by {prev}); expected one \
+                     [[codelets]] entry per codelet, holding one [[codelets.models]] per device"
+                ),
+            ));
+        }
+        let own_noise = match &c.noise {
+            Some(n) => Some(noise(ctx, n, &format!("{at}.noise"))?),
+            None => None,
+        };
+        let idx = pm
+            .add_codelet(name.clone(), own_noise)
+            .map_err(|e| located(ctx, e, c.name.span(), format!("{at}.name")))?;
+        seen.insert(name, at.clone());
+        check_count(ctx, c.models.len(), c.name.span(), &format!("{at}.models"))?;
+        for (j, m) in c.models.iter().enumerate() {
+            let m = m.get_ref();
+            let at = format!("{at}.models[{j}]");
+            let model = device_model(ctx, m, gpus, &at)?;
+            pm.add_model(idx, model)
+                .map_err(|e| located(ctx, e, m.device.span(), format!("{at}.device")))?;
+        }
+    }
+    Ok(())
+}
+
+fn device_model(
+    ctx: &Ctx<'_>,
+    m: &RawDeviceModel,
+    gpus: &[Gpu],
+    at: &str,
+) -> Result<DeviceModel, InputError> {
+    let f = |name: &str| format!("{at}.{name}");
+    let device = match m.device.get_ref().trim() {
+        "cpu" => DeviceSelector::Kind(DeviceKind::Cpu),
+        "gpu" => DeviceSelector::Kind(DeviceKind::Gpu),
+        other => match gpus.iter().find(|g| g.name == other) {
+            Some(g) => DeviceSelector::Gpu(g.id),
+            None => {
+                return Err(ctx.err(
+                    m.device.span(),
+                    f("device"),
+                    format!(
+                        "unknown device `{other}`; expected \"cpu\" (every CPU core), \"gpu\" \
+                         (every GPU) or the name of a GPU in [[gpus]]: {}",
+                        known_list(gpus.iter().map(|g| g.name.as_str()))
+                    ),
+                ));
+            }
+        },
+    };
+
+    // history
+    let mut entries = Vec::new();
+    let mut size_spans = Vec::new();
+    if let Some(h) = &m.history {
+        check_count(ctx, h.get_ref().len(), h.span(), &f("history"))?;
+        for (k, e) in h.get_ref().iter().enumerate() {
+            let e = e.get_ref();
+            let ef = |name: &str| format!("{at}.history[{k}].{name}");
+            let size = ctx.quantity(&e.size, Kind::Bytes, &ef("size"))?;
+            if size.fract() != 0.0 || size > MAX_EXACT_SIZE as f64 {
+                return Err(ctx.err(
+                    e.size.span(),
+                    ef("size"),
+                    format!(
+                        "expected a whole number of bytes (the footprint size, up to 2^53), \
+                         found {size}"
+                    ),
+                ));
+            }
+            let mean = ctx.quantity(&e.mean, Kind::Seconds, &ef("mean"))?;
+            let stddev = match &e.stddev {
+                Some(q) => ctx.quantity(q, Kind::Seconds, &ef("stddev"))?,
+                None => 0.0,
+            };
+            let samples = match &e.samples {
+                Some(n) if *n.get_ref() < 0 => {
+                    return Err(ctx.err(
+                        n.span(),
+                        ef("samples"),
+                        format!(
+                            "expected a non-negative number of measurements, found {}",
+                            n.get_ref()
+                        ),
+                    ));
+                }
+                Some(n) => Some(*n.get_ref() as u64),
+                None => None,
+            };
+            let entry = HistoryEntry::new(size as u64, mean, stddev, samples).map_err(|err| {
+                let span = match err.field {
+                    "stddev" => e.stddev.as_ref().map_or(e.mean.span(), Spanned::span),
+                    "size" => e.size.span(),
+                    _ => e.mean.span(),
+                };
+                let field = ef(err.field);
+                located(ctx, err, span, field)
+            })?;
+            entries.push(entry);
+            size_spans.push(e.size.span());
+        }
+    }
+    let history = History::new(entries).map_err(|err| {
+        let k = err.index.unwrap_or(0);
+        let span = size_spans.get(k).cloned().unwrap_or(m.device.span());
+        located(ctx, err, span, format!("{at}.history[{k}].size"))
+    })?;
+
+    // regression
+    let regression = match &m.regression {
+        None => None,
+        Some(r) => {
+            let rf = |name: &str| format!("{at}.regression.{name}");
+            let raw = r.get_ref();
+            let secs = |q: &Option<Spanned<RawQuantity>>, name: &str| match q {
+                Some(q) => ctx.quantity_signed(q, Kind::Seconds, &rf(name)),
+                None => Ok(0.0),
+            };
+            let size = |q: &Option<Spanned<RawQuantity>>, name: &str| match q {
+                Some(q) => ctx.quantity(q, Kind::Bytes, &rf(name)).map(Some),
+                None => Ok(None),
+            };
+            let a = secs(&raw.a, "a")?;
+            let b = match &raw.b {
+                Some(b) => ctx.finite(b, &rf("b"))?,
+                None => 0.0,
+            };
+            let c = secs(&raw.c, "c")?;
+            let lo = size(&raw.min_size, "min_size")?;
+            let hi = size(&raw.max_size, "max_size")?;
+            let reg = Regression::new(a, b, c, lo, hi).map_err(|err| {
+                let span = match err.field {
+                    "a" => raw.a.as_ref().map(Spanned::span),
+                    "b" => raw.b.as_ref().map(Spanned::span),
+                    "c" => raw.c.as_ref().map(Spanned::span),
+                    "min_size" => raw.min_size.as_ref().map(Spanned::span),
+                    "max_size" => raw.max_size.as_ref().map(Spanned::span),
+                    _ => None,
+                }
+                .unwrap_or(r.span());
+                let field = rf(err.field);
+                located(ctx, err, span, field)
+            })?;
+            Some(reg)
+        }
+    };
+
+    let flop_rate = ctx.positive_opt(&m.flop_rate, Kind::FlopsPerSec, &f("flop_rate"))?;
+    let rel_stddev = match &m.rel_stddev {
+        Some(v) => {
+            let x = ctx.finite(v, &f("rel_stddev"))?;
+            if x < 0.0 {
+                return Err(ctx.err(
+                    v.span(),
+                    f("rel_stddev"),
+                    format!("expected a non-negative relative deviation, found {x}"),
+                ));
+            }
+            x
+        }
+        None => 0.0,
+    };
+    DeviceModel::new(device, history, regression, flop_rate, rel_stddev)
+        .map_err(|err| located(ctx, err, m.device.span(), at.to_string()))
+}
+
+/// `noise = { kind = ..., ... }`.
+fn noise(ctx: &Ctx<'_>, n: &Spanned<RawNoise>, field: &str) -> Result<Noise, InputError> {
+    let raw = n.get_ref();
+    let f = |name: &str| format!("{field}.{name}");
+    let kind = raw.kind.get_ref().as_str();
+    let present = [
+        ("edges", raw.edges.as_ref()),
+        ("weights", raw.weights.as_ref()),
+        ("samples", raw.samples.as_ref()),
+    ];
+    let simple = match kind {
+        "none" => Some(Noise::None),
+        "normal" => Some(Noise::Normal),
+        "lognormal" => Some(Noise::LogNormal),
+        "histogram" => None,
+        other => {
+            return Err(ctx.err(
+                raw.kind.span(),
+                f("kind"),
+                format!(
+                    "unknown noise kind {other:?}; expected \"none\", \"normal\", \
+                     \"lognormal\" or \"histogram\""
+                ),
+            ));
+        }
+    };
+    if let Some(noise) = simple {
+        if let Some((name, v)) = present.iter().find(|(_, v)| v.is_some())
+            && let Some(v) = v
+        {
+            return Err(ctx.err(
+                v.span(),
+                f(name),
+                format!("`{name}` belongs to \"histogram\" noise, not to {kind:?}"),
+            ));
+        }
+        return Ok(noise);
+    }
+    let values = |v: &Spanned<Vec<Spanned<f64>>>| -> Vec<f64> {
+        v.get_ref().iter().map(|x| *x.get_ref()).collect()
+    };
+    // Locate a ParamError on edges/weights/samples at the offending item.
+    let locate = |err: ParamError| {
+        let arr = match err.field {
+            "edges" => raw.edges.as_ref(),
+            "weights" => raw.weights.as_ref(),
+            _ => raw.samples.as_ref(),
+        };
+        let (span, path) = match (arr, err.index) {
+            (Some(a), Some(k)) => (
+                a.get_ref().get(k).map_or(a.span(), Spanned::span),
+                format!("{field}.{}[{k}]", err.field),
+            ),
+            (Some(a), None) => (a.span(), f(err.field)),
+            (None, _) => (n.span(), f(err.field)),
+        };
+        ctx.err(span, path, err.message)
+    };
+    let hist = match (&raw.edges, &raw.weights, &raw.samples) {
+        (Some(e), Some(w), None) => Histogram::from_bins(values(e), values(w)).map_err(locate)?,
+        (None, None, Some(s)) => Histogram::from_samples(values(s)).map_err(locate)?,
+        (_, _, Some(s)) => {
+            return Err(ctx.err(
+                s.span(),
+                f("samples"),
+                "give either `samples` or `edges` and `weights`, not both",
+            ));
+        }
+        _ => {
+            return Err(ctx.err(
+                raw.kind.span(),
+                field,
+                "a \"histogram\" noise needs `edges` and `weights` (bins), or `samples`",
+            ));
+        }
+    };
+    Ok(Noise::Histogram(hist))
 }
 
 /// A route's `model = { kind = ..., ... }`.

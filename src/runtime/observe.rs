@@ -28,6 +28,8 @@ pub enum SimEvent<'a> {
         task: TaskId,
         /// Where it ran.
         worker: WorkerId,
+        /// The memory node it ran in (where its writes are now valid).
+        node: MemNodeId,
     },
     /// A transfer starts moving bytes (after its queueing cost).
     TransferStart {
@@ -41,6 +43,8 @@ pub enum SimEvent<'a> {
         bytes: f64,
         /// Why.
         kind: TransferKind,
+        /// Version of the data copied.
+        version: u32,
     },
     /// A transfer's last byte arrived.
     TransferEnd {
@@ -54,6 +58,8 @@ pub enum SimEvent<'a> {
         bytes: f64,
         /// Why.
         kind: TransferKind,
+        /// Version of the data copied (stale if the handle was written meanwhile).
+        version: u32,
     },
     /// Room was made for a replica on a device.
     Allocate {

@@ -666,8 +666,14 @@ impl<'a> Sim<'a> {
         }
         self.tasks_done += 1;
         self.wstate[w.index()].tasks += 1;
-        self.obs
-            .event(self.now, &SimEvent::TaskEnd { task: t, worker: w });
+        self.obs.event(
+            self.now,
+            &SimEvent::TaskEnd {
+                task: t,
+                worker: w,
+                node,
+            },
+        );
         let view = view!(self);
         self.sched.task_ended(t, w, &view);
         for &s in self.graph.successors(t) {
@@ -893,6 +899,7 @@ impl<'a> Sim<'a> {
                 dst: tr.dst,
                 bytes: tr.bytes,
                 kind: tr.kind,
+                version: tr.version,
             },
         );
         match self.platform.path(tr.src, tr.dst) {
@@ -934,6 +941,7 @@ impl<'a> Sim<'a> {
                 dst: tr.dst,
                 bytes: tr.bytes,
                 kind: tr.kind,
+                version: tr.version,
             },
         );
         let (h, src, dst) = (tr.handle, tr.src, tr.dst);

@@ -1,0 +1,454 @@
+//! The runtime on small machines: timelines computed by hand from the documented semantics
+//! (allocation, queueing, serialised transfers, kernels, final write-back), invariants checked on
+//! every event of real runs, determinism, and the eviction-deadlock diagnosis.
+
+use std::collections::BTreeMap;
+
+use hetsim::machine::{self, Machine};
+use hetsim::runtime::{
+    FlopRate, Observer, RunConfig, SimEvent, WorkerId, simulate, simulate_observed,
+};
+use hetsim::sched;
+use hetsim::workload::{
+    self, Access, AccessMode, Handle, Precision, TaskGraph, TaskGraphBuilder, TaskId,
+};
+
+const NB: u64 = 960;
+/// One single-precision 960×960 tile.
+const TILE: f64 = (NB * NB * 4) as f64;
+const BW: f64 = 6e9;
+const LAT: f64 = 10e-6;
+const QUEUE: f64 = 10e-6;
+const MALLOC: f64 = 175e-6;
+const GPU_RATE: f64 = 1e12;
+const CPU_RATE: f64 = 1e10;
+
+/// RAM and `ngpu` GPUs, each GPU behind its own PCIe links plus one shared host link, as
+/// StarPU's flat platforms (sirocco) are; GPU↔GPU copies are staged through RAM.
+fn machine(ngpu: usize, gpu_capacity_bytes: u64) -> Machine {
+    let mut t = String::from(
+        "[machine]\nname = \"test\"\n\
+         [[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\ncapacity = \"64 GiB\"\n",
+    );
+    for g in 0..ngpu {
+        t += &format!(
+            "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = {gpu_capacity_bytes}\n"
+        );
+    }
+    t += "[[cpus]]\ncount = 8\nmodel = \"cpu\"\nmemory = \"RAM\"\n";
+    for g in 0..ngpu {
+        t += &format!("[[gpus]]\nname = \"GPU{g}\"\nmodel = \"gpu\"\nmemory = \"GPU{g}\"\n");
+    }
+    t += &format!("[[links]]\nname = \"Host\"\nbandwidth = {BW}\nlatency = 0\n");
+    for g in 0..ngpu {
+        t += &format!(
+            "[[links]]\nname = \"RAM-GPU{g}\"\nbandwidth = {BW}\nlatency = {LAT}\n\
+             [[links]]\nname = \"GPU{g}-RAM\"\nbandwidth = {BW}\nlatency = {LAT}\n\
+             [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"RAM-GPU{g}\", \"Host\"]\n\
+             [[routes]]\nsrc = \"GPU{g}\"\ndst = \"RAM\"\nlinks = [\"GPU{g}-RAM\", \"Host\"]\n"
+        );
+    }
+    machine::from_str(&t, "test-machine.toml").expect("test machine is valid")
+}
+
+const KERNELS: FlopRate = FlopRate {
+    cpu_flops_per_sec: CPU_RATE,
+    gpu_flops_per_sec: GPU_RATE,
+};
+
+fn gpu_only(ngpu: u32) -> RunConfig {
+    RunConfig {
+        ncpu: Some(0),
+        ncuda: Some(ngpu),
+        ..RunConfig::default()
+    }
+}
+
+fn close(got: f64, want: f64) {
+    assert!(
+        (got - want).abs() <= 1e-9 * want.abs(),
+        "got {got:.12e}, expected {want:.12e}"
+    );
+}
+
+/// One copy of one tile alone on its pair: queueing, then route latency, then the tile at the
+/// link bandwidth.
+const COPY: f64 = QUEUE + LAT + TILE / BW;
+
+#[test]
+fn one_gemm_on_one_gpu_by_hand() {
+    let m = machine(1, 1 << 30);
+    let g = workload::gemm(NB, NB, Precision::Single).unwrap();
+    assert_eq!(g.num_tasks(), 1);
+    let mut s = sched::by_name("eager", 1).unwrap();
+    let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
+    // Three allocations one after the other (175 µs each); the first tile's copy starts when
+    // its allocation ends, the next two wait for the (RAM, GPU0) pair to be free.
+    let inputs_ready = MALLOC + 3.0 * COPY;
+    let kernel = g.tasks()[0].flops / GPU_RATE;
+    close(r.makespan_s, inputs_ready + kernel);
+    // C was modified on the GPU: one write-back to RAM at the end.
+    close(r.end_with_writeback_s, inputs_ready + kernel + COPY);
+    assert_eq!(r.transfers, 4);
+    assert_eq!(r.allocations, 3);
+    close(r.bytes_transferred, 4.0 * TILE);
+    close(r.fetch_bytes, 3.0 * TILE);
+    close(r.writeback_bytes, TILE);
+    // The shared host link carried all four copies.
+    let host = r.links.iter().find(|l| l.name == "Host").unwrap();
+    close(host.bytes, 4.0 * TILE);
+}
+
+#[test]
+fn two_by_two_cholesky_on_one_gpu_by_hand() {
+    let m = machine(1, 1 << 30);
+    let g = workload::cholesky(2 * NB, NB, Precision::Single).unwrap();
+    assert_eq!(g.num_tasks(), 4);
+    let mut s = sched::by_name("eager", 1).unwrap();
+    let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
+    // A chain potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1). Each of the first three
+    // allocates one new tile and copies it in (alloc + copy); the last finds A11 in place.
+    let d: Vec<f64> = g.tasks().iter().map(|t| t.flops / GPU_RATE).collect();
+    let names: Vec<&str> = g.task_ids().map(|t| g.task_codelet_name(t)).collect();
+    assert_eq!(
+        names,
+        [
+            "chol_model_potrf",
+            "chol_model_trsm",
+            "chol_model_syrk",
+            "chol_model_potrf"
+        ]
+    );
+    let makespan = 3.0 * (MALLOC + COPY) + d.iter().sum::<f64>();
+    close(r.makespan_s, makespan);
+    // All three tiles were modified on the GPU: three write-backs, one after the other.
+    close(r.end_with_writeback_s, makespan + 3.0 * COPY);
+    assert_eq!(r.writebacks, 3);
+}
+
+#[test]
+fn staged_gpu_to_gpu_copy_goes_through_ram() {
+    // Task a writes a tile on one GPU; task b reads it on the other (no peer route).
+    let m = machine(2, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let h = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    b.submit(cl, 1e9, 0, &[Access::new(h, AccessMode::W)])
+        .unwrap();
+    b.submit(cl, 1e9, 0, &[Access::new(h, AccessMode::R)])
+        .unwrap();
+    let g = b.build().unwrap();
+    // A scheduler that puts task i on worker i.
+    struct Fixed(Vec<Option<TaskId>>);
+    impl sched::Scheduler for Fixed {
+        fn name(&self) -> &'static str {
+            "fixed"
+        }
+        fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, _: &mut Vec<sched::Decision>) {
+            self.0[t.index()] = Some(t);
+        }
+        fn pop(&mut self, w: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
+            self.0.get_mut(w.index()).and_then(Option::take)
+        }
+        fn queued(&self) -> usize {
+            self.0.iter().flatten().count()
+        }
+    }
+    let mut s = Fixed(vec![None, None]);
+    let r = simulate(&m, &g, &KERNELS, &mut s, &gpu_only(2)).unwrap();
+    let k = 1e9 / GPU_RATE;
+    // a: allocate (no copy, write-only), run. b: allocated at start (its worker popped it when
+    // it became ready, after a), then GPU0 → RAM → GPU1.
+    close(r.makespan_s, MALLOC + k + MALLOC + 2.0 * COPY + k);
+    assert_eq!(
+        r.transfers, 2,
+        "staged copy is two transfers; RAM is then valid"
+    );
+    assert_eq!(r.writebacks, 0);
+}
+
+/// Checks every event of a run against the runtime's invariants.
+#[derive(Default)]
+struct Invariants {
+    capacity: Vec<u64>,
+    preds: BTreeMap<u32, Vec<u32>>,
+    started: BTreeMap<u32, f64>,
+    ended: BTreeMap<u32, f64>,
+    running: BTreeMap<u32, u32>,
+    last_write: BTreeMap<u32, (f64, u32)>,
+    ram_versions: BTreeMap<u32, u32>,
+    written: BTreeMap<u32, u32>,
+    events: u64,
+    fingerprint: u64,
+    writes: Vec<Vec<u32>>,
+}
+
+impl Invariants {
+    fn new(m: &Machine, g: &TaskGraph) -> Self {
+        let mut preds: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for t in g.task_ids() {
+            for &s in g.successors(t) {
+                preds.entry(s.0).or_default().push(t.0);
+            }
+        }
+        Invariants {
+            capacity: m.memory_nodes().iter().map(|n| n.capacity_bytes).collect(),
+            preds,
+            writes: g
+                .task_ids()
+                .map(|t| {
+                    g.accesses(t)
+                        .iter()
+                        .filter(|a| a.mode.writes())
+                        .map(|a| a.handle.0)
+                        .collect()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
+impl Observer for Invariants {
+    fn event(&mut self, at: f64, e: &SimEvent<'_>) {
+        self.events += 1;
+        self.fingerprint = self
+            .fingerprint
+            .wrapping_mul(0x100000001b3)
+            .wrapping_add(at.to_bits() ^ format!("{e:?}").len() as u64);
+        match *e {
+            SimEvent::TaskStart {
+                task,
+                worker,
+                reads,
+                ..
+            } => {
+                assert!(
+                    self.started.insert(task.0, at).is_none(),
+                    "task {} started twice",
+                    task.0
+                );
+                for p in self.preds.get(&task.0).into_iter().flatten() {
+                    let end = self.ended.get(p).copied();
+                    assert!(
+                        end.is_some_and(|e| e <= at),
+                        "task {} started at {at} before its predecessor {p} ended ({end:?})",
+                        task.0
+                    );
+                }
+                assert!(
+                    self.running.insert(worker.0, task.0).is_none(),
+                    "worker {} runs two tasks at once",
+                    worker.0
+                );
+                for &(h, have, latest) in reads {
+                    assert_eq!(
+                        have, latest,
+                        "task {} reads version {have} of handle {}, latest is {latest}",
+                        task.0, h.0
+                    );
+                }
+            }
+            SimEvent::TaskEnd { task, worker, node } => {
+                assert_eq!(self.running.remove(&worker.0), Some(task.0));
+                self.ended.insert(task.0, at);
+                for &h in &self.writes[task.index()] {
+                    let v = self.written.entry(h).or_insert(0);
+                    *v += 1;
+                    self.last_write.insert(h, (at, *v));
+                    if node.0 == 0 {
+                        // Written in RAM itself.
+                        self.ram_versions.insert(h, *v);
+                    }
+                }
+            }
+            SimEvent::Allocate {
+                node, used_bytes, ..
+            } => {
+                assert!(
+                    used_bytes <= self.capacity[node.index()],
+                    "node {} uses {used_bytes} > capacity {}",
+                    node.0,
+                    self.capacity[node.index()]
+                );
+            }
+            SimEvent::TransferEnd {
+                handle,
+                dst,
+                version,
+                ..
+            } => {
+                if dst.0 == 0 {
+                    let v = self.ram_versions.entry(handle.0).or_insert(0);
+                    *v = (*v).max(version);
+                }
+            }
+            SimEvent::TransferStart { .. } => {}
+        }
+    }
+}
+
+fn check_run(
+    m: &Machine,
+    g: &TaskGraph,
+    sched_name: &str,
+    config: &RunConfig,
+) -> (hetsim::runtime::RunReport, Invariants) {
+    let mut inv = Invariants::new(m, g);
+    let mut s = sched::by_name(sched_name, config.seed).unwrap();
+    let r = simulate_observed(m, g, &KERNELS, s.as_mut(), config, &mut inv).unwrap();
+    assert_eq!(
+        inv.started.len(),
+        g.num_tasks(),
+        "every task ran exactly once"
+    );
+    assert_eq!(inv.ended.len(), g.num_tasks());
+    assert!(inv.running.is_empty());
+    assert_eq!(r.tasks as usize, g.num_tasks());
+    // Every written handle ends valid in RAM with its last version.
+    for (h, &(_, v)) in &inv.last_write {
+        let in_ram = inv.ram_versions.get(h).copied().unwrap_or(0);
+        assert_eq!(
+            in_ram, v,
+            "handle {h}: RAM holds version {in_ram}, last write is {v}"
+        );
+    }
+    for w in &r.workers {
+        close(w.busy_s + w.waiting_s + w.idle_s, r.end_with_writeback_s);
+    }
+    (r, inv)
+}
+
+#[test]
+fn invariants_hold_on_every_scheduler_and_workload() {
+    let roomy = machine(2, 1 << 30);
+    for kind in [
+        workload::Kernel::Cholesky,
+        workload::Kernel::Lu,
+        workload::Kernel::Gemm,
+    ] {
+        let g = kind.generate(6 * NB, NB, Precision::Single).unwrap();
+        for name in sched::NAMES {
+            let config = RunConfig {
+                ncpu: Some(4),
+                ..RunConfig::default()
+            };
+            check_run(&roomy, &g, name, &config);
+        }
+    }
+}
+
+#[test]
+fn invariants_hold_under_memory_pressure_with_evictions() {
+    // Each GPU holds 6 tiles (two tasks of at most 3 tiles each, so the pipeline cannot pin
+    // the memory full): a 6×6-tile Cholesky (21 tiles) must evict and write back constantly.
+    let tight = machine(2, 6 * TILE as u64);
+    let g = workload::cholesky(6 * NB, NB, Precision::Single).unwrap();
+    for name in sched::NAMES {
+        let config = RunConfig {
+            ncpu: Some(2),
+            ..RunConfig::default()
+        };
+        let (r, _) = check_run(&tight, &g, name, &config);
+        assert!(r.evictions > 0, "{name}: expected evictions");
+        for mem in r.memory.iter().filter(|m| m.name != "RAM") {
+            assert!(mem.peak_used_bytes <= mem.capacity_bytes);
+        }
+    }
+}
+
+#[test]
+fn less_gpu_memory_means_more_traffic() {
+    let g = workload::cholesky(8 * NB, NB, Precision::Single).unwrap();
+    let run = |cap: u64| {
+        let m = machine(2, cap);
+        let mut s = sched::by_name("eager", 1).unwrap();
+        simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(2)).unwrap()
+    };
+    let roomy = run(1 << 30);
+    let tight = run(6 * TILE as u64);
+    assert_eq!(roomy.evictions, 0);
+    assert!(tight.evictions > 0);
+    assert!(
+        tight.bytes_transferred > roomy.bytes_transferred,
+        "tight {} vs roomy {}",
+        tight.bytes_transferred,
+        roomy.bytes_transferred
+    );
+}
+
+#[test]
+fn same_seed_same_run_and_seeds_matter_for_random() {
+    let m = machine(2, 1 << 30);
+    let g = workload::cholesky(6 * NB, NB, Precision::Single).unwrap();
+    let config = |seed| RunConfig {
+        seed,
+        ncpu: Some(4),
+        ..RunConfig::default()
+    };
+    let (a, ia) = check_run(&m, &g, "random", &config(7));
+    let (b, ib) = check_run(&m, &g, "random", &config(7));
+    assert_eq!(a, b);
+    assert_eq!((ia.events, ia.fingerprint), (ib.events, ib.fingerprint));
+    let (c, ic) = check_run(&m, &g, "random", &config(8));
+    assert!(
+        ic.fingerprint != ia.fingerprint || c != a,
+        "a different seed should give a different random schedule"
+    );
+}
+
+#[test]
+fn eviction_deadlock_is_diagnosed() {
+    // GPU memory holds 4 tiles. t0 writes D, E, F; t1 reads A, B, C; t2 reads D, E, F.
+    // The GPU pops t0 and t1; t0 runs; t2 is popped and pins D, E, F; t1 (first in line) then
+    // needs two more tiles and nothing can be evicted: nothing can progress.
+    let m = machine(1, 4 * TILE as u64);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let h: Vec<_> = (0..6)
+        .map(|_| b.add_handle(Handle::bytes(TILE as u64)).unwrap())
+        .collect();
+    let acc = |ids: &[usize], mode| {
+        ids.iter()
+            .map(|&i| Access::new(h[i], mode))
+            .collect::<Vec<_>>()
+    };
+    b.submit(cl, 1e9, 0, &acc(&[3, 4, 5], AccessMode::W))
+        .unwrap();
+    b.submit(cl, 1e9, 0, &acc(&[0, 1, 2], AccessMode::R))
+        .unwrap();
+    b.submit(cl, 1e9, 0, &acc(&[3, 4, 5], AccessMode::R))
+        .unwrap();
+    let g = b.build().unwrap();
+    let mut s = sched::by_name("eager", 1).unwrap();
+    let err = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap_err();
+    let msg = err.to_string();
+    assert_eq!(err.exit_code(), 2);
+    assert!(msg.contains("no task can make progress"), "{msg}");
+    assert!(msg.contains("GPU0 is full"), "{msg}");
+    assert!(msg.contains("task 1 (k) needs handle 1"), "{msg}");
+}
+
+#[test]
+fn a_task_too_big_for_every_device_is_refused_before_the_run() {
+    let m = machine(1, 2 * TILE as u64);
+    let g = workload::gemm(NB, NB, Precision::Single).unwrap();
+    let mut s = sched::by_name("eager", 1).unwrap();
+    let err = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("more than the memory"), "{err}");
+}
+
+#[test]
+fn a_codelet_without_model_is_an_unknown_kernel() {
+    let m = machine(1, 1 << 30);
+    let g = workload::gemm(NB, NB, Precision::Single).unwrap();
+    let none = FlopRate {
+        cpu_flops_per_sec: 0.0,
+        gpu_flops_per_sec: 0.0,
+    };
+    let mut s = sched::by_name("eager", 1).unwrap();
+    let err = simulate(&m, &g, &none, s.as_mut(), &RunConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("unknown kernel"), "{err}");
+    assert!(err.to_string().contains("starpu_sgemm_gemm"), "{err}");
+}
