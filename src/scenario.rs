@@ -898,7 +898,18 @@ impl Scenario {
     /// those about kernel models (`codelets`) to the machine file.
     fn locate_run_error(&self, e: InputError) -> InputError {
         match e.location.field.as_deref() {
-            Some("codelets") if e.location.file.is_none() => e.in_file(&self.machine_file),
+            Some("codelets") if e.location.file.is_none() => {
+                let nb = self
+                    .origins
+                    .get("workload.nb")
+                    .map_or(String::new(), |l| format!(" ({l})"));
+                let mut e = e.in_file(&self.machine_file);
+                e.message.push_str(&format!(
+                    "; or choose a tile size the models cover: the scenario has workload.nb = {}{nb}",
+                    self.workload.nb
+                ));
+                e
+            }
             _ => self.locate(e),
         }
     }
@@ -1105,6 +1116,15 @@ seed = 4
         let s = load_with(BASE, &[]).unwrap();
         let e = s.locate(InputError::new("x").at_field("workload"));
         assert_eq!(e.location.line, Some(5));
+    }
+
+    #[test]
+    fn missing_kernel_models_point_at_the_machine_and_the_tile_size() {
+        let s = load_with(BASE, &[]).unwrap();
+        let e = s.locate_run_error(InputError::new("unknown kernel").at_field("codelets"));
+        assert_eq!(e.location.file.as_deref(), Some(Path::new("dir/m.toml")));
+        assert!(e.message.contains("workload.nb = 96"), "{e}");
+        assert!(e.message.contains("dir/s.toml:line 8"), "{e}");
     }
 
     #[test]
