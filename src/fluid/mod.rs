@@ -143,6 +143,8 @@ struct Link {
     // Solver scratch.
     remaining: f64,
     usage: f64,
+    /// Usage when last summed afresh, to detect cancellation.
+    usage_ref: f64,
     unfixed: u32,
     dirty: bool,
 }
@@ -243,6 +245,7 @@ impl FluidNetwork {
             bytes: 0.0,
             remaining: 0.0,
             usage: 0.0,
+            usage_ref: 0.0,
             unfixed: 0,
             dirty: false,
         });

@@ -20,7 +20,8 @@ pub(super) struct Scratch {
     light: Vec<u32>,
     bounded: Vec<u32>,
     saturated: Vec<u32>,
-    dirty_fatpipes: Vec<u32>,
+    /// Links whose usage must be summed afresh before the next round.
+    dirty: Vec<u32>,
 }
 
 /// Compute `new_rate` for every flow of the component in `s.flows`.
@@ -51,6 +52,10 @@ pub(super) fn solve(links: &mut [Link], flows: &mut [Flow], s: &mut Scratch) {
             s.bounded.push(f);
         }
     }
+    for &l in &s.links {
+        let link = &mut links[l as usize];
+        link.usage_ref = link.usage;
+    }
     s.light.extend(
         s.links
             .iter()
@@ -67,11 +72,19 @@ pub(super) fn solve(links: &mut [Link], flows: &mut [Flow], s: &mut Scratch) {
     let mut next_bounded = 0;
     let mut unfixed = s.flows.len();
     while unfixed > 0 {
-        let level = s
-            .light
-            .iter()
-            .map(|&l| level_of(&links[l as usize]))
-            .fold(f64::INFINITY, f64::min);
+        // One pass: the lowest link level and the links at it.
+        let mut level = f64::INFINITY;
+        s.saturated.clear();
+        for &l in &s.light {
+            let x = level_of(&links[l as usize]);
+            if x < level {
+                level = x;
+                s.saturated.clear();
+            }
+            if x == level {
+                s.saturated.push(l);
+            }
+        }
         while next_bounded < s.bounded.len() && flows[s.bounded[next_bounded] as usize].fixed {
             next_bounded += 1;
         }
@@ -88,7 +101,7 @@ pub(super) fn solve(links: &mut [Link], flows: &mut [Flow], s: &mut Scratch) {
                         break;
                     }
                     let rate = flow.bound;
-                    fix(f, rate, links, flows, &mut s.dirty_fatpipes);
+                    fix(f, rate, links, flows, &mut s.dirty);
                     unfixed -= 1;
                 }
                 next_bounded += 1;
@@ -98,13 +111,6 @@ pub(super) fn solve(links: &mut [Link], flows: &mut [Flow], s: &mut Scratch) {
                 level.is_finite(),
                 "max-min: {unfixed} flows left with no saturating link or bound"
             );
-            s.saturated.clear();
-            s.saturated.extend(
-                s.light
-                    .iter()
-                    .copied()
-                    .filter(|&l| level_of(&links[l as usize]) == level),
-            );
             for &l in &s.saturated {
                 let mut i = 0;
                 // Index loop: fixing a flow updates other links, never this list's length.
@@ -113,26 +119,37 @@ pub(super) fn solve(links: &mut [Link], flows: &mut [Flow], s: &mut Scratch) {
                     let flow = &flows[f as usize];
                     if !flow.fixed {
                         let rate = level.max(0.0) / flow.penalty;
-                        fix(f, rate, links, flows, &mut s.dirty_fatpipes);
+                        fix(f, rate, links, flows, &mut s.dirty);
                         unfixed -= 1;
                     }
                     i += 1;
                 }
             }
         }
-        // A fat pipe's usage is a maximum: recompute it over the flows still unfixed.
-        for &l in &s.dirty_fatpipes {
+        // Recompute the usage of the links marked in `fix` from the flows still unfixed.
+        for &l in &s.dirty {
             let link = &mut links[l as usize];
             link.dirty = false;
-            link.usage = link
+            let shares = link
                 .flows
                 .iter()
                 .filter(|&&(f, _)| !flows[f as usize].fixed)
-                .map(|&(f, w)| w / flows[f as usize].penalty)
-                .fold(0.0, f64::max);
+                .map(|&(f, w)| w / flows[f as usize].penalty);
+            link.usage = match link.sharing {
+                Sharing::Shared => shares.sum(),
+                Sharing::Fatpipe => shares.fold(0.0, f64::max),
+            };
+            link.usage_ref = link.usage;
         }
-        s.dirty_fatpipes.clear();
+        s.dirty.clear();
         s.light.retain(|&l| links[l as usize].unfixed > 0);
+    }
+}
+
+fn mark(link: &mut Link, id: u32, dirty: &mut Vec<u32>) {
+    if !link.dirty {
+        link.dirty = true;
+        dirty.push(id);
     }
 }
 
@@ -151,13 +168,14 @@ fn fix(f: u32, rate: f64, links: &mut [Link], flows: &mut [Flow], dirty: &mut Ve
             Sharing::Shared => {
                 link.remaining = (link.remaining - e.weight * rate).max(0.0);
                 link.usage -= e.weight / flow.penalty;
-            }
-            Sharing::Fatpipe => {
-                if !link.dirty {
-                    link.dirty = true;
-                    dirty.push(e.link);
+                // Subtracting large weights from their sum loses the small ones left (SimGrid
+                // mode mixes 1/latency weights of 1e7 with weights of 1): sum afresh then.
+                if link.usage < 1e-6 * link.usage_ref {
+                    mark(link, e.link, dirty);
                 }
             }
+            // A fat pipe's usage is a maximum: recompute it over the flows still unfixed.
+            Sharing::Fatpipe => mark(link, e.link, dirty),
         }
     }
 }

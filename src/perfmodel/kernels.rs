@@ -71,6 +71,10 @@ impl<'a> CalibratedKernels<'a> {
 }
 
 impl KernelTimes for CalibratedKernels<'_> {
+    fn explain(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<String> {
+        CalibratedKernels::explain(self, graph, task, worker).map(|e| e.to_string())
+    }
+
     fn mean_s(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<f64> {
         let key = self.key(graph, task, worker)?;
         let t = graph.task(task);

@@ -100,6 +100,12 @@ pub trait KernelTimes {
         mean_s: f64,
         rng: &mut SimRng,
     ) -> f64;
+
+    /// Why `worker` has no duration for `task`, for error messages (codelet, device, size and
+    /// what the model does cover); `None` if there is nothing more to say.
+    fn explain(&self, _graph: &TaskGraph, _task: TaskId, _worker: &Worker) -> Option<String> {
+        None
+    }
 }
 
 /// Kernel durations from a flop rate per worker kind: the simplest model, for tests and for
@@ -126,12 +132,17 @@ impl KernelTimes for FlopRate {
     }
 }
 
-/// The kernel durations a machine file defines: its calibrated kernel models where it has
-/// them, otherwise a flop-rate model from its devices' peak rates (`flops_per_sec_per_core`,
-/// `peak_flops_per_sec`). An error if it has neither.
+/// The kernel durations a machine file defines: its calibrated kernel models (`[[codelets]]`)
+/// where it has them, otherwise a flop-rate model from its devices' peak rates
+/// (`flops_per_core`, `peak_flops`). An error if it has neither.
 pub fn kernels_for(
     machine: &crate::machine::Machine,
 ) -> Result<Box<dyn KernelTimes + '_>, crate::InputError> {
+    if !machine.perf_models().is_empty() {
+        return Ok(Box::new(crate::perfmodel::CalibratedKernels::new(
+            machine.perf_models(),
+        )));
+    }
     let cpu = machine
         .cpus()
         .iter()
@@ -144,8 +155,8 @@ pub fn kernels_for(
         .unwrap_or(0.0);
     if cpu <= 0.0 && gpu <= 0.0 {
         return Err(crate::InputError::new(format!(
-            "machine `{}` has no kernel models and no peak flop rates: give its CPUs \
-             `flops_per_core` or its GPUs `peak_flops`",
+            "machine `{}` has no kernel models and no peak flop rates: add [[codelets]] models, \
+             or give its CPUs `flops_per_core` or its GPUs `peak_flops`",
             machine.name()
         )));
     }

@@ -290,13 +290,22 @@ fn runnable_of(
             }
         }
         if !modelled {
+            let why: Vec<String> = devs
+                .iter()
+                .filter_map(|&r| kernels.explain(graph, t, &workers[r]))
+                .collect();
             return Err(InputError::new(format!(
                 "unknown kernel: no worker of machine `{}` has a model for codelet `{}` (task {}, \
-                 {} bytes of data); add a model for it to the machine file",
+                 {} bytes of data){}; add a model for it to the machine file",
                 machine.name(),
                 graph.task_codelet_name(t),
                 t.0,
-                need
+                need,
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", why.join("; "))
+                }
             ))
             .at_field("codelets"));
         }
