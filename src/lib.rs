@@ -8,6 +8,8 @@
 //! - [`netcase`]: the JSON flow-set format of `hetsim net` (the SimGrid oracle's format);
 //! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
+//! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
+//!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
 //! - [`cli`]: the command-line front end.
 
 pub mod cli;
@@ -17,7 +19,9 @@ pub mod fluid;
 pub mod machine;
 pub mod netcase;
 pub mod perfmodel;
+pub mod report_text;
 pub mod runtime;
+pub mod scenario;
 pub mod sched;
 pub mod units;
 pub mod workload;

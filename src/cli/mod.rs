@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod net;
+mod run;
 
 /// hetsim: predict how a task graph runs on a hybrid CPU/GPU machine.
 #[derive(Debug, Parser)]
@@ -24,6 +25,8 @@ enum Command {
     Net(net::NetArgs),
     /// Validate a machine file and print a short summary of it.
     Check(check::CheckArgs),
+    /// Simulate a scenario (machine + workload + scheduler) and print the report.
+    Run(run::RunArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -37,6 +40,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Net(args) => net::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Run(args) => run::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
