@@ -40,6 +40,7 @@ use crate::fluid::SharingMode;
 use crate::machine::Machine;
 use crate::runtime::{RunConfig, RunReport};
 use crate::sched::{self, Scheduler};
+use crate::sched::{Params, TransferEstimate};
 use crate::workload::{Kernel, Precision, TaskGraph};
 
 /// One override of a scenario value by dotted path, from the command line.
@@ -159,9 +160,8 @@ impl WorkloadSpec {
     }
 }
 
-/// Options of the dmda family of schedulers (StarPU's `STARPU_SCHED_ALPHA`, ...). Reserved:
-/// no scheduler available yet takes any of them, so giving one is an error naming the
-/// scheduler; the dmda-family schedulers will read them.
+/// Options of the dmda family of schedulers (StarPU's `STARPU_SCHED_ALPHA`, ...). Giving one
+/// to a scheduler that does not take it is an error naming the scheduler.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SchedulerOptions {
     /// Weight of the predicted task length (`STARPU_SCHED_ALPHA`, default 1).
@@ -172,8 +172,27 @@ pub struct SchedulerOptions {
     pub gamma: Option<f64>,
     /// Idle power of the machine, W (`STARPU_IDLE_POWER`, default 0).
     pub idle_power: Option<f64>,
-    /// Which transfer prediction the scheduler uses (values defined by the dmda schedulers).
-    pub transfer_estimate: Option<String>,
+    /// Which transfer prediction the scheduler uses: `starpu` (default) or `nominal`.
+    pub transfer_estimate: Option<TransferEstimate>,
+    /// Whether dmdar/dmdas/dmdasd pop ready tasks first (default true; false to see what that
+    /// rule decides).
+    pub ready_first: Option<bool>,
+}
+
+impl SchedulerOptions {
+    /// The dmda family's parameters: StarPU's defaults where an option is not set.
+    pub fn params(&self) -> Params {
+        let d = Params::default();
+        Params {
+            alpha: self.alpha.unwrap_or(d.alpha),
+            beta: self.beta.unwrap_or(d.beta),
+            gamma: self.gamma.unwrap_or(d.gamma),
+            idle_power: self.idle_power.unwrap_or(d.idle_power),
+            transfer_estimate: self.transfer_estimate.unwrap_or(d.transfer_estimate),
+            ready_first: self.ready_first.unwrap_or(d.ready_first),
+            ..d
+        }
+    }
 }
 
 impl SchedulerOptions {
@@ -195,13 +214,15 @@ impl SchedulerOptions {
         if self.transfer_estimate.is_some() {
             v.push("transfer_estimate");
         }
+        if self.ready_first.is_some() {
+            v.push("ready_first");
+        }
         v
     }
 }
 
 /// Every option name `[scheduler]` accepts besides `name`.
-pub const SCHEDULER_OPTIONS: &[&str] =
-    &["alpha", "beta", "gamma", "idle_power", "transfer_estimate"];
+pub const SCHEDULER_OPTIONS: &[&str] = READY_OPTIONS;
 
 /// The options scheduler `name` takes, among [`SCHEDULER_OPTIONS`]. A scheduler that gains
 /// options adds itself here (and reads them from [`SchedulerOptions`] when it is built).
@@ -212,9 +233,25 @@ pub fn options_of(name: &str) -> &'static [&'static str] {
         .map_or(&[], |(_, opts)| opts)
 }
 
-/// (scheduler, options it takes). eager, prio and random take none; the dmda family will add
-/// `("dmda", SCHEDULER_OPTIONS)` and so on.
-const OPTIONS_BY_SCHEDULER: &[(&str, &[&str])] = &[];
+/// (scheduler, options it takes). eager, prio and random take none.
+const OPTIONS_BY_SCHEDULER: &[(&str, &[&str])] = &[
+    ("dm", DM_OPTIONS),
+    ("dmda", DMDA_OPTIONS),
+    ("dmdap", DMDA_OPTIONS),
+    ("dmdar", READY_OPTIONS),
+    ("dmdas", READY_OPTIONS),
+    ("dmdasd", READY_OPTIONS),
+];
+const DM_OPTIONS: &[&str] = &["alpha"];
+const DMDA_OPTIONS: &[&str] = &["alpha", "beta", "gamma", "idle_power", "transfer_estimate"];
+const READY_OPTIONS: &[&str] = &[
+    "alpha",
+    "beta",
+    "gamma",
+    "idle_power",
+    "transfer_estimate",
+    "ready_first",
+];
 
 /// `[scheduler]`: the policy and its options.
 #[derive(Debug, Clone, PartialEq)]
@@ -546,7 +583,7 @@ struct RawWorkload {
     precision: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawScheduler {
     #[serde(default)]
@@ -561,6 +598,8 @@ struct RawScheduler {
     idle_power: Option<Spanned<f64>>,
     #[serde(default)]
     transfer_estimate: Option<Spanned<String>>,
+    #[serde(default)]
+    ready_first: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -646,14 +685,7 @@ fn build(
     check_tiling(&workload).map_err(|e| locate_with(&origins, src.file, e))?;
 
     // [scheduler]
-    let s = raw.scheduler.unwrap_or(RawScheduler {
-        name: None,
-        alpha: None,
-        beta: None,
-        gamma: None,
-        idle_power: None,
-        transfer_estimate: None,
-    });
+    let s = raw.scheduler.unwrap_or_default();
     let name = match &s.name {
         Some(n) => {
             note!("scheduler.name", &n.span());
@@ -717,7 +749,22 @@ fn build(
     if let Some(v) = &s.transfer_estimate {
         note!("scheduler.transfer_estimate", &v.span());
         check_option("transfer_estimate", v.span())?;
-        options.transfer_estimate = Some(v.get_ref().clone());
+        options.transfer_estimate = Some(match v.get_ref().as_str() {
+            "starpu" => TransferEstimate::Starpu,
+            "nominal" => TransferEstimate::Nominal,
+            other => {
+                return Err(src.err(
+                    &v.span(),
+                    "scheduler.transfer_estimate",
+                    format!("unknown transfer estimate `{other}`: expected `starpu` or `nominal`"),
+                ));
+            }
+        });
+    }
+    if let Some(v) = &s.ready_first {
+        note!("scheduler.ready_first", &v.span());
+        check_option("ready_first", v.span())?;
+        options.ready_first = Some(*v.get_ref());
     }
 
     // [run]
@@ -859,7 +906,12 @@ impl Scenario {
 
     /// Build the scheduler, seeded from the run's seed.
     pub fn build_scheduler(&self) -> Result<Box<dyn Scheduler>, InputError> {
-        sched::by_name(&self.scheduler.name, self.run.seed).ok_or_else(|| {
+        sched::build(
+            &self.scheduler.name,
+            self.run.seed,
+            &self.scheduler.options.params(),
+        )
+        .ok_or_else(|| {
             self.locate(
                 InputError::new(format!(
                     "unknown scheduler `{}`: expected one of {}",

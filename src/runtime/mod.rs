@@ -318,3 +318,71 @@ impl<'a> View<'a> {
         self.memory.kind(node)
     }
 }
+
+/// A frozen simulation state to build [`View`]s from, for schedulers' unit tests.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::*;
+    use crate::machine::Machine;
+
+    /// Workers, predictions, memory and estimates of a machine and graph, with no run.
+    pub struct Fixture<'a> {
+        pub graph: &'a TaskGraph,
+        pub workers: Vec<Worker>,
+        pub loads: Vec<WorkerLoad>,
+        runnable: sim::Runnable,
+        pub memory: memory::Memory,
+        estimates: transfer::Estimates,
+    }
+
+    impl<'a> Fixture<'a> {
+        pub fn new(
+            machine: &Machine,
+            graph: &'a TaskGraph,
+            kernels: &dyn KernelTimes,
+            config: &RunConfig,
+        ) -> Self {
+            let workers = sim::workers_of(machine, config).unwrap();
+            let runnable = sim::runnable_of(graph, kernels, &workers, machine).unwrap();
+            let kinds: Vec<MemKind> = machine.memory_nodes().iter().map(|m| m.kind).collect();
+            let caps = machine
+                .memory_nodes()
+                .iter()
+                .map(|m| m.capacity_bytes)
+                .collect();
+            let ram = MemNodeId(0);
+            let gpus = workers.iter().filter(|w| w.kind == WorkerKind::Gpu).count();
+            Fixture {
+                graph,
+                loads: vec![WorkerLoad::default(); workers.len()],
+                workers,
+                runnable,
+                memory: memory::Memory::new(kinds, caps, ram, graph),
+                estimates: transfer::Estimates::new(machine, ram, gpus),
+            }
+        }
+
+        /// The view at `now_s`.
+        pub fn view(&self, now_s: f64) -> View<'_> {
+            View {
+                now_s,
+                graph: self.graph,
+                workers: &self.workers,
+                loads: &self.loads,
+                runnable: &self.runnable,
+                memory: &self.memory,
+                estimates: &self.estimates,
+                released_by: None,
+            }
+        }
+
+        /// Make `h` valid (and allocated) on `node` too.
+        pub fn place(&mut self, h: HandleId, node: MemNodeId) {
+            if !self.memory.is_allocated(h, node) {
+                self.memory.allocate(h, node);
+            }
+            let v = self.memory.version(h);
+            self.memory.arrive(h, node, v);
+        }
+    }
+}

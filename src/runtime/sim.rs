@@ -172,7 +172,7 @@ pub fn simulate_observed(
     Ok(sim.report())
 }
 
-fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Worker>, InputError> {
+pub(crate) fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Worker>, InputError> {
     let rt = machine.runtime();
     let ngpu_all = machine.gpus().len() as u32;
     let ngpu = config.ncuda.unwrap_or(ngpu_all);
@@ -238,7 +238,7 @@ fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Worker>, Inpu
     Ok(workers)
 }
 
-fn runnable_of(
+pub(crate) fn runnable_of(
     graph: &TaskGraph,
     kernels: &dyn KernelTimes,
     workers: &[Worker],
