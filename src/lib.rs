@@ -10,8 +10,10 @@
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
+//! - [`calibrate`]: importing StarPU's calibration directories into machine files;
 //! - [`cli`]: the command-line front end.
 
+pub mod calibrate;
 pub mod cli;
 pub mod engine;
 pub mod error;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod calibrate;
 mod check;
 mod net;
 mod run;
@@ -27,6 +28,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Simulate a scenario (machine + workload + scheduler) and print the report.
     Run(run::RunArgs),
+    /// Import StarPU's calibrations into machine files; show a machine's kernel models.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -41,6 +44,7 @@ pub fn main() -> ExitCode {
         Command::Net(args) => net::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
