@@ -583,7 +583,10 @@ fn mirage_kernel_models_match_starpu_files() {
     }
     assert_eq!(names.len(), 14);
     for n in &names {
-        let c = m.perf_models().codelet(n).unwrap_or_else(|| panic!("no {n}"));
+        let c = m
+            .perf_models()
+            .codelet(n)
+            .unwrap_or_else(|| panic!("no {n}"));
         assert_eq!(c.models().len(), 4, "{n}");
     }
     // The importer keeps every codelet file: codelets/45/ holds 53 files `*.mirage`, each with

@@ -267,8 +267,7 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
         .unwrap_or_default();
 
     let bw_path = bus_file(opts, "bandwidth");
-    let bandwidth =
-        starpu_bus::parse_matrix(&read_input(&bw_path)?, &bw_path, "bandwidth (MB/s)")?;
+    let bandwidth = starpu_bus::parse_matrix(&read_input(&bw_path)?, &bw_path, "bandwidth (MB/s)")?;
     let lat_path = bus_file(opts, "latency");
     let latency = starpu_bus::parse_matrix(&read_input(&lat_path)?, &lat_path, "latency (us)")?;
     let aff_path = bus_file(opts, "affinity");
@@ -331,7 +330,10 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
     let mut codelets: Vec<ImportedCodelet> = Vec::new();
     let symbols: Vec<String> = all.iter().map(|f| f.symbol.clone()).collect();
     for f in all {
-        if f.models.iter().all(|m| m.entries.is_empty() && m.regression.is_none()) {
+        if f.models
+            .iter()
+            .all(|m| m.entries.is_empty() && m.regression.is_none())
+        {
             empty_codelets.push(f.file_name.clone());
             continue;
         }
@@ -346,7 +348,11 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
             }
             _ => (f.symbol.clone(), None),
         };
-        codelets.push(ImportedCodelet { name, file: f, note });
+        codelets.push(ImportedCodelet {
+            name,
+            file: f,
+            note,
+        });
     }
     // The older Cholesky ran its diagonal update with the GEMM codelet (chol_model_22) on three
     // tiles; workloads run it as chol_model_syrk on two. Without a syrk model, that GEMM's time

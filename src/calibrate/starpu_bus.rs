@@ -253,7 +253,11 @@ pub fn parse_affinity(
         let mut ids = Vec::new();
         for t in l.text.split_whitespace() {
             let v: u32 = t.parse().map_err(|_| {
-                err_at(path, l.line, format!("expected a device or core id, found {t:?}"))
+                err_at(
+                    path,
+                    l.line,
+                    format!("expected a device or core id, found {t:?}"),
+                )
             })?;
             ids.push(v);
         }

@@ -181,8 +181,13 @@ fn float(t: &str, path: &Path, line: usize, what: &str) -> Result<f64, InputErro
     if t.eq_ignore_ascii_case("nan") || t.eq_ignore_ascii_case("-nan") {
         return Ok(f64::NAN);
     }
-    t.parse::<f64>()
-        .map_err(|_| err_at(path, line, format!("{what}: expected a number, found {t:?}")))
+    t.parse::<f64>().map_err(|_| {
+        err_at(
+            path,
+            line,
+            format!("{what}: expected a number, found {t:?}"),
+        )
+    })
 }
 
 fn uint(t: &str, path: &Path, line: usize, what: &str) -> Result<u64, InputError> {
@@ -202,9 +207,10 @@ pub fn parse_codelet_file(
     path: &Path,
     symbol: &str,
 ) -> Result<CodeletFile, InputError> {
-    let file_name = path
-        .file_name()
-        .map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+    let file_name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
     let mut c = Cursor {
         lines: data_lines(text),
         at: 0,
@@ -255,7 +261,10 @@ pub fn parse_codelet_file(
         };
         for imp in 0..nimpls {
             let (ne_line, nentries) = c.int("the number of entries")?;
-            let (rline, reg) = c.fields(9, "the regression line (sumlnx sumlnx2 sumlny sumlnxlny alpha beta n minx maxx)")?;
+            let (rline, reg) = c.fields(
+                9,
+                "the regression line (sumlnx sumlnx2 sumlny sumlnxlny alpha beta n minx maxx)",
+            )?;
             // `a b c` then the multiple-regression line; one real file has them swapped.
             let first = c.next("the NL-regression line (a b c)")?;
             let second = c.next("the multiple-regression line")?;
@@ -286,7 +295,14 @@ pub fn parse_codelet_file(
             let mlr_f: Vec<&str> = mlr.text.split_whitespace().collect();
             let ncoeff = mlr_f
                 .first()
-                .map(|t| uint(t, path, mlr.line, "number of multiple-regression coefficients"))
+                .map(|t| {
+                    uint(
+                        t,
+                        path,
+                        mlr.line,
+                        "number of multiple-regression coefficients",
+                    )
+                })
                 .transpose()?
                 .unwrap_or(0);
             if mlr_f.len() as u64 != ncoeff + 1 {
@@ -316,7 +332,10 @@ pub fn parse_codelet_file(
                     return Err(err_at(
                         path,
                         hl,
-                        format!("expected a footprint hash of 8 hex digits, found {:?}", h[0]),
+                        format!(
+                            "expected a footprint hash of 8 hex digits, found {:?}",
+                            h[0]
+                        ),
                     ));
                 }
                 let size = uint(h[1], path, hl, &what("size"))?;
@@ -373,7 +392,12 @@ pub fn parse_codelet_file(
             let reg_n = uint(reg[6], path, rline, "regression `n`")?;
             let minx = uint(reg[7], path, rline, "regression `minx`")?;
             let maxx = uint(reg[8], path, rline, "regression `maxx`")?;
-            for (i, w) in [(0, "sumlnx"), (1, "sumlnx2"), (2, "sumlny"), (3, "sumlnxlny")] {
+            for (i, w) in [
+                (0, "sumlnx"),
+                (1, "sumlnx2"),
+                (2, "sumlny"),
+                (3, "sumlnxlny"),
+            ] {
                 num(i, w)?;
             }
             num(4, "alpha")?;

@@ -105,7 +105,8 @@ fn quantity(
             .map_err(|e| err_at(path, line, format!("{what}: {}", e.message)))?;
         return Ok((format!("{t} {}", kind.base_unit()), v));
     }
-    let v = units::parse(kind, t).map_err(|e| err_at(path, line, format!("{what}: {}", e.message)))?;
+    let v =
+        units::parse(kind, t).map_err(|e| err_at(path, line, format!("{what}: {}", e.message)))?;
     Ok((t.to_string(), v))
 }
 
@@ -118,13 +119,8 @@ pub fn parse_platform(text: &str, path: &Path) -> Result<Platform, InputError> {
         allow_dtd: true,
         ..roxmltree::ParsingOptions::default()
     };
-    let doc = roxmltree::Document::parse_with_options(text, opts).map_err(|e| {
-        err_at(
-            path,
-            e.pos().row as usize,
-            format!("malformed XML: {e}"),
-        )
-    })?;
+    let doc = roxmltree::Document::parse_with_options(text, opts)
+        .map_err(|e| err_at(path, e.pos().row as usize, format!("malformed XML: {e}")))?;
     let root = doc.root_element();
     let line_of = |n: roxmltree::Node<'_, '_>| line_of_offset(text, n.range().start);
     if root.tag_name().name() != "platform" {

@@ -19,7 +19,9 @@ fn q(s: &str) -> String {
 
 /// Text safe for a one-line comment.
 fn c(s: &str) -> String {
-    s.chars().map(|ch| if ch.is_control() { ' ' } else { ch }).collect()
+    s.chars()
+        .map(|ch| if ch.is_control() { ' ' } else { ch })
+        .collect()
 }
 
 /// A float for TOML: StarPU's `%e` text when it is a valid TOML float, else Rust's `{:?}`.
@@ -32,7 +34,11 @@ fn toml_float(text: &str, value: f64) -> String {
         let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
         digits(int) && digits(frac) && digits(exp) && !(int.len() > 1 && int.starts_with('0'))
     };
-    if ok { text.to_string() } else { format!("{value:?}") }
+    if ok {
+        text.to_string()
+    } else {
+        format!("{value:?}")
+    }
 }
 
 fn device_name(d: StarpuDevice) -> String {
@@ -140,8 +146,8 @@ pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
         .map(|h| h.id.as_str())
         .filter(|h| !kept_node(im, h) && *h != "MAIN" && !h.starts_with("CPU"))
         .collect();
-    let dropped_routes = im.platform.routes.len() + routes.iter().filter(|r| r.4).count()
-        - routes.len();
+    let dropped_routes =
+        im.platform.routes.len() + routes.iter().filter(|r| r.4).count() - routes.len();
 
     // Header.
     let _ = writeln!(
@@ -265,7 +271,10 @@ pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
     for i in 0..cfg.cuda {
         let h = im.platform.host(&format!("CUDA{i}"));
         let mem = h.and_then(|h| h.props.get("memsize")).map_or("0", |m| m);
-        let cap = mem.trim().parse::<u64>().map_or_else(|_| q(mem), |v| v.to_string());
+        let cap = mem
+            .trim()
+            .parse::<u64>()
+            .map_or_else(|_| q(mem), |v| v.to_string());
         let _ = writeln!(
             w,
             "[[memory_nodes]]\nname = \"CUDA{i}\"\nkind = \"gpu\"\ncapacity = {cap}  # line {}\n",
@@ -279,7 +288,8 @@ pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
         "# {host}.config: \"{} # Number of CPUs\".{}",
         cfg.cpus,
         match &o.cpu_model {
-            Some(_) => " Processor model: given with --cpu-model (StarPU's files do not record it).",
+            Some(_) =>
+                " Processor model: given with --cpu-model (StarPU's files do not record it).",
             None => " StarPU's files do not record the processor model.",
         },
         host = c(host)
@@ -455,11 +465,7 @@ pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
             let _ = writeln!(w, "# Note: {}", c(n));
         }
         if !f.skipped.is_empty() {
-            let _ = writeln!(
-                w,
-                "# Skipped combinations: {}",
-                c(&f.skipped.join(", "))
-            );
+            let _ = writeln!(w, "# Skipped combinations: {}", c(&f.skipped.join(", ")));
         }
         let _ = writeln!(w, "[[codelets]]\nname = {}", q(&cl.name));
         let mut models: Vec<_> = f.models.iter().collect();

@@ -103,9 +103,8 @@ fn import(a: &ImportArgs) -> crate::Result<()> {
     }
     let text = calibrate::import_to_toml(&opts)?;
     match &a.output {
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            Error::Internal(format!("cannot write {}: {e}", path.display()))
-        })?,
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?,
         None => {
             let mut out = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error worth reporting.
@@ -117,8 +116,7 @@ fn import(a: &ImportArgs) -> crate::Result<()> {
 
 fn show(a: &ShowArgs) -> crate::Result<()> {
     let m = crate::machine::load(&a.file)?;
-    let text = calibrate::show::render(&m, a.codelet.as_deref())
-        .map_err(|e| e.in_file(&a.file))?;
+    let text = calibrate::show::render(&m, a.codelet.as_deref()).map_err(|e| e.in_file(&a.file))?;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     Ok(())

@@ -83,8 +83,11 @@ pub struct RawMachineFile {
     /// `[affinity]`: per GPU name, the CPU core indices sorted by proximity (StarPU's
     /// `bus/<host>.affinity`), optional.
     #[serde(default)]
-    pub affinity: Option<Spanned<std::collections::BTreeMap<String, Spanned<Vec<Spanned<i64>>>>>>,
+    pub affinity: Option<Spanned<RawAffinity>>,
 }
+
+/// `[affinity]`: GPU name → CPU core indices, nearest first.
+pub type RawAffinity = std::collections::BTreeMap<String, Spanned<Vec<Spanned<i64>>>>;
 
 /// A file named by `[perfmodels] include`: only `[[codelets]]`.
 #[derive(Debug, Deserialize)]

@@ -755,7 +755,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
 /// Returns one list per GPU (by [`GpuId`]), empty for GPUs the table does not name.
 fn affinity(
     ctx: &Ctx<'_>,
-    raw: Option<&Spanned<BTreeMap<String, Spanned<Vec<Spanned<i64>>>>>>,
+    raw: Option<&Spanned<format::RawAffinity>>,
     gpus: &[Gpu],
     total_cores: u64,
 ) -> Result<Vec<Vec<u32>>, InputError> {
