@@ -706,3 +706,38 @@ fn idgraf_pci_tree_binds_only_below_the_shared_host_link() {
     eprintln!("idgraf GEMM on CUDA0-7, eager: tree {t8:.4} s, flat {f8:.4} s");
     assert!((t8 - f8).abs() <= 1e-3 * f8, "tree {t8} s, flat {f8} s");
 }
+
+/// The parsers never panic: every prefix of the tiny directory's files is either read or refused
+/// with an error naming the file.
+#[test]
+fn truncated_files_never_panic() {
+    use hetsim::calibrate::{starpu_codelets, starpu_platform};
+    let dir = repo("tests/data/starpu/tiny");
+    let read = |rel: &str| std::fs::read_to_string(dir.join(rel)).unwrap();
+    let cuts = |text: &str| -> Vec<usize> {
+        (0..=text.len())
+            .filter(|&c| text.is_char_boundary(c))
+            .collect()
+    };
+    let p = Path::new("f");
+    let codelet = read("codelets/45/chol_model_gemm.tiny");
+    for c in cuts(&codelet) {
+        if let Err(e) = starpu_codelets::parse_codelet_file(&codelet[..c], p, "x") {
+            assert!(e.to_string().starts_with("f:line "), "{e}");
+        }
+    }
+    let xml = read("bus/tiny.platform.v4.xml");
+    for c in cuts(&xml).into_iter().step_by(7) {
+        if let Err(e) = starpu_platform::parse_platform(&xml[..c], p) {
+            assert!(e.to_string().starts_with("f:line "), "{e}");
+        }
+    }
+    for f in ["bus/tiny.bandwidth", "bus/tiny.affinity", "bus/tiny.config"] {
+        let t = read(f);
+        for c in cuts(&t).into_iter().step_by(3) {
+            let _ = starpu_bus::parse_matrix(&t[..c], p, "bw");
+            let _ = starpu_bus::parse_affinity(&t[..c], p, 3, 8, 1);
+            let _ = starpu_bus::parse_config(&t[..c], p);
+        }
+    }
+}
