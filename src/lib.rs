@@ -10,8 +10,11 @@
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
+//! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
+//!   Roofline, stencil scalability), behind `hetsim model`;
 //! - [`cli`]: the command-line front end.
 
+pub mod analytic;
 pub mod cli;
 pub mod engine;
 pub mod error;

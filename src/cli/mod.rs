@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod check;
+mod model;
 mod net;
 mod run;
 
@@ -27,6 +28,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Simulate a scenario (machine + workload + scheduler) and print the report.
     Run(run::RunArgs),
+    /// Evaluate an analytic model from the papers (LogGP, mHLogGP, broadcast, HPL, MCL-HPL,
+    /// MMGP, Improved Roofline, stencil scalability) and print the prediction and its terms.
+    Model(model::ModelArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -41,6 +45,7 @@ pub fn main() -> ExitCode {
         Command::Net(args) => net::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Model(args) => model::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
