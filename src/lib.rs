@@ -10,9 +10,12 @@
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
+//! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
+//!   Roofline, stencil scalability), behind `hetsim model`;
 //! - [`calibrate`]: importing StarPU's calibration directories into machine files;
 //! - [`cli`]: the command-line front end.
 
+pub mod analytic;
 pub mod calibrate;
 pub mod cli;
 pub mod engine;

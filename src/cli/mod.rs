@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod calibrate;
 mod check;
+mod model;
 mod net;
 mod run;
 
@@ -28,6 +29,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Simulate a scenario (machine + workload + scheduler) and print the report.
     Run(run::RunArgs),
+    /// Evaluate an analytic model from the papers (LogGP, mHLogGP, broadcast, HPL, MCL-HPL,
+    /// MMGP, Improved Roofline, stencil scalability) and print the prediction and its terms.
+    Model(model::ModelArgs),
     /// Import StarPU's calibrations into machine files; show a machine's kernel models.
     Calibrate(calibrate::CalibrateArgs),
 }
@@ -44,6 +48,7 @@ pub fn main() -> ExitCode {
         Command::Net(args) => net::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Model(args) => model::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
     };
     match outcome {
