@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod calibrate;
 mod check;
 mod model;
 mod net;
@@ -31,6 +32,8 @@ enum Command {
     /// Evaluate an analytic model from the papers (LogGP, mHLogGP, broadcast, HPL, MCL-HPL,
     /// MMGP, Improved Roofline, stencil scalability) and print the prediction and its terms.
     Model(model::ModelArgs),
+    /// Import StarPU's calibrations into machine files; show a machine's kernel models.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -46,6 +49,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Model(args) => model::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
