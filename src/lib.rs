@@ -9,8 +9,15 @@
 //! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
 //! - [`trace`]: Paje and Chrome traces, Gantt charts and makespan bounds, as observers of a run;
+//! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
+//!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
+//! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
+//!   Roofline, stencil scalability), behind `hetsim model`;
+//! - [`calibrate`]: importing StarPU's calibration directories into machine files;
 //! - [`cli`]: the command-line front end.
 
+pub mod analytic;
+pub mod calibrate;
 pub mod cli;
 pub mod engine;
 pub mod error;
@@ -18,7 +25,9 @@ pub mod fluid;
 pub mod machine;
 pub mod netcase;
 pub mod perfmodel;
+pub mod report_text;
 pub mod runtime;
+pub mod scenario;
 pub mod sched;
 pub mod trace;
 pub mod units;

@@ -451,3 +451,31 @@ fn a_codelet_without_model_is_an_unknown_kernel() {
     assert!(err.to_string().contains("unknown kernel"), "{err}");
     assert!(err.to_string().contains("starpu_sgemm_gemm"), "{err}");
 }
+
+#[test]
+fn dmda_bookkeeping_never_goes_negative_and_drains_on_real_runs() {
+    // Queued and pipeline lengths are asserted non-negative at every step inside the policy
+    // (StarPU issue #6 was this bookkeeping going wrong); here they must also return to zero.
+    use hetsim::sched::{Dmda, Params, Variant};
+    let m = machine(2, 6 * TILE as u64);
+    for kind in [workload::Kernel::Cholesky, workload::Kernel::Lu] {
+        let g = kind.generate(6 * NB, NB, Precision::Single).unwrap();
+        for v in [
+            Variant::Dm,
+            Variant::Dmda,
+            Variant::Dmdap,
+            Variant::Dmdar,
+            Variant::Dmdas,
+            Variant::Dmdasd,
+        ] {
+            let mut s = Dmda::new(v, Params::default());
+            let config = RunConfig {
+                ncpu: Some(3),
+                ..RunConfig::default()
+            };
+            let r = simulate(&m, &g, &KERNELS, &mut s, &config).unwrap();
+            assert_eq!(r.tasks as usize, g.num_tasks());
+            s.check_drained();
+        }
+    }
+}

@@ -6,8 +6,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod calibrate;
 mod check;
+mod model;
 mod net;
+mod run;
 
 /// hetsim: predict how a task graph runs on a hybrid CPU/GPU machine.
 #[derive(Debug, Parser)]
@@ -24,6 +27,13 @@ enum Command {
     Net(net::NetArgs),
     /// Validate a machine file and print a short summary of it.
     Check(check::CheckArgs),
+    /// Simulate a scenario (machine + workload + scheduler) and print the report.
+    Run(run::RunArgs),
+    /// Evaluate an analytic model from the papers (LogGP, mHLogGP, broadcast, HPL, MCL-HPL,
+    /// MMGP, Improved Roofline, stencil scalability) and print the prediction and its terms.
+    Model(model::ModelArgs),
+    /// Import StarPU's calibrations into machine files; show a machine's kernel models.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -37,6 +47,9 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Net(args) => net::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Model(args) => model::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -212,6 +212,7 @@ pub struct View<'a> {
     pub(crate) runnable: &'a sim::Runnable,
     pub(crate) memory: &'a memory::Memory,
     pub(crate) estimates: &'a transfer::Estimates,
+    pub(crate) released_by: Option<WorkerId>,
 }
 
 impl<'a> View<'a> {
@@ -228,6 +229,39 @@ impl<'a> View<'a> {
     /// All workers, in id order.
     pub fn workers(&self) -> &'a [Worker] {
         self.workers
+    }
+
+    /// During [`crate::sched::Scheduler::push`]: the worker whose task's end made this task
+    /// ready (`None` for tasks ready at the start). Work stealing pushes there.
+    pub fn released_by(&self) -> Option<WorkerId> {
+        self.released_by
+    }
+
+    /// The contention-free estimate of the time to bring `task`'s inputs to `worker`: per
+    /// buffer read and not valid there, latency + size / bottleneck bandwidth of the route.
+    pub fn nominal_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
+        self.inputs_estimate_s(task, worker, transfer::Estimates::nominal_s)
+    }
+
+    /// Sum over `task`'s buffers read and not valid on `worker`'s node of `per_copy(source,
+    /// node, bytes)`, the source being the replica cheapest to copy.
+    fn inputs_estimate_s(
+        &self,
+        task: TaskId,
+        worker: WorkerId,
+        per_copy: fn(&transfer::Estimates, MemNodeId, MemNodeId, f64) -> f64,
+    ) -> f64 {
+        let node = self.workers[worker.index()].memory;
+        self.graph
+            .accesses(task)
+            .iter()
+            .filter(|a| a.mode.reads() && !self.memory.is_valid(a.handle, node))
+            .map(|a| {
+                let bytes = self.graph.handle(a.handle).size_bytes as f64;
+                let src = self.memory.best_source(a.handle, node, self.estimates);
+                per_copy(self.estimates, src, node, bytes)
+            })
+            .sum()
     }
 
     /// What a worker holds now.
@@ -265,20 +299,7 @@ impl<'a> View<'a> {
     /// per buffer read and not valid there, latency + 2·nGPUs·size/bandwidth from nominal link
     /// figures, without contention (`starpu_transfer_predict`).
     pub fn starpu_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
-        let node = self.workers[worker.index()].memory;
-        self.graph
-            .accesses(task)
-            .iter()
-            .filter(|a| a.mode.reads() && !self.memory.is_valid(a.handle, node))
-            .map(|a| {
-                let bytes = self.graph.handle(a.handle).size_bytes as f64;
-                self.estimates.starpu_s(
-                    self.memory.best_source(a.handle, node, self.estimates),
-                    node,
-                    bytes,
-                )
-            })
-            .sum()
+        self.inputs_estimate_s(task, worker, transfer::Estimates::starpu_s)
     }
 
     /// StarPU's relative speed-up of a worker (CPU core 0.5, GPU 13.33), used by greedy
@@ -293,5 +314,73 @@ impl<'a> View<'a> {
     /// The kind of a memory node.
     pub fn memory_kind(&self, node: MemNodeId) -> MemKind {
         self.memory.kind(node)
+    }
+}
+
+/// A frozen simulation state to build [`View`]s from, for schedulers' unit tests.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::*;
+    use crate::machine::Machine;
+
+    /// Workers, predictions, memory and estimates of a machine and graph, with no run.
+    pub struct Fixture<'a> {
+        pub graph: &'a TaskGraph,
+        pub workers: Vec<Worker>,
+        pub loads: Vec<WorkerLoad>,
+        runnable: sim::Runnable,
+        pub memory: memory::Memory,
+        estimates: transfer::Estimates,
+    }
+
+    impl<'a> Fixture<'a> {
+        pub fn new(
+            machine: &Machine,
+            graph: &'a TaskGraph,
+            kernels: &dyn KernelTimes,
+            config: &RunConfig,
+        ) -> Self {
+            let workers = sim::workers_of(machine, config).unwrap();
+            let runnable = sim::runnable_of(graph, kernels, &workers, machine).unwrap();
+            let kinds: Vec<MemKind> = machine.memory_nodes().iter().map(|m| m.kind).collect();
+            let caps = machine
+                .memory_nodes()
+                .iter()
+                .map(|m| m.capacity_bytes)
+                .collect();
+            let ram = MemNodeId(0);
+            let gpus = workers.iter().filter(|w| w.kind == WorkerKind::Gpu).count();
+            Fixture {
+                graph,
+                loads: vec![WorkerLoad::default(); workers.len()],
+                workers,
+                runnable,
+                memory: memory::Memory::new(kinds, caps, ram, graph),
+                estimates: transfer::Estimates::new(machine, ram, gpus),
+            }
+        }
+
+        /// The view at `now_s`.
+        pub fn view(&self, now_s: f64) -> View<'_> {
+            View {
+                now_s,
+                graph: self.graph,
+                workers: &self.workers,
+                loads: &self.loads,
+                runnable: &self.runnable,
+                memory: &self.memory,
+                estimates: &self.estimates,
+                released_by: None,
+            }
+        }
+
+        /// Make `h` valid (and allocated) on `node` too.
+        pub fn place(&mut self, h: HandleId, node: MemNodeId) {
+            if !self.memory.is_allocated(h, node) {
+                self.memory.allocate(h, node);
+            }
+            let v = self.memory.version(h);
+            self.memory.arrive(h, node, v);
+        }
     }
 }

@@ -30,6 +30,7 @@ macro_rules! view {
             runnable: &$s.runnable,
             memory: &$s.memory,
             estimates: &$s.estimates,
+            released_by: None,
         }
     };
 }
@@ -200,7 +201,7 @@ pub fn simulate_observed(
     Ok(sim.report())
 }
 
-fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Worker>, InputError> {
+pub(crate) fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Worker>, InputError> {
     let rt = machine.runtime();
     let ngpu_all = machine.gpus().len() as u32;
     let ngpu = config.ncuda.unwrap_or(ngpu_all);
@@ -266,7 +267,7 @@ fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Worker>, Inpu
     Ok(workers)
 }
 
-fn runnable_of(
+pub(crate) fn runnable_of(
     graph: &TaskGraph,
     kernels: &dyn KernelTimes,
     workers: &[Worker],
@@ -480,7 +481,7 @@ impl<'a> Sim<'a> {
         );
         let roots: Vec<TaskId> = self.graph.roots().collect();
         for t in roots {
-            self.push(t);
+            self.push(t, None);
         }
         self.apply_decisions();
         self.wake_workers();
@@ -557,15 +558,20 @@ impl<'a> Sim<'a> {
 
     // --- Tasks and workers ------------------------------------------------------------------
 
-    fn push(&mut self, task: TaskId) {
+    fn push(&mut self, task: TaskId, released_by: Option<WorkerId>) {
         let mut decisions = std::mem::take(&mut self.decisions);
-        let view = view!(self);
+        let view = View {
+            released_by,
+            ..view!(self)
+        };
         self.sched.push(task, &view, &mut decisions);
         self.decisions = decisions;
     }
 
+    /// Carry out the scheduler's decisions in the order it made them.
     fn apply_decisions(&mut self) {
-        while let Some(d) = self.decisions.pop() {
+        let mut decisions = std::mem::take(&mut self.decisions);
+        for d in decisions.drain(..) {
             match d {
                 Decision::Prefetch { task, worker } if self.config.prefetch => {
                     self.prefetch(task, worker)
@@ -573,6 +579,7 @@ impl<'a> Sim<'a> {
                 Decision::Prefetch { .. } => {}
             }
         }
+        self.decisions = decisions;
     }
 
     fn wake_workers(&mut self) {
@@ -749,7 +756,7 @@ impl<'a> Sim<'a> {
         for &s in self.graph.successors(t) {
             self.preds_left[s.index()] -= 1;
             if self.preds_left[s.index()] == 0 {
-                self.push(s);
+                self.push(s, Some(w));
             }
         }
         self.retry_allocations(node);

@@ -11,9 +11,11 @@ use crate::runtime::{View, WorkerId};
 use crate::workload::TaskId;
 
 mod central;
+pub mod dmda;
 mod random;
 
 pub use central::{Eager, Prio};
+pub use dmda::{Dmda, Params, TransferEstimate, Variant};
 pub use random::Random;
 
 /// Something a scheduler asks the runtime to do besides running tasks.
@@ -51,16 +53,26 @@ pub trait Scheduler {
     fn queued(&self) -> usize;
 }
 
-/// Scheduler names accepted by [`by_name`].
-pub const NAMES: &[&str] = &["eager", "prio", "random"];
+/// Scheduler names accepted by [`by_name`] and [`build`].
+pub const NAMES: &[&str] = &[
+    "eager", "prio", "random", "dm", "dmda", "dmdap", "dmdar", "dmdas", "dmdasd",
+];
 
-/// Build a scheduler by name. `seed` feeds the policies that draw random numbers (their own
-/// stream, derived from the run's seed, so the kernel-noise stream is unaffected).
+/// Build a scheduler by name with default options. `seed` feeds the policies that draw random
+/// numbers (their own stream, derived from the run's seed, so the kernel-noise stream is
+/// unaffected).
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Scheduler>> {
+    build(name, seed, &Params::default())
+}
+
+/// Build a scheduler by name; the dmda family takes `params`, the others ignore them.
+pub fn build(name: &str, seed: u64, params: &Params) -> Option<Box<dyn Scheduler>> {
     match name {
         "eager" => Some(Box::new(Eager::default())),
         "prio" => Some(Box::new(Prio::default())),
         "random" => Some(Box::new(Random::new(seed))),
-        _ => None,
+        _ => {
+            Variant::from_name(name).map(|v| Box::new(Dmda::new(v, *params)) as Box<dyn Scheduler>)
+        }
     }
 }

@@ -28,11 +28,11 @@
 //! let machine = hetsim::machine::load("calibration/mirage.toml")?;
 //! let graph = hetsim::workload::cholesky(8 * 960, 960, hetsim::workload::Precision::Single)?;
 //! let kernels = kernels_for(&machine)?;
-//! let mut sched = hetsim::sched::by_name("eager", 1)?;
+//! let mut sched = hetsim::sched::by_name("eager", 1).expect("a known scheduler");
 //! let mut paje = PajeWriter::create("run.paje")?;
 //! let mut chrome = ChromeWriter::create("run.json")?;
 //! let mut gantt = GanttWriter::create("run.svg")?;
-//! let report = simulate_observed(
+//! let _report = simulate_observed(
 //!     &machine,
 //!     &graph,
 //!     kernels.as_ref(),

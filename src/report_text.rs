@@ -1,0 +1,246 @@
+//! The human-readable report of `hetsim run`: a header naming what ran, the headline figures,
+//! then tables per worker, per codelet, per link and per memory node.
+//!
+//! The text depends only on the scenario and the report, never on the clock or on hash-map
+//! order, so the same scenario and seed print the same bytes.
+
+use std::fmt::Write;
+
+use crate::runtime::RunReport;
+use crate::scenario::{Scenario, sharing_name};
+
+/// What to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Header and headline figures only.
+    Summary,
+    /// Everything: headline figures and the per-worker, per-codelet, per-link and per-memory
+    /// tables.
+    Full,
+}
+
+/// Render the report of one run of `scenario`.
+pub fn render(scenario: &Scenario, report: &RunReport, detail: Detail) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_report(&mut s, scenario, report, detail);
+    s
+}
+
+fn write_report(s: &mut String, sc: &Scenario, r: &RunReport, detail: Detail) -> std::fmt::Result {
+    let w = &sc.workload;
+    let gpus = r.workers.iter().filter(|w| w.kind == "gpu").count();
+    let cpus = r.workers.len() - gpus;
+    writeln!(s, "scenario     {} ({})", sc.name, sc.file.display())?;
+    writeln!(
+        s,
+        "machine      {}: {} GPU worker{}, {} CPU worker{}",
+        r.machine,
+        gpus,
+        plural(gpus),
+        cpus,
+        plural(cpus)
+    )?;
+    writeln!(
+        s,
+        "workload     {} n={} nb={} {}: {} tasks, {:.4} GFlop",
+        w.kind_name(),
+        w.n,
+        w.nb,
+        w.precision,
+        r.tasks,
+        r.total_flops / 1e9
+    )?;
+    writeln!(
+        s,
+        "scheduler    {}, seed {}, sharing {}, prefetch {}",
+        r.sched,
+        r.seed,
+        sharing_name(sc.run.sharing),
+        if sc.run.prefetch { "on" } else { "off" }
+    )?;
+    if !sc.overrides.is_empty() {
+        let list: Vec<String> = sc.overrides.iter().map(|o| o.describe()).collect();
+        writeln!(s, "overrides    {}", list.join(", "))?;
+    }
+    writeln!(s)?;
+    writeln!(
+        s,
+        "makespan     {} ({} with the final write-backs)",
+        secs(r.makespan_s),
+        secs(r.end_with_writeback_s)
+    )?;
+    writeln!(s, "performance  {:.2} GFlop/s", r.gflops)?;
+    writeln!(s, "tasks        {}", r.tasks)?;
+    writeln!(
+        s,
+        "bytes moved  {} in {} transfers: fetch {}, prefetch {}, write-back {}",
+        bytes(r.bytes_transferred),
+        r.transfers,
+        bytes(r.fetch_bytes),
+        bytes(r.prefetch_bytes),
+        bytes(r.writeback_bytes)
+    )?;
+    writeln!(s, "evictions    {}", r.evictions)?;
+    writeln!(s, "write-backs  {}", r.writebacks)?;
+    writeln!(s, "allocations  {}", r.allocations)?;
+    if detail == Detail::Summary {
+        return Ok(());
+    }
+
+    // Workers: share of the run spent executing, holding a task whose data is not there yet,
+    // and with nothing to do.
+    writeln!(s)?;
+    let wname = width(r.workers.iter().map(|w| w.name.as_str()), "worker");
+    writeln!(
+        s,
+        "{:<wname$}  {:>7}  {:>7}  {:>10}  {:>7}",
+        "worker", "tasks", "busy %", "waiting %", "idle %"
+    )?;
+    for w in &r.workers {
+        let total = w.busy_s + w.waiting_s + w.idle_s;
+        writeln!(
+            s,
+            "{:<wname$}  {:>7}  {:>7.1}  {:>10.1}  {:>7.1}",
+            w.name,
+            w.tasks,
+            pct(w.busy_s, total),
+            pct(w.waiting_s, total),
+            pct(w.idle_s, total)
+        )?;
+    }
+
+    writeln!(s)?;
+    let cname = width(r.codelets.iter().map(|c| c.name.as_str()), "codelet");
+    writeln!(
+        s,
+        "{:<cname$}  {:>9}  {:>12}  {:>9}  {:>12}",
+        "codelet", "cpu tasks", "cpu time", "gpu tasks", "gpu time"
+    )?;
+    for c in &r.codelets {
+        writeln!(
+            s,
+            "{:<cname$}  {:>9}  {:>12}  {:>9}  {:>12}",
+            c.name,
+            c.cpu_tasks,
+            secs(c.cpu_s),
+            c.gpu_tasks,
+            secs(c.gpu_s)
+        )?;
+    }
+
+    writeln!(s)?;
+    let used: Vec<_> = r.links.iter().filter(|l| l.bytes > 0.0).collect();
+    if used.is_empty() {
+        writeln!(s, "links        no bytes moved")?;
+    } else {
+        let lname = width(used.iter().map(|l| l.name.as_str()), "link");
+        writeln!(
+            s,
+            "{:<lname$}  {:>12}  {:>12}  {:>13}",
+            "link", "bytes", "busy", "utilisation %"
+        )?;
+        for l in used {
+            writeln!(
+                s,
+                "{:<lname$}  {:>12}  {:>12}  {:>13.1}",
+                l.name,
+                bytes(l.bytes),
+                secs(l.busy_s),
+                100.0 * l.utilisation
+            )?;
+        }
+    }
+
+    writeln!(s)?;
+    let mname = width(r.memory.iter().map(|m| m.name.as_str()), "memory");
+    writeln!(
+        s,
+        "{:<mname$}  {:>12}  {:>12}  {:>7}  {:>9}",
+        "memory", "capacity", "peak used", "peak %", "evictions"
+    )?;
+    for m in &r.memory {
+        writeln!(
+            s,
+            "{:<mname$}  {:>12}  {:>12}  {:>7.1}  {:>9}",
+            m.name,
+            bytes(m.capacity_bytes as f64),
+            bytes(m.peak_used_bytes as f64),
+            pct(m.peak_used_bytes as f64, m.capacity_bytes as f64),
+            m.evictions
+        )?;
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn width<'a>(names: impl Iterator<Item = &'a str>, header: &str) -> usize {
+    names
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(header.len())
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
+}
+
+/// A duration with a unit chosen for 4 significant-ish digits: `12.35 ms`, `1.2346 s`.
+pub fn secs(s: f64) -> String {
+    let a = s.abs();
+    if a == 0.0 {
+        "0 s".to_string()
+    } else if a >= 1.0 {
+        format!("{s:.4} s")
+    } else if a >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.3} us", s * 1e6)
+    }
+}
+
+/// A byte count in decimal units (kB, MB, GB, powers of 10, as in machine files).
+pub fn bytes(b: f64) -> String {
+    let a = b.abs();
+    if a < 1e3 {
+        format!("{b:.0} B")
+    } else if a < 1e6 {
+        format!("{:.2} kB", b / 1e3)
+    } else if a < 1e9 {
+        format!("{:.2} MB", b / 1e6)
+    } else if a < 1e12 {
+        format!("{:.3} GB", b / 1e9)
+    } else {
+        format!("{:.3} TB", b / 1e12)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(secs(0.0), "0 s");
+        assert_eq!(secs(1.5), "1.5000 s");
+        assert_eq!(secs(0.01234), "12.340 ms");
+        assert_eq!(secs(12e-6), "12.000 us");
+        assert_eq!(bytes(12.0), "12 B");
+        assert_eq!(bytes(3_686_400.0), "3.69 MB");
+        assert_eq!(bytes(5_636_554_752.0), "5.637 GB");
+    }
+
+    #[test]
+    fn percentages_of_nothing_are_zero() {
+        assert_eq!(pct(1.0, 0.0), 0.0);
+        assert_eq!(pct(1.0, 4.0), 25.0);
+    }
+}

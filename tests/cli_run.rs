@@ -1,0 +1,618 @@
+//! `hetsim run`: the JSON and text outputs on a small test machine (figures checked against
+//! closed forms), determinism, `--set` overrides, bad input (exit status 2, a message naming
+//! the file or override, the line and the field, no panic) and a closed stdout pipe.
+//!
+//! The test machine (`tests/data/run/tiny.toml`) has peak flop rates, so kernel durations come
+//! from the flop-rate model and no calibration is needed.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/run")
+        .join(name)
+}
+
+fn scenario() -> PathBuf {
+    data("cholesky-tiny.toml")
+}
+
+fn hetsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run hetsim")
+}
+
+fn run(scenario: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["run", scenario.to_str().expect("utf-8 path")];
+    args.extend_from_slice(extra);
+    hetsim(&args)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {}\nstderr: {}",
+        out.status,
+        stderr(out)
+    );
+    stdout(out)
+}
+
+fn json(out: &Output) -> Value {
+    let text = ok(out);
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "--json prints exactly one line: {text}"
+    );
+    serde_json::from_str(&text).expect("stdout is one JSON object")
+}
+
+/// Tasks of a tiled Cholesky with T tiles per side: T potrf, T(T−1)/2 trsm and as many syrk,
+/// T(T−1)(T−2)/6 gemm.
+fn cholesky_tasks(t: u64) -> u64 {
+    t + t * (t - 1) + t * (t - 1) * t.saturating_sub(2) / 6
+}
+
+/// Flops of a tiled Cholesky (StarPU's per-task counts, `docs/workloads.md`).
+fn cholesky_flops(t: u64, nb: u64) -> f64 {
+    let (t, nb) = (t as f64, nb as f64);
+    let potrf = nb * nb * nb / 3.0 + nb * nb / 2.0 + nb / 6.0;
+    let trsm = nb * nb * (nb + 1.0);
+    let syrk = trsm;
+    let gemm = 2.0 * nb * nb * nb;
+    t * potrf + t * (t - 1.0) / 2.0 * (trsm + syrk) + t * (t - 1.0) * (t - 2.0) / 6.0 * gemm
+}
+
+/// Tasks of a tiled LU: T getrf, T(T−1)/2 trsm of each kind, Σ (T−k−1)² gemm.
+fn lu_tasks(t: u64) -> u64 {
+    t + t * (t - 1) + (t - 1) * t * (2 * t - 1) / 6
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs())
+}
+
+#[test]
+fn json_has_the_required_fields_with_sane_values() {
+    let v = json(&run(&scenario(), &["--json"]));
+    for field in [
+        "makespan_s",
+        "gflops",
+        "tasks",
+        "bytes_transferred",
+        "sched",
+        "seed",
+        "workers",
+        "links",
+        "scenario",
+        "workload",
+        "hetsim_version",
+        "codelets",
+        "memory",
+    ] {
+        assert!(v.get(field).is_some(), "missing `{field}` in {v}");
+    }
+    // 1920 / 192 = 10 tiles per side.
+    let t = 10;
+    assert_eq!(v["tasks"].as_u64(), Some(cholesky_tasks(t)));
+    assert_eq!(v["tasks"].as_u64(), Some(220));
+    let flops = v["total_flops"].as_f64().unwrap();
+    assert!(close(flops, cholesky_flops(t, 192), 1e-12), "{flops}");
+    let makespan = v["makespan_s"].as_f64().unwrap();
+    assert!(makespan > 0.0 && makespan.is_finite());
+    let gflops = v["gflops"].as_f64().unwrap();
+    assert!(close(gflops, flops / makespan / 1e9, 1e-9), "{gflops}");
+    // No faster than every worker at its peak rate: 2 GPUs at 200 and 4 CPU cores at 10.
+    assert!(gflops <= 2.0 * 200.0 + 4.0 * 10.0, "{gflops}");
+    assert!(v["end_with_writeback_s"].as_f64().unwrap() >= makespan);
+    assert_eq!(v["sched"], "eager");
+    assert_eq!(v["seed"], 1);
+    assert_eq!(v["scenario"], "cholesky-tiny");
+    assert_eq!(v["machine"], "tiny");
+    assert_eq!(
+        v["workload"],
+        serde_json::json!({"kind": "cholesky", "n": 1920, "nb": 192, "precision": "single"})
+    );
+    assert_eq!(v["hetsim_version"], env!("CARGO_PKG_VERSION"));
+
+    // Workers: 2 GPUs and 6 − 2 driver cores; their tasks add up; each one's time adds up
+    // to the run.
+    let workers = v["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 6);
+    let ran: u64 = workers.iter().map(|w| w["tasks"].as_u64().unwrap()).sum();
+    assert_eq!(ran, 220);
+    for w in workers {
+        let total = ["busy_s", "waiting_s", "idle_s"]
+            .iter()
+            .map(|k| w[k].as_f64().unwrap())
+            .sum::<f64>();
+        assert!(total >= makespan * (1.0 - 1e-9), "{w}");
+    }
+
+    // Bytes: the split adds up, and links carried something (GPU memories are 4 MiB, so the
+    // 8 MB of tiles cannot stay there: evictions).
+    let bytes = v["bytes_transferred"].as_f64().unwrap();
+    let split: f64 = ["fetch_bytes", "prefetch_bytes", "writeback_bytes"]
+        .iter()
+        .map(|k| v[k].as_f64().unwrap())
+        .sum();
+    assert!(close(bytes, split, 1e-12), "{bytes} vs {split}");
+    assert!(bytes > 0.0);
+    assert!(v["evictions"].as_u64().unwrap() > 0);
+    let links = v["links"].as_array().unwrap();
+    assert_eq!(links.len(), 6);
+    assert!(links.iter().any(|l| l["bytes"].as_f64().unwrap() > 0.0));
+    let codelet_tasks: u64 = v["codelets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cpu_tasks"].as_u64().unwrap() + c["gpu_tasks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(codelet_tasks, 220);
+}
+
+#[test]
+fn text_report_has_every_section() {
+    let text = ok(&run(&scenario(), &[]));
+    for needle in [
+        "makespan",
+        "GFlop/s",
+        "tasks        220",
+        "bytes moved",
+        "evictions",
+        "write-backs",
+        "allocations",
+        "busy %",
+        "waiting %",
+        "idle %",
+        "chol_model_gemm",
+        "utilisation %",
+        "peak used",
+        "GPU0-GPU1",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in\n{text}");
+    }
+    let quiet = ok(&run(&scenario(), &["--quiet"]));
+    assert!(
+        quiet.contains("makespan") && !quiet.contains("busy %"),
+        "{quiet}"
+    );
+    assert!(text.starts_with(&quiet), "--quiet is the report's head");
+}
+
+#[test]
+fn same_scenario_and_seed_give_identical_stdout() {
+    for extra in [
+        &[][..],
+        &["--json"][..],
+        &["--sched", "random", "--seed", "7"][..],
+        &["--sched", "random", "--seed", "7", "--json"][..],
+        &["--sched", "prio", "--set", "run.sharing=simgrid"][..],
+    ] {
+        let a = ok(&run(&scenario(), extra));
+        let b = ok(&run(&scenario(), extra));
+        assert_eq!(a, b, "two runs with {extra:?} differ");
+    }
+    let v = json(&run(
+        &scenario(),
+        &["--sched", "random", "--seed", "7", "--json"],
+    ));
+    assert_eq!(v["sched"], "random");
+    assert_eq!(v["seed"], 7);
+}
+
+#[test]
+fn set_changes_the_workload_as_the_closed_forms_say() {
+    for (n, t) in [(960, 5), (2880, 15), (192, 1)] {
+        let set = format!("workload.n={n}");
+        let v = json(&run(&scenario(), &["--json", "--set", &set]));
+        assert_eq!(v["tasks"].as_u64(), Some(cholesky_tasks(t)), "n = {n}");
+        assert_eq!(v["workload"]["n"], n);
+        assert_eq!(v["overrides"], serde_json::json!([set]));
+    }
+    // Another kernel, by a bare word.
+    let v = json(&run(
+        &scenario(),
+        &[
+            "--json",
+            "--set",
+            "workload.kind=lu",
+            "--set",
+            "workload.n=1152",
+        ],
+    ));
+    assert_eq!(v["tasks"].as_u64(), Some(lu_tasks(6)));
+    let v = json(&run(
+        &scenario(),
+        &[
+            "--json",
+            "--set",
+            "workload.kind=gemm",
+            "--set",
+            "workload.n=768",
+        ],
+    ));
+    assert_eq!(v["tasks"].as_u64(), Some(4 * 4 * 4));
+    // Run options: fewer workers, no prefetch, a quoted string.
+    let v = json(&run(
+        &scenario(),
+        &[
+            "--json",
+            "--set",
+            "run.ncpu=1",
+            "--set",
+            "run.ncuda=1",
+            "--set",
+            "run.prefetch=false",
+            "--set",
+            "scheduler.name=\"prio\"",
+        ],
+    ));
+    assert_eq!(v["workers"].as_array().unwrap().len(), 2);
+    assert_eq!(v["sched"], "prio");
+    assert_eq!(v["run"]["prefetch"], false);
+    // --sched and --seed win over the file.
+    let v = json(&run(
+        &scenario(),
+        &["--json", "--sched", "prio", "--seed", "5"],
+    ));
+    assert_eq!(
+        (v["sched"].as_str(), v["seed"].as_u64()),
+        (Some("prio"), Some(5))
+    );
+}
+
+// ---- bad input --------------------------------------------------------------------------
+
+fn fixture_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_run");
+    std::fs::create_dir_all(&dir).expect("create fixture directory");
+    dir
+}
+
+/// The test scenario with `from` replaced by `to`, written as fixture `name`; the machine path
+/// is made absolute so the fixture can live anywhere.
+fn broken(name: &str, from: &str, to: &str) -> (PathBuf, String) {
+    let text = std::fs::read_to_string(scenario()).expect("read test scenario");
+    let machine = data("tiny.toml");
+    let text = text.replace(
+        "machine = \"tiny.toml\"",
+        &format!("machine = '{}'", machine.display()),
+    );
+    assert!(text.contains(from), "test scenario has no {from:?}");
+    let text = text.replacen(from, to, 1);
+    let path = fixture_dir().join(name);
+    std::fs::write(&path, &text).expect("write fixture");
+    (path, text)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?}"))
+        + 1
+}
+
+/// Exit 2, nothing on stdout, no panic, and stderr containing every one of `words`.
+fn assert_rejected(what: &str, out: &Output, words: &[&str]) {
+    let err = stderr(out);
+    let show = format!(
+        "{what}: status {}\nstdout: {}\nstderr: {err}",
+        out.status,
+        stdout(out)
+    );
+    assert_eq!(out.status.code(), Some(2), "{show}");
+    assert!(out.stdout.is_empty(), "{show}");
+    assert!(!err.contains("panicked"), "{show}");
+    for w in words {
+        assert!(err.contains(w), "{show}\nexpected {w:?}");
+    }
+}
+
+#[test]
+fn unknown_scheduler() {
+    let (path, text) = broken("unknown_sched.toml", "\"eager\"", "\"eagre\"");
+    let line = format!("line {}", line_of(&text, "eagre"));
+    assert_rejected(
+        "unknown scheduler in the file",
+        &run(&path, &[]),
+        &[
+            "unknown_sched.toml",
+            &line,
+            "`scheduler.name`",
+            "eagre",
+            "eager, prio, random",
+        ],
+    );
+    assert_rejected(
+        "--sched",
+        &run(&scenario(), &["--sched", "dmdaa"]),
+        &["--sched dmdaa", "`scheduler.name`", "eager, prio, random"],
+    );
+}
+
+#[test]
+fn unknown_workload_kind() {
+    let (path, text) = broken("unknown_kind.toml", "\"cholesky\"", "\"qr\"");
+    let line = format!("line {}", line_of(&text, "\"qr\""));
+    assert_rejected(
+        "unknown kind",
+        &run(&path, &[]),
+        &[
+            "unknown_kind.toml",
+            &line,
+            "`workload.kind`",
+            "qr",
+            "cholesky",
+        ],
+    );
+}
+
+#[test]
+fn unknown_field_in_the_file() {
+    let (path, text) = broken("unknown_field.toml", "nb = 192", "nbb = 192");
+    let line = format!("line {}", line_of(&text, "nbb"));
+    assert_rejected(
+        "misspelt field",
+        &run(&path, &[]),
+        &[
+            "unknown_field.toml",
+            &line,
+            "`workload.nbb`",
+            "unknown field",
+        ],
+    );
+}
+
+#[test]
+fn set_to_an_unknown_field() {
+    assert_rejected(
+        "--set workload.nn=5",
+        &run(&scenario(), &["--set", "workload.nn=5"]),
+        &[
+            "--set workload.nn=5",
+            "`workload.nn`",
+            "unknown field `nn`",
+            "`n`",
+            "`nb`",
+            "`precision`",
+            "`kind`",
+        ],
+    );
+    assert_rejected(
+        "--set to a new table",
+        &run(&scenario(), &["--set", "sweep.n=5"]),
+        &["--set sweep.n=5", "unknown field `sweep`"],
+    );
+    assert_rejected(
+        "--set of a reserved scheduler option",
+        &run(&scenario(), &["--set", "scheduler.alpha=0.5"]),
+        &["--set scheduler.alpha=0.5", "`scheduler.alpha`", "eager"],
+    );
+    assert_rejected(
+        "--set of the wrong type",
+        &run(&scenario(), &["--set", "workload.n=lots"]),
+        &["--set workload.n=lots", "`workload.n`", "integer"],
+    );
+}
+
+#[test]
+fn malformed_set() {
+    assert_rejected(
+        "--set without =",
+        &run(&scenario(), &["--set", "workload.n"]),
+        &["--set workload.n", "KEY=VALUE"],
+    );
+    assert_rejected(
+        "--set with an empty segment",
+        &run(&scenario(), &["--set", "workload..n=3"]),
+        &["--set workload..n=3", "empty segment"],
+    );
+}
+
+#[test]
+fn missing_machine_file() {
+    let (path, text) = broken(
+        "missing_machine.toml",
+        "machine = '",
+        "machine = 'no/such/dir/",
+    );
+    let line = format!("line {}", line_of(&text, "machine = "));
+    assert_rejected(
+        "missing machine",
+        &run(&path, &[]),
+        &[
+            "missing_machine.toml",
+            &line,
+            "`scenario.machine`",
+            "no/such/dir",
+        ],
+    );
+}
+
+#[test]
+fn tile_size_not_dividing_n() {
+    let (path, text) = broken("ragged.toml", "nb = 192", "nb = 100");
+    let line = format!("line {}", line_of(&text, "nb = 100"));
+    assert_rejected(
+        "ragged tiles",
+        &run(&path, &[]),
+        &["ragged.toml", &line, "`workload.nb`", "does not divide"],
+    );
+    assert_rejected(
+        "ragged tiles by --set",
+        &run(&scenario(), &["--set", "workload.nb=7"]),
+        &["--set workload.nb=7", "`workload.nb`", "does not divide"],
+    );
+}
+
+#[test]
+fn too_many_workers() {
+    assert_rejected(
+        "ncpu",
+        &run(&scenario(), &["--set", "run.ncpu=64"]),
+        &["--set run.ncpu=64", "`run.ncpu`", "cores"],
+    );
+}
+
+#[test]
+fn not_a_toml_file() {
+    let path = fixture_dir().join("not_toml.toml");
+    std::fs::write(&path, "{\"scenario\": {\"name\": \"x\"}}\n").expect("write fixture");
+    assert_rejected(
+        "JSON scenario",
+        &run(&path, &[]),
+        &["not_toml.toml", "line 1"],
+    );
+    let path = fixture_dir().join("prose.toml");
+    std::fs::write(&path, "[scenario]\nname = \"x\"\nthis is prose\n").expect("write fixture");
+    assert_rejected("prose", &run(&path, &[]), &["prose.toml", "line 3"]);
+    assert_rejected(
+        "no such scenario",
+        &run(&fixture_dir().join("absent.toml"), &[]),
+        &["absent.toml", "cannot read"],
+    );
+}
+
+#[test]
+fn missing_table() {
+    let path = fixture_dir().join("no_workload.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[scenario]\nname = \"x\"\nmachine = '{}'\n",
+            data("tiny.toml").display()
+        ),
+    )
+    .expect("write fixture");
+    assert_rejected(
+        "no [workload]",
+        &run(&path, &[]),
+        &["no_workload.toml", "line 1", "`workload`", "missing field"],
+    );
+    // --set can supply what is missing.
+    let v = json(&run(
+        &path,
+        &[
+            "--json",
+            "--set",
+            "workload.kind=cholesky",
+            "--set",
+            "workload.n=384",
+            "--set",
+            "workload.nb=192",
+        ],
+    ));
+    assert_eq!(v["tasks"].as_u64(), Some(cholesky_tasks(2)));
+}
+
+#[test]
+fn closed_stdout_pipe_is_not_an_error() {
+    for extra in [&[][..], &["--json"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hetsim"))
+            .arg("run")
+            .arg(scenario())
+            .args(extra)
+            // A larger run, so that output is still being written when the pipe closes.
+            .args(["--set", "workload.n=3840"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn hetsim");
+        let mut first = String::new();
+        {
+            let out = child.stdout.take().expect("stdout");
+            let mut reader = BufReader::new(out);
+            reader.read_line(&mut first).expect("read a line");
+            // Dropping the reader closes the pipe, as `head -1` does.
+        }
+        let out = child.wait_with_output().expect("wait");
+        let err = stderr(&out);
+        assert!(!first.is_empty());
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(out.status.success(), "status {} stderr {err}", out.status);
+    }
+}
+
+/// The pipe closed before hetsim writes anything (the reader exits at once): every write fails
+/// with EPIPE, which must still be a clean exit.
+#[test]
+fn stdout_closed_before_the_first_write_is_not_an_error() {
+    for extra in [&[][..], &["--json"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hetsim"))
+            .arg("run")
+            .arg(scenario())
+            .args(extra)
+            .args(["--set", "workload.n=3840"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn hetsim");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait");
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(out.status.success(), "status {} stderr {err}", out.status);
+    }
+}
+
+/// Every shipped scenario runs as it is (mirage and attila with their calibrated kernel
+/// models, tsubame2-node with its GPUs' peak rate), twice with the same output.
+#[test]
+fn shipped_scenarios_run() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .expect("read scenarios/")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    entries.sort();
+    assert!(
+        entries.len() >= 5,
+        "expected the shipped scenarios in {}",
+        dir.display()
+    );
+    for path in entries {
+        let sc = hetsim::scenario::load(&path, &[])
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let out = run(&path, &["--json"]);
+        let v = json(&out);
+        assert_eq!(v["scenario"].as_str(), Some(sc.name.as_str()));
+        assert!(
+            v["makespan_s"].as_f64().unwrap() > 0.0,
+            "{}",
+            path.display()
+        );
+        let ran: u64 = v["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["tasks"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(ran), v["tasks"].as_u64(), "{}", path.display());
+        assert_eq!(
+            stdout(&out),
+            ok(&run(&path, &["--json"])),
+            "{}",
+            path.display()
+        );
+    }
+}
