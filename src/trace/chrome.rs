@@ -335,9 +335,9 @@ impl<W: Write> ChromeWriter<W> {
             windows,
             ..
         } = self;
-        windows.advance(t, &mut |at, l, v| {
-            link_counter(&mut sink.buf, any, links_open, *links_pid, links, at, l, v)
-        });
+        let mut emit =
+            |at, l, v| link_counter(&mut sink.buf, any, links_open, *links_pid, links, at, l, v);
+        while windows.advance(t, &mut emit) {}
     }
 
     fn close_links(&mut self) {

@@ -97,6 +97,8 @@ pub(crate) struct LinkWindows {
     acc: Vec<f64>,
     /// Last value handed out, kB/s.
     last: Vec<u64>,
+    /// Whether a load changed in the current window.
+    touched: bool,
 }
 
 impl LinkWindows {
@@ -117,6 +119,7 @@ impl LinkWindows {
             since: vec![0; nlinks],
             acc: vec![0.0; nlinks],
             last: vec![0; nlinks],
+            touched: false,
         }
     }
 
@@ -140,8 +143,9 @@ impl LinkWindows {
         }
     }
 
-    /// Close the windows that end by `t` (call before handling an event at `t`); true if one
-    /// closed (what was held back for it can be written now).
+    /// Close the current window if it ends by `t`, handing out its averages (dated at its
+    /// start); true if it closed. Then what was held back during it can be written, and
+    /// `advance` must be called again (until false) before handling an event at `t`.
     pub fn advance(&mut self, t: u64, emit: &mut impl FnMut(u64, u32, u64)) -> bool {
         if self.window == 0 || t < self.start + self.window {
             return false;
@@ -154,13 +158,12 @@ impl LinkWindows {
             self.put(self.start, l, avg, emit);
         }
         self.start = end;
-        if t >= self.start + self.window {
-            // Windows without a change: the loads are constant.
-            for l in 0..self.cur.len() {
-                self.put(self.start, l, self.cur[l], emit);
-            }
+        if !self.touched && t >= self.start + self.window {
+            // The window just closed saw no change, so neither did those up to `t`: their
+            // values are the ones just handed out.
             self.start += (t - self.start) / self.window * self.window;
         }
+        self.touched = false;
         let start = self.start;
         self.since.iter_mut().for_each(|s| *s = start);
         true
@@ -185,6 +188,7 @@ impl LinkWindows {
         self.acc[l] += self.cur[l] * (t - self.since[l]) as f64;
         self.cur[l] = bytes_per_sec;
         self.since[l] = t;
+        self.touched = true;
     }
 
     /// The run ends at `t` (after [`advance`](Self::advance) to `t`): the average over the
@@ -485,6 +489,42 @@ mod tests {
         assert_eq!(ns_of(1.5e-9), 2);
         assert_eq!(ns_of(-1.0), 0);
         assert_eq!(ns_of(80.186), 80_186_000_000);
+    }
+
+    #[test]
+    fn link_windows_average_and_date_at_window_starts() {
+        let bounds = stats::Bounds {
+            critical_path_s: 0.0,
+            area_bound_s: 0.0,
+        };
+        let mut w = LinkWindows::new(LinkResolution::Window(10e-9), 1, &bounds);
+        let mut out = Vec::new();
+        let mut emit = |at, l, v| out.push((at, l, v));
+        // 1 MB/s during the first 5 ns of the first 10 ns window, then nothing until 35 ns.
+        w.set(0, 0, 1e6, &mut emit);
+        w.set(5, 0, 0.0, &mut emit);
+        let mut closes = 0;
+        while w.advance(35, &mut emit) {
+            closes += 1;
+        }
+        // [0, 10) averages 500 kB/s; [10, 20) is idle; [20, 30) is the same and not repeated.
+        assert_eq!(closes, 2);
+        w.set(35, 0, 2e6, &mut emit);
+        w.close_partial(38, &mut emit);
+        w.final_values(38, &mut emit);
+        // The last, partial window [30, 38): 2 MB/s during 3 of its 8 ns.
+        assert_eq!(
+            out,
+            vec![(0, 0, 500), (10, 0, 0), (30, 0, 750), (38, 0, 2000)]
+        );
+        // Exact: every change at its date.
+        let mut w = LinkWindows::new(LinkResolution::Exact, 1, &bounds);
+        let mut out = Vec::new();
+        let mut emit = |at, l, v| out.push((at, l, v));
+        w.set(3, 0, 1e6, &mut emit);
+        w.set(4, 0, 1e6, &mut emit);
+        w.set(7, 0, 0.0, &mut emit);
+        assert_eq!(out, vec![(3, 0, 1000), (7, 0, 0)]);
     }
 
     #[test]

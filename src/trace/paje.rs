@@ -404,7 +404,7 @@ impl<W: Write> PajeWriter<W> {
     /// Close the link windows that end by `t`: their averages, then the lines held back.
     fn advance_windows(&mut self, t: u64) {
         let buf = &mut self.sink.buf;
-        if self
+        while self
             .windows
             .advance(t, &mut |at, l, v| bandwidth_line(buf, at, l, v))
         {
