@@ -726,3 +726,54 @@ fn run_reports_carry_the_bounds() {
         }
     }
 }
+
+// --- Example traces in traces/ ----------------------------------------------------------------
+
+/// The example traces of `traces/`: a 6×6-tile Cholesky on mirage under dmda.
+fn example_graph() -> TaskGraph {
+    workload::cholesky(6 * NB, NB, Precision::Single).unwrap()
+}
+
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/traces");
+
+/// Rewrites `traces/cholesky-mirage-6x6.{paje,json,svg}`:
+/// `cargo test --release --test traces -- --ignored regenerate_example_traces`.
+#[test]
+#[ignore = "writes into traces/; run by hand after changing the writers or the runtime"]
+fn regenerate_example_traces() {
+    let m = mirage();
+    let k = kernels_for(&m).unwrap();
+    let g = example_graph();
+    let dir = Path::new(EXAMPLES);
+    let mut p = PajeWriter::create(dir.join("cholesky-mirage-6x6.paje")).unwrap();
+    let mut c = ChromeWriter::create(dir.join("cholesky-mirage-6x6.json")).unwrap();
+    let mut gw = GanttWriter::create(dir.join("cholesky-mirage-6x6.svg")).unwrap();
+    let mut s = sched::by_name("dmda", 1).unwrap();
+    simulate_observed(
+        &m,
+        &g,
+        k.as_ref(),
+        s.as_mut(),
+        &RunConfig::default(),
+        &mut [&mut p as &mut dyn Observer, &mut c, &mut gw],
+    )
+    .unwrap();
+    p.finish().unwrap();
+    c.finish().unwrap();
+    gw.finish().unwrap();
+}
+
+#[test]
+fn example_traces_are_valid_and_small() {
+    let g = example_graph();
+    let dir = Path::new(EXAMPLES);
+    let paje = dir.join("cholesky-mirage-6x6.paje");
+    let chrome = dir.join("cholesky-mirage-6x6.json");
+    check_paje(&paje, &g);
+    assert_eq!(check_chrome(&chrome, &g), expected_counts(&g));
+    let total: u64 = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(total < 400_000, "traces/ holds {total} bytes");
+}
