@@ -777,3 +777,32 @@ fn example_traces_are_valid_and_small() {
         .sum();
     assert!(total < 400_000, "traces/ holds {total} bytes");
 }
+
+/// ViTE, if installed, reads the example trace without errors or warnings (a smoke test:
+/// `pj_dump` is the strict gate).
+#[test]
+fn vite_reads_the_example_trace() {
+    let svg = tmp("vite.svg");
+    let out = match Command::new("vite")
+        .env("QT_QPA_PLATFORM", "offscreen")
+        .arg(Path::new(EXAMPLES).join("cholesky-mirage-6x6.paje"))
+        .arg("-e")
+        .arg(&svg)
+        .output()
+    {
+        Ok(out) => out,
+        Err(_) => {
+            eprintln!("SKIPPED: vite not found");
+            return;
+        }
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("0 errors and 0 warnings"),
+        "vite complained: {text}"
+    );
+}

@@ -423,19 +423,19 @@ pub(crate) fn handle_name(
 }
 
 /// A colour per codelet, as (r, g, b) in 0..=255: a fixed palette (ColorBrewer Set1/Dark2
-/// tones, distinguishable and printable), then golden-angle hues.
+/// tones, distinguishable and printable) without the red and magenta StarPU gives the Idle and
+/// FetchingInput states, then golden-angle hues.
 pub(crate) fn codelet_rgb(i: usize) -> (u8, u8, u8) {
-    const PALETTE: [(u8, u8, u8); 10] = [
-        (228, 26, 28),
+    const PALETTE: [(u8, u8, u8); 9] = [
         (55, 126, 184),
         (77, 175, 74),
         (152, 78, 163),
         (255, 127, 0),
         (166, 86, 40),
-        (247, 129, 191),
         (27, 158, 119),
         (117, 112, 179),
         (230, 171, 2),
+        (102, 102, 102),
     ];
     if let Some(&c) = PALETTE.get(i) {
         return c;
