@@ -137,7 +137,7 @@ impl<W: Write> ChromeWriter<W> {
         }
     }
 
-    /// How to report link bandwidth (default: [`LinkResolution::Auto`] with 4096 windows).
+    /// How to report link bandwidth (default: [`LinkResolution::Auto`] with 2048 windows).
     pub fn with_link_resolution(mut self, links: LinkResolution) -> Self {
         self.link_res = links;
         self

@@ -74,13 +74,13 @@ pub enum LinkResolution {
     /// at each window's start when it differs from the previous value.
     Window(f64),
     /// Windows of (the lower bound on the makespan) / `n`: about `n` values per link over
-    /// the run whatever its length. The default, with `n` = 4096.
+    /// the run whatever its length. The default, with `n` = 2048.
     Auto(u32),
 }
 
 impl Default for LinkResolution {
     fn default() -> Self {
-        LinkResolution::Auto(4096)
+        LinkResolution::Auto(2048)
     }
 }
 
