@@ -8,6 +8,7 @@
 //! - [`netcase`]: the JSON flow-set format of `hetsim net` (the SimGrid oracle's format);
 //! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
+//! - [`trace`]: Paje and Chrome traces, Gantt charts and makespan bounds, as observers of a run;
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
 //! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
@@ -28,6 +29,7 @@ pub mod report_text;
 pub mod runtime;
 pub mod scenario;
 pub mod sched;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

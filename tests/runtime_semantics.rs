@@ -277,13 +277,12 @@ impl Observer for Invariants {
                 dst,
                 version,
                 ..
-            } => {
-                if dst.0 == 0 {
-                    let v = self.ram_versions.entry(handle.0).or_insert(0);
-                    *v = (*v).max(version);
-                }
+            } if dst.0 == 0 => {
+                let v = self.ram_versions.entry(handle.0).or_insert(0);
+                *v = (*v).max(version);
             }
-            SimEvent::TransferStart { .. } => {}
+            // Transfer starts, and the events added to the stream since (it is non-exhaustive).
+            _ => {}
         }
     }
 }

@@ -54,6 +54,8 @@ pub(crate) struct Memory {
     clean: Vec<BTreeSet<(u64, u32)>>,
     dirty: Vec<BTreeSet<(u64, u32)>>,
     tick: u64,
+    /// Replicas evicted by the last allocations, for the observer (drained by the caller).
+    pub evicted: Vec<(MemNodeId, HandleId)>,
 }
 
 impl Memory {
@@ -83,6 +85,7 @@ impl Memory {
             clean: vec![BTreeSet::new(); nnodes],
             dirty: vec![BTreeSet::new(); nnodes],
             tick: 0,
+            evicted: Vec::new(),
         }
     }
 
@@ -303,6 +306,7 @@ impl Memory {
             self.replicas[vi].allocated = false;
             self.replicas[vi].valid = false;
             self.evictions[ni] += 1;
+            self.evicted.push((n, victim));
             self.reclassify(victim);
             let vsize = self.size(victim);
             if vsize == size {

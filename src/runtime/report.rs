@@ -46,6 +46,14 @@ pub struct RunReport {
     pub codelets: Vec<CodeletReport>,
     /// Per memory node figures, in machine order.
     pub memory: Vec<MemoryReport>,
+    /// Longest dependency chain of the graph, each task at its fastest mean duration over the
+    /// workers used, seconds: no schedule ends earlier (`trace::stats`).
+    pub critical_path_s: f64,
+    /// Best makespan if the work were spread perfectly over the CPU and GPU workers by speed
+    /// (fractional assignment, no dependencies, no transfers), seconds (`trace::stats`).
+    pub area_bound_s: f64,
+    /// makespan_s / max(critical_path_s, area_bound_s): 1 is as good as the bounds allow.
+    pub bound_ratio: f64,
 }
 
 /// One worker's time and work.

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rustc_hash::FxHashMap;
 
 use super::memory::{Alloc, Memory};
-use super::observe::{Observer, SimEvent};
+use super::observe::{Observer, SimEvent, WorkerStatus};
 use super::report::{CodeletReport, LinkReport, MemoryReport, RunReport, WorkerReport};
 use super::transfer::{Estimates, Path, Platform, Runners, Transfer, TransferKind};
 use super::{KernelTimes, RunConfig, SimRng, View, Worker, WorkerId, WorkerKind, WorkerLoad};
@@ -47,6 +47,30 @@ impl Runnable {
     pub fn mean_s(&self, task: TaskId, worker: WorkerId) -> Option<f64> {
         let m = self.means[task.index() * self.ndev + self.worker_dev[worker.index()]];
         (!m.is_nan()).then_some(m)
+    }
+
+    /// The makespan bounds of the graph on `workers` from these means (`trace::stats`).
+    fn bounds(&self, graph: &TaskGraph, workers: &[Worker]) -> crate::trace::Bounds {
+        let mut cpu = vec![f64::INFINITY; graph.num_tasks()];
+        let mut gpu = vec![f64::INFINITY; graph.num_tasks()];
+        let mut col_kind = vec![WorkerKind::Cpu; self.ndev];
+        for (w, &col) in self.worker_dev.iter().enumerate() {
+            col_kind[col] = workers[w].kind;
+        }
+        for t in 0..graph.num_tasks() {
+            for (col, kind) in col_kind.iter().enumerate() {
+                let m = self.means[t * self.ndev + col];
+                if m.is_nan() {
+                    continue;
+                }
+                let slot = match kind {
+                    WorkerKind::Cpu => &mut cpu[t],
+                    WorkerKind::Gpu => &mut gpu[t],
+                };
+                *slot = slot.min(m);
+            }
+        }
+        crate::trace::stats::bounds_from_means(graph, &cpu, &gpu, workers)
     }
 }
 
@@ -129,6 +153,11 @@ struct Sim<'a> {
     scratch_versions: Vec<(HandleId, u32, u32)>,
     stats: Stats,
     codelet_stats: Vec<CodeletReport>,
+    /// Last link loads reported to the observer, if it wants them.
+    link_loads: Option<Vec<f64>>,
+    /// Lower bounds on the makespan.
+    bounds: crate::trace::Bounds,
+    scratch_loads: Vec<(u32, f64)>,
 }
 
 #[derive(Debug, Default)]
@@ -338,6 +367,7 @@ impl<'a> Sim<'a> {
     ) -> Result<Self, Error> {
         let workers = workers_of(machine, config)?;
         let runnable = runnable_of(graph, kernels, &workers, machine)?;
+        let bounds = runnable.bounds(graph, &workers);
         let ram = machine
             .memory_nodes()
             .iter()
@@ -387,7 +417,13 @@ impl<'a> Sim<'a> {
                 gpu_s: 0.0,
             })
             .collect();
+        let link_loads = obs
+            .wants_link_loads()
+            .then(|| vec![0.0; machine.links().len() * 2]);
         Ok(Sim {
+            link_loads,
+            bounds,
+            scratch_loads: Vec::new(),
             machine,
             graph,
             kernels,
@@ -431,6 +467,18 @@ impl<'a> Sim<'a> {
     }
 
     fn run(&mut self) -> Result<(), Error> {
+        self.obs.event(
+            0.0,
+            &SimEvent::RunStart {
+                machine: self.machine,
+                graph: self.graph,
+                workers: &self.workers,
+                links: &self.platform.link_names,
+                sched: self.sched.name(),
+                config: self.config,
+                bounds: self.bounds,
+            },
+        );
         let roots: Vec<TaskId> = self.graph.roots().collect();
         for t in roots {
             self.push(t, None);
@@ -454,6 +502,12 @@ impl<'a> Sim<'a> {
         for w in 0..self.workers.len() {
             self.account(WorkerId(w as u32));
         }
+        self.obs.event(
+            self.now,
+            &SimEvent::RunEnd {
+                makespan_s: self.makespan,
+            },
+        );
         Ok(())
     }
 
@@ -472,6 +526,7 @@ impl<'a> Sim<'a> {
                 (_, Some(t)) => {
                     self.now = t;
                     self.platform.net.advance(t, &mut finished);
+                    self.report_link_loads();
                     for f in finished.drain(..) {
                         let id = self.flow_owner[f.0 as usize];
                         self.transfer_done(id);
@@ -632,6 +687,7 @@ impl<'a> Sim<'a> {
                 ));
             }
         }
+        let task = self.graph.task(t);
         self.obs.event(
             self.now,
             &SimEvent::TaskStart {
@@ -639,6 +695,11 @@ impl<'a> Sim<'a> {
                 worker: w,
                 duration_s: dur,
                 reads: &versions,
+                codelet: task.codelet,
+                codelet_name: self.graph.codelet_name(task.codelet),
+                flops: task.flops,
+                size_bytes: task.model_size_bytes(),
+                priority: task.priority,
             },
         );
         self.scratch_versions = versions;
@@ -712,6 +773,7 @@ impl<'a> Sim<'a> {
             WState::Busy => ws.busy_s += dt,
         }
         ws.since_s = self.now;
+        let old = ws.state;
         ws.state = if ws.running.is_some() {
             WState::Busy
         } else if ws.held.is_empty() {
@@ -719,6 +781,41 @@ impl<'a> Sim<'a> {
         } else {
             WState::Waiting
         };
+        if ws.state != old {
+            let state = match ws.state {
+                WState::Idle => WorkerStatus::Idle,
+                WState::Waiting => WorkerStatus::FetchingInput,
+                WState::Busy => WorkerStatus::Executing,
+            };
+            self.obs
+                .event(self.now, &SimEvent::WorkerState { worker: w, state });
+        }
+    }
+
+    /// Report the links whose load changed, to an observer that wants them.
+    fn report_link_loads(&mut self) {
+        let Some(last) = self.link_loads.as_mut() else {
+            return;
+        };
+        let changed = &mut self.scratch_loads;
+        changed.clear();
+        for (i, old) in last
+            .iter_mut()
+            .enumerate()
+            .take(self.platform.link_names.len())
+        {
+            let load = self
+                .platform
+                .net
+                .link_load_bytes_per_sec(crate::fluid::LinkId(i as u32));
+            if load != *old {
+                *old = load;
+                changed.push((i as u32, load));
+            }
+        }
+        if !changed.is_empty() {
+            self.obs.event(self.now, &SimEvent::LinkLoads { changed });
+        }
     }
 
     // --- Memory -----------------------------------------------------------------------------
@@ -737,7 +834,9 @@ impl<'a> Sim<'a> {
                 self.buffer_allocated(t, i);
                 continue;
             }
-            match self.memory.allocate(h, node) {
+            let alloc = self.memory.allocate(h, node);
+            self.report_evictions();
+            match alloc {
                 Alloc::Done { malloc, frees } => {
                     self.alloc_queue[node.index()].pop_front();
                     let cost = self.alloc_cost(node, malloc, frees);
@@ -764,6 +863,20 @@ impl<'a> Sim<'a> {
                 }
                 Alloc::Blocked => break,
             }
+        }
+    }
+
+    /// Report the replicas the last allocations evicted.
+    fn report_evictions(&mut self) {
+        for (node, handle) in self.memory.evicted.drain(..) {
+            self.obs.event(
+                self.now,
+                &SimEvent::Evict {
+                    node,
+                    handle,
+                    bytes: self.graph.handle(handle).size_bytes,
+                },
+            );
         }
     }
 
@@ -802,7 +915,9 @@ impl<'a> Sim<'a> {
                 continue;
             }
             // A prefetch takes room only if it can without waiting or writing back.
-            match self.memory.allocate(h, node) {
+            let alloc = self.memory.allocate(h, node);
+            self.report_evictions();
+            match alloc {
                 Alloc::Done { malloc, frees } => {
                     let cost = self.alloc_cost(node, malloc, frees);
                     self.obs.event(
@@ -916,6 +1031,7 @@ impl<'a> Sim<'a> {
                 bytes: tr.bytes,
                 kind: tr.kind,
                 version: tr.version,
+                id,
             },
         );
         match self.platform.path(tr.src, tr.dst) {
@@ -958,6 +1074,7 @@ impl<'a> Sim<'a> {
                 bytes: tr.bytes,
                 kind: tr.kind,
                 version: tr.version,
+                id,
             },
         );
         let (h, src, dst) = (tr.handle, tr.src, tr.dst);
@@ -1049,7 +1166,11 @@ impl<'a> Sim<'a> {
         let end = self.now;
         let total_flops = self.graph.total_flops();
         let codelets = self.codelet_stats.clone();
+        let bounds = self.bounds;
         RunReport {
+            critical_path_s: bounds.critical_path_s,
+            area_bound_s: bounds.area_bound_s,
+            bound_ratio: bounds.ratio(self.makespan),
             machine: self.machine.name().to_string(),
             sched: self.sched.name().to_string(),
             seed: self.config.seed,

@@ -1,0 +1,525 @@
+//! A Gantt chart of a run as a standalone SVG file.
+//!
+//! One row per worker (tasks coloured by codelet, the time spent holding a task whose data is
+//! not there yet in light grey), then one row per transfer direction used (`RAM->CUDA0`, ...;
+//! fetches, prefetches and write-backs in three colours), a time axis in seconds and a legend.
+//!
+//! The SVG is written by hand rather than with a plotting crate: a Gantt chart is rectangles,
+//! labels and a legend, and drawing them directly keeps the output small, deterministic and
+//! free of a dependency. To stay readable (and small) for runs of tens of thousands of tasks,
+//! neighbouring boxes of one row closer than half a pixel are merged when they have the same
+//! colour or either is narrower than a pixel; a merged box takes the colour covering most of
+//! it. Zooming into the SVG shows every box at least a pixel wide at the chart's nominal
+//! width.
+//!
+//! The writer keeps one 24-byte record per task, waiting period and transfer until
+//! [`GanttWriter::finish`], since it needs the run's length to scale the chart.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use super::codelet_rgb;
+use crate::runtime::observe::WorkerStatus;
+use crate::runtime::{Observer, SimEvent, TransferKind};
+
+/// Size and title of the chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GanttOptions {
+    /// Width of the time axis, pixels.
+    pub width_px: u32,
+    /// Height of one row, pixels.
+    pub row_px: u32,
+    /// Title; default: machine, scheduler, tasks and makespan.
+    pub title: Option<String>,
+}
+
+impl Default for GanttOptions {
+    fn default() -> Self {
+        GanttOptions {
+            width_px: 1600,
+            row_px: 16,
+            title: None,
+        }
+    }
+}
+
+/// One box: a row, a colour index, a span in ns.
+#[derive(Debug, Clone, Copy)]
+struct GBox {
+    row: u32,
+    colour: u16,
+    start: u64,
+    end: u64,
+}
+
+/// Writes an SVG Gantt chart of a run at [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct GanttWriter<W: Write> {
+    out: Option<W>,
+    opts: GanttOptions,
+    title: String,
+    worker_names: Vec<String>,
+    node_names: Vec<String>,
+    codelets: Vec<String>,
+    nworkers: u32,
+    nnodes: u32,
+    boxes: Vec<GBox>,
+    /// Per worker: (task start or waiting start, codelet) of what is open.
+    running: Vec<Option<(u64, u16)>>,
+    fetching: Vec<Option<u64>>,
+    /// Per in-flight transfer id: (start, pair row, kind colour).
+    open: Vec<Option<(u64, u32, u16)>>,
+    end: u64,
+    makespan_s: f64,
+    tasks: u64,
+}
+
+impl GanttWriter<BufWriter<File>> {
+    /// A writer to a new file at `path` (buffered), with default options.
+    pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
+        Ok(Self::new(BufWriter::new(File::create(path)?)))
+    }
+}
+
+/// Colour slots after the codelets: fetch, prefetch, write-back, waiting for data.
+const FETCH: u16 = 0;
+const PREFETCH: u16 = 1;
+const WRITEBACK: u16 = 2;
+const WAITING: u16 = 3;
+const SPECIAL: [(&str, (u8, u8, u8)); 4] = [
+    ("fetch", (40, 40, 40)),
+    ("prefetch", (140, 140, 140)),
+    ("write-back", (0, 90, 200)),
+    ("FetchingInput", (215, 215, 215)),
+];
+
+impl<W: Write> GanttWriter<W> {
+    /// A writer to `out` with default options.
+    pub fn new(out: W) -> Self {
+        Self::with_options(out, GanttOptions::default())
+    }
+
+    /// A writer to `out`.
+    pub fn with_options(out: W, opts: GanttOptions) -> Self {
+        GanttWriter {
+            out: Some(out),
+            opts,
+            title: String::new(),
+            worker_names: Vec::new(),
+            node_names: Vec::new(),
+            codelets: Vec::new(),
+            nworkers: 0,
+            nnodes: 0,
+            boxes: Vec::new(),
+            running: Vec::new(),
+            fetching: Vec::new(),
+            open: Vec::new(),
+            end: 0,
+            makespan_s: 0.0,
+            tasks: 0,
+        }
+    }
+
+    fn ncod(&self) -> u16 {
+        self.codelets.len() as u16
+    }
+
+    /// Draw the chart, write it and give the writer back.
+    pub fn finish(mut self) -> io::Result<W> {
+        let svg = self.render();
+        let mut out = self
+            .out
+            .take()
+            .ok_or_else(|| io::Error::other("Gantt writer already finished"))?;
+        out.write_all(svg.as_bytes())?;
+        out.flush()?;
+        Ok(out)
+    }
+
+    /// The SVG text.
+    fn render(&mut self) -> String {
+        let o = self.opts.clone();
+        let row_h = f64::from(o.row_px.max(4));
+        let width = f64::from(o.width_px.max(100));
+        let left = 120.0;
+        let top = 40.0;
+        // Rows: workers, then the transfer directions used, in (src, dst) order.
+        let mut pair_used = vec![false; (self.nnodes * self.nnodes) as usize];
+        for b in &self.boxes {
+            if b.row >= self.nworkers {
+                pair_used[(b.row - self.nworkers) as usize] = true;
+            }
+        }
+        let mut row_of = vec![u32::MAX; self.nworkers as usize + pair_used.len()];
+        let mut labels: Vec<String> = Vec::new();
+        for (w, name) in self.worker_names.iter().enumerate() {
+            row_of[w] = labels.len() as u32;
+            labels.push(name.clone());
+        }
+        for (p, &used) in pair_used.iter().enumerate() {
+            if used {
+                row_of[self.nworkers as usize + p] = labels.len() as u32;
+                let (s, d) = (p / self.nnodes as usize, p % self.nnodes as usize);
+                labels.push(format!("{}->{}", self.node_names[s], self.node_names[d]));
+            }
+        }
+        let nrows = labels.len() as f64;
+        let plot_h = nrows * row_h;
+        let end = self.end.max(1) as f64;
+        let px_per_ns = width / end;
+        let ncod = self.ncod();
+        let colours: Vec<(String, (u8, u8, u8))> = self
+            .codelets
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), codelet_rgb(i)))
+            .chain(SPECIAL.iter().map(|&(n, c)| (n.to_string(), c)))
+            .collect();
+        let legend_rows = colours.len().div_ceil(4) as f64;
+        let total_w = left + width + 20.0;
+        let total_h = top + plot_h + 40.0 + legend_rows * 18.0 + 10.0;
+        let mut s = String::with_capacity(64 * 1024);
+        let _ = writeln!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{total_w:.0}\" height=\"{total_h:.0}\" \
+             viewBox=\"0 0 {total_w:.0} {total_h:.0}\" font-family=\"sans-serif\" font-size=\"11\">"
+        );
+        s.push_str("<style>");
+        for (i, (_, (r, g, b))) in colours.iter().enumerate() {
+            let _ = write!(s, ".c{i}{{fill:#{r:02x}{g:02x}{b:02x}}}");
+        }
+        s.push_str("</style>\n");
+        let _ = writeln!(
+            s,
+            "<rect width=\"{total_w:.0}\" height=\"{total_h:.0}\" fill=\"white\"/>"
+        );
+        let title = if let Some(t) = &o.title {
+            t.clone()
+        } else {
+            self.title.clone()
+        };
+        let _ = writeln!(
+            s,
+            "<text x=\"{left:.0}\" y=\"20\" font-size=\"14\">{}</text>",
+            xml(&title)
+        );
+        // Row backgrounds and labels.
+        for (r, label) in labels.iter().enumerate() {
+            let y = top + r as f64 * row_h;
+            if r % 2 == 1 {
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{left:.0}\" y=\"{y:.1}\" width=\"{width:.0}\" height=\"{row_h:.1}\" fill=\"#f4f4f4\"/>"
+                );
+            }
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                left - 6.0,
+                y + row_h * 0.75,
+                xml(label)
+            );
+        }
+        // Boxes, row by row, merged below the pixel.
+        self.boxes
+            .sort_unstable_by_key(|b| (row_of[b.row as usize], b.start, b.end, b.colour));
+        let mut i = 0;
+        let boxes = std::mem::take(&mut self.boxes);
+        while i < boxes.len() {
+            let row = row_of[boxes[i].row as usize];
+            let mut j = i;
+            while j < boxes.len() && row_of[boxes[j].row as usize] == row {
+                j += 1;
+            }
+            let y = top + f64::from(row) * row_h + 1.0;
+            let h = row_h - 2.0;
+            let _ = write!(s, "<g transform=\"translate({left:.0},{y:.1})\">");
+            merge_row(&boxes[i..j], px_per_ns, ncod, |x0, x1, colour| {
+                let _ = write!(
+                    s,
+                    "<rect class=\"c{colour}\" x=\"{x0:.2}\" width=\"{:.2}\" height=\"{h:.1}\"/>",
+                    (x1 - x0).max(0.5)
+                );
+            });
+            s.push_str("</g>\n");
+            i = j;
+        }
+        self.boxes = boxes;
+        // Frame and time axis.
+        let axis_y = top + plot_h;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{left:.0}\" y=\"{top:.0}\" width=\"{width:.0}\" height=\"{plot_h:.1}\" fill=\"none\" stroke=\"#888\"/>"
+        );
+        let end_s = end / 1e9;
+        let step = nice_step(end_s / 10.0);
+        let mut k = 0u64;
+        loop {
+            let ts = k as f64 * step;
+            if ts > end_s * 1.000_001 {
+                break;
+            }
+            let x = left + ts * 1e9 * px_per_ns;
+            let _ = writeln!(
+                s,
+                "<line x1=\"{x:.1}\" y1=\"{top:.0}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#bbb\" stroke-width=\"0.5\"/>\
+                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                axis_y + 4.0,
+                axis_y + 16.0,
+                fmt_seconds(ts, step)
+            );
+            k += 1;
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">time (s)</text>",
+            left + width,
+            axis_y + 30.0
+        );
+        // Legend.
+        let ly = axis_y + 44.0;
+        for (i, (name, _)) in colours.iter().enumerate() {
+            let (col, lrow) = (i % 4, i / 4);
+            let x = left + col as f64 * (width / 4.0);
+            let y = ly + lrow as f64 * 18.0;
+            let _ = writeln!(
+                s,
+                "<rect class=\"c{i}\" x=\"{x:.0}\" y=\"{:.0}\" width=\"12\" height=\"12\"/>\
+                 <text x=\"{:.0}\" y=\"{:.0}\">{}</text>",
+                y - 10.0,
+                x + 16.0,
+                y,
+                xml(name)
+            );
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+/// Merge a row's boxes (sorted by start) below the pixel and hand each drawn box to `draw`
+/// as (x0, x1, colour) in pixels.
+fn merge_row(boxes: &[GBox], px_per_ns: f64, _ncod: u16, mut draw: impl FnMut(f64, f64, u16)) {
+    // The box being built: extent and coverage per colour.
+    let mut cur: Option<(f64, f64)> = None;
+    let mut cover: Vec<(u16, f64)> = Vec::new();
+    let flush = |cur: &mut Option<(f64, f64)>,
+                 cover: &mut Vec<(u16, f64)>,
+                 draw: &mut dyn FnMut(f64, f64, u16)| {
+        if let Some((x0, x1)) = cur.take() {
+            let colour = cover
+                .iter()
+                .copied()
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map_or(0, |c| c.0);
+            draw(x0, x1, colour);
+        }
+        cover.clear();
+    };
+    for b in boxes {
+        let x0 = b.start as f64 * px_per_ns;
+        let x1 = b.end as f64 * px_per_ns;
+        if let Some((c0, c1)) = cur {
+            let single = cover.len() == 1 && cover[0].0 == b.colour;
+            let narrow = (c1 - c0) < 1.0 || (x1 - x0) < 1.0;
+            if x0 - c1 < 0.5 && (single || narrow) {
+                cur = Some((c0, c1.max(x1)));
+                add_cover(&mut cover, b.colour, x1 - x0);
+                continue;
+            }
+            flush(&mut cur, &mut cover, &mut draw);
+        }
+        cur = Some((x0, x1));
+        add_cover(&mut cover, b.colour, x1 - x0);
+    }
+    flush(&mut cur, &mut cover, &mut draw);
+}
+
+fn add_cover(cover: &mut Vec<(u16, f64)>, colour: u16, w: f64) {
+    match cover.iter_mut().find(|c| c.0 == colour) {
+        Some(c) => c.1 += w,
+        None => cover.push((colour, w)),
+    }
+}
+
+/// 1, 2 or 5 × a power of ten, at least `x`.
+fn nice_step(x: f64) -> f64 {
+    if x.is_nan() || x <= 0.0 {
+        return 1.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * p >= x {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+/// A tick label with as many decimals as the step needs.
+fn fmt_seconds(t: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10().floor()) as usize
+    };
+    format!("{t:.decimals$}")
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+impl<W: Write> Observer for GanttWriter<W> {
+    fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
+        let t = super::ns_of(at_s);
+        self.end = self.end.max(t);
+        match *event {
+            SimEvent::RunStart {
+                machine,
+                graph,
+                workers,
+                sched,
+                ..
+            } => {
+                self.worker_names = workers.iter().map(|w| w.name.clone()).collect();
+                self.node_names = machine
+                    .memory_nodes()
+                    .iter()
+                    .map(|n| n.name.clone())
+                    .collect();
+                self.codelets = graph.codelet_names().to_vec();
+                self.nworkers = workers.len() as u32;
+                self.nnodes = machine.memory_nodes().len() as u32;
+                self.running = vec![None; workers.len()];
+                self.fetching = vec![None; workers.len()];
+                self.title = format!(
+                    "{} · {} · {} tasks",
+                    machine.name(),
+                    sched,
+                    graph.num_tasks()
+                );
+            }
+            SimEvent::RunEnd { makespan_s } => {
+                self.makespan_s = makespan_s;
+                self.title = format!(
+                    "{} · makespan {:.6} s (last write-back {:.6} s)",
+                    self.title, makespan_s, at_s
+                );
+            }
+            SimEvent::WorkerState { worker, state } => {
+                let w = worker.index();
+                if let Some(since) = self.fetching[w].take()
+                    && t > since
+                {
+                    self.boxes.push(GBox {
+                        row: w as u32,
+                        colour: self.ncod() + WAITING,
+                        start: since,
+                        end: t,
+                    });
+                }
+                if state == WorkerStatus::FetchingInput {
+                    self.fetching[w] = Some(t);
+                }
+            }
+            SimEvent::TaskStart {
+                worker, codelet, ..
+            } => {
+                self.running[worker.index()] = Some((t, codelet.0));
+            }
+            SimEvent::TaskEnd { worker, .. } => {
+                if let Some((start, c)) = self.running[worker.index()].take() {
+                    self.tasks += 1;
+                    self.boxes.push(GBox {
+                        row: worker.0,
+                        colour: c,
+                        start,
+                        end: t,
+                    });
+                }
+            }
+            SimEvent::TransferStart {
+                src, dst, kind, id, ..
+            } => {
+                let id = id as usize;
+                if self.open.len() <= id {
+                    self.open.resize(id + 1, None);
+                }
+                let row = self.nworkers + src.0 * self.nnodes + dst.0;
+                let colour = self.ncod()
+                    + match kind {
+                        TransferKind::Fetch => FETCH,
+                        TransferKind::Prefetch => PREFETCH,
+                        TransferKind::WriteBack => WRITEBACK,
+                    };
+                self.open[id] = Some((t, row, colour));
+            }
+            SimEvent::TransferEnd { id, .. } => {
+                if let Some((start, row, colour)) =
+                    self.open.get_mut(id as usize).and_then(Option::take)
+                {
+                    self.boxes.push(GBox {
+                        row,
+                        colour,
+                        start,
+                        end: t,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(boxes: &[(u64, u64, u16)], px_per_ns: f64) -> Vec<(f64, f64, u16)> {
+        let bs: Vec<GBox> = boxes
+            .iter()
+            .map(|&(start, end, colour)| GBox {
+                row: 0,
+                colour,
+                start,
+                end,
+            })
+            .collect();
+        let mut out = Vec::new();
+        merge_row(&bs, px_per_ns, 4, |a, b, c| out.push((a, b, c)));
+        out
+    }
+
+    #[test]
+    fn wide_boxes_stay_apart_and_sub_pixel_ones_merge() {
+        // 1 px per ns: two wide boxes of different colours, touching, stay apart.
+        assert_eq!(
+            run(&[(0, 10, 0), (10, 20, 1)], 1.0),
+            vec![(0.0, 10.0, 0), (10.0, 20.0, 1)]
+        );
+        // Same colour, touching: merged.
+        assert_eq!(run(&[(0, 10, 0), (10, 20, 0)], 1.0), vec![(0.0, 20.0, 0)]);
+        // A gap of a pixel or more keeps them apart.
+        assert_eq!(run(&[(0, 10, 0), (11, 20, 0)], 1.0).len(), 2);
+        // Ten sub-pixel boxes (0.1 px each), mostly colour 2: one box of colour 2.
+        let tiny: Vec<(u64, u64, u16)> = (0..10)
+            .map(|i| (i, i + 1, if i < 7 { 2 } else { 1 }))
+            .collect();
+        assert_eq!(run(&tiny, 0.1), vec![(0.0, 1.0, 2)]);
+    }
+
+    #[test]
+    fn axis_steps() {
+        assert_eq!(nice_step(0.13), 0.2);
+        assert_eq!(nice_step(8.0), 10.0);
+        assert_eq!(nice_step(3.0), 5.0);
+        assert_eq!(fmt_seconds(0.4, 0.2), "0.4");
+        assert_eq!(fmt_seconds(20.0, 10.0), "20");
+    }
+}
