@@ -10,6 +10,7 @@
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
+//! - [`sweep`]: runs of one scenario over schedulers × varied values × seeds, in parallel;
 //! - [`cli`]: the command-line front end.
 
 pub mod cli;
@@ -23,6 +24,7 @@ pub mod report_text;
 pub mod runtime;
 pub mod scenario;
 pub mod sched;
+pub mod sweep;
 pub mod units;
 pub mod workload;
 

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod check;
 mod net;
 mod run;
+mod sweep;
 
 /// hetsim: predict how a task graph runs on a hybrid CPU/GPU machine.
 #[derive(Debug, Parser)]
@@ -27,6 +28,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Simulate a scenario (machine + workload + scheduler) and print the report.
     Run(run::RunArgs),
+    /// Run a scenario over schedulers × varied values × seeds in parallel; write a CSV (and an
+    /// SVG plot of GFlop/s).
+    Sweep(sweep::SweepArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -41,6 +45,7 @@ pub fn main() -> ExitCode {
         Command::Net(args) => net::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
