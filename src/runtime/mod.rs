@@ -240,6 +240,17 @@ impl<'a> View<'a> {
     /// The contention-free estimate of the time to bring `task`'s inputs to `worker`: per
     /// buffer read and not valid there, latency + size / bottleneck bandwidth of the route.
     pub fn nominal_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
+        self.inputs_estimate_s(task, worker, transfer::Estimates::nominal_s)
+    }
+
+    /// Sum over `task`'s buffers read and not valid on `worker`'s node of `per_copy(source,
+    /// node, bytes)`, the source being the replica cheapest to copy.
+    fn inputs_estimate_s(
+        &self,
+        task: TaskId,
+        worker: WorkerId,
+        per_copy: fn(&transfer::Estimates, MemNodeId, MemNodeId, f64) -> f64,
+    ) -> f64 {
         let node = self.workers[worker.index()].memory;
         self.graph
             .accesses(task)
@@ -248,7 +259,7 @@ impl<'a> View<'a> {
             .map(|a| {
                 let bytes = self.graph.handle(a.handle).size_bytes as f64;
                 let src = self.memory.best_source(a.handle, node, self.estimates);
-                self.estimates.nominal_s(src, node, bytes)
+                per_copy(self.estimates, src, node, bytes)
             })
             .sum()
     }
@@ -288,20 +299,7 @@ impl<'a> View<'a> {
     /// per buffer read and not valid there, latency + 2·nGPUs·size/bandwidth from nominal link
     /// figures, without contention (`starpu_transfer_predict`).
     pub fn starpu_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
-        let node = self.workers[worker.index()].memory;
-        self.graph
-            .accesses(task)
-            .iter()
-            .filter(|a| a.mode.reads() && !self.memory.is_valid(a.handle, node))
-            .map(|a| {
-                let bytes = self.graph.handle(a.handle).size_bytes as f64;
-                self.estimates.starpu_s(
-                    self.memory.best_source(a.handle, node, self.estimates),
-                    node,
-                    bytes,
-                )
-            })
-            .sum()
+        self.inputs_estimate_s(task, worker, transfer::Estimates::starpu_s)
     }
 
     /// StarPU's relative speed-up of a worker (CPU core 0.5, GPU 13.33), used by greedy
