@@ -11,8 +11,13 @@
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
 //! - [`sweep`]: runs of one scenario over schedulers × varied values × seeds, in parallel;
+//! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
+//!   Roofline, stencil scalability), behind `hetsim model`;
+//! - [`calibrate`]: importing StarPU's calibration directories into machine files;
 //! - [`cli`]: the command-line front end.
 
+pub mod analytic;
+pub mod calibrate;
 pub mod cli;
 pub mod engine;
 pub mod error;

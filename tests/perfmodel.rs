@@ -569,11 +569,29 @@ fn mirage_kernel_models_match_starpu_files() {
         )
         .unwrap();
     assert!(close(t, 2.828209e-3, 1e-12), "{t}");
-    // Every codelet has a CPU model and one per GPU, none for the `gpu` kind.
-    for c in m.perf_models().codelets() {
-        assert_eq!(c.models().len(), 4, "{}", c.name());
+    // The Cholesky, LU and GEMM codelets have a CPU model and one per GPU, none for the `gpu`
+    // kind: each of their files has combinations cpu0_impl0 and cuda{0,1,2}_impl0.
+    let mut names: Vec<String> = ["potrf", "trsm", "syrk", "gemm"]
+        .iter()
+        .map(|k| format!("chol_model_{k}"))
+        .collect();
+    for p in ["s", "d"] {
+        for k in ["getrf", "trsm_ll", "trsm_ru", "gemm"] {
+            names.push(format!("starpu_{p}lu_lu_model_{k}"));
+        }
+        names.push(format!("starpu_{p}gemm_gemm"));
     }
-    assert_eq!(m.perf_models().codelets().len(), 14);
+    assert_eq!(names.len(), 14);
+    for n in &names {
+        let c = m
+            .perf_models()
+            .codelet(n)
+            .unwrap_or_else(|| panic!("no {n}"));
+        assert_eq!(c.models().len(), 4, "{n}");
+    }
+    // The importer keeps every codelet file: codelets/45/ holds 53 files `*.mirage`, each with
+    // at least one CPU or CUDA history entry.
+    assert_eq!(m.perf_models().codelets().len(), 53);
 }
 
 #[test]

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod calibrate;
 mod check;
+mod model;
 mod net;
 mod run;
 mod sweep;
@@ -31,6 +33,11 @@ enum Command {
     /// Run a scenario over schedulers × varied values × seeds in parallel; write a CSV (and an
     /// SVG plot of GFlop/s).
     Sweep(sweep::SweepArgs),
+    /// Evaluate an analytic model from the papers (LogGP, mHLogGP, broadcast, HPL, MCL-HPL,
+    /// MMGP, Improved Roofline, stencil scalability) and print the prediction and its terms.
+    Model(model::ModelArgs),
+    /// Import StarPU's calibrations into machine files; show a machine's kernel models.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -46,6 +53,8 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Model(args) => model::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

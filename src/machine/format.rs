@@ -80,7 +80,14 @@ pub struct RawMachineFile {
     /// `[[codelets]]`: kernel performance models.
     #[serde(default)]
     pub codelets: Vec<Spanned<RawCodelet>>,
+    /// `[affinity]`: per GPU name, the CPU core indices sorted by proximity (StarPU's
+    /// `bus/<host>.affinity`), optional.
+    #[serde(default)]
+    pub affinity: Option<Spanned<RawAffinity>>,
 }
+
+/// `[affinity]`: GPU name → CPU core indices, nearest first.
+pub type RawAffinity = std::collections::BTreeMap<String, Spanned<Vec<Spanned<i64>>>>;
 
 /// A file named by `[perfmodels] include`: only `[[codelets]]`.
 #[derive(Debug, Deserialize)]
@@ -168,6 +175,10 @@ pub struct RawHistoryEntry {
     /// Number of measurements.
     #[serde(default)]
     pub samples: Option<Spanned<i64>>,
+    /// Floating-point operations of a task of this size (StarPU's `flops` column), optional:
+    /// only reports use it (GFlop/s in `hetsim calibrate show`).
+    #[serde(default)]
+    pub flops: Option<Spanned<f64>>,
 }
 
 /// `regression = { a = ..., b = ..., c = ..., min_size = ..., max_size = ... }`.

@@ -306,6 +306,8 @@ pub struct Machine {
     route_index: BTreeMap<(MemNodeId, MemNodeId), usize>,
     runtime: RuntimeConfig,
     perf_models: PerfModels,
+    /// Per GPU (by id), CPU core indices sorted by proximity; empty when not given.
+    affinity: Vec<Vec<u32>>,
 }
 
 impl Machine {
@@ -383,6 +385,14 @@ impl Machine {
     /// Kernel performance models (`[[codelets]]`, `[perfmodels]`), empty if the file has none.
     pub fn perf_models(&self) -> &PerfModels {
         &self.perf_models
+    }
+
+    /// The CPU cores nearest a GPU, nearest first (`[affinity]`, from StarPU's
+    /// `bus/<host>.affinity`): core indices from 0 to [`Machine::cpu_cores`] − 1, counted across
+    /// the `[[cpus]]` groups in file order. Empty if the file gives none for this GPU; a
+    /// scheduler such as `lws` then treats every core as equally near.
+    pub fn gpu_affinity(&self, gpu: GpuId) -> &[u32] {
+        self.affinity.get(gpu.index()).map_or(&[], Vec::as_slice)
     }
 
     /// The name a route uses for a hop: the link's name, plus `_UP`/`_DOWN` for split-duplex

@@ -734,6 +734,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
     }
 
     let perf_models = perf_models(ctx, raw.perfmodels.as_ref(), &raw.codelets, &gpus)?;
+    let affinity = affinity(ctx, raw.affinity.as_ref(), &gpus, total_cores)?;
 
     Ok(Machine {
         name,
@@ -746,7 +747,62 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         route_index,
         runtime,
         perf_models,
+        affinity,
     })
+}
+
+/// `[affinity]`: each key a GPU name, each value distinct core indices below the core count.
+/// Returns one list per GPU (by [`GpuId`]), empty for GPUs the table does not name.
+fn affinity(
+    ctx: &Ctx<'_>,
+    raw: Option<&Spanned<format::RawAffinity>>,
+    gpus: &[Gpu],
+    total_cores: u64,
+) -> Result<Vec<Vec<u32>>, InputError> {
+    let mut out = vec![Vec::new(); gpus.len()];
+    let Some(raw) = raw else {
+        return Ok(out);
+    };
+    for (name, cores) in raw.get_ref() {
+        let field = format!("affinity.{name}");
+        let Some(g) = gpus.iter().find(|g| g.name == *name) else {
+            return Err(ctx.err(
+                cores.span(),
+                field,
+                format!(
+                    "unknown GPU `{name}`; expected the name of a GPU in [[gpus]]: {}",
+                    known_list(gpus.iter().map(|g| g.name.as_str()))
+                ),
+            ));
+        };
+        let mut seen = vec![false; total_cores as usize];
+        let mut list = Vec::with_capacity(cores.get_ref().len());
+        for (k, c) in cores.get_ref().iter().enumerate() {
+            let v = *c.get_ref();
+            let idx = usize::try_from(v).ok().filter(|&i| i < seen.len());
+            let Some(i) = idx else {
+                return Err(ctx.err(
+                    c.span(),
+                    format!("{field}[{k}]"),
+                    format!(
+                        "expected a CPU core index from 0 to {}, found {v}",
+                        total_cores.saturating_sub(1)
+                    ),
+                ));
+            };
+            if seen[i] {
+                return Err(ctx.err(
+                    c.span(),
+                    format!("{field}[{k}]"),
+                    format!("core {v} is listed twice; expected each core at most once"),
+                ));
+            }
+            seen[i] = true;
+            list.push(i as u32);
+        }
+        out[g.id.index()] = list;
+    }
+    Ok(out)
 }
 
 /// `[perfmodels]`, the `[[codelets]]` of the machine file, then those of each included file.
@@ -928,6 +984,20 @@ fn device_model(
                 Some(n) => Some(*n.get_ref() as u64),
                 None => None,
             };
+            let flops = match &e.flops {
+                Some(v) => {
+                    let x = ctx.finite(v, &ef("flops"))?;
+                    if x < 0.0 {
+                        return Err(ctx.err(
+                            v.span(),
+                            ef("flops"),
+                            format!("expected a non-negative number of flop, found {x}"),
+                        ));
+                    }
+                    Some(x)
+                }
+                None => None,
+            };
             let entry = HistoryEntry::new(size as u64, mean, stddev, samples).map_err(|err| {
                 let span = match err.field {
                     "stddev" => e.stddev.as_ref().map_or(e.mean.span(), Spanned::span),
@@ -937,6 +1007,10 @@ fn device_model(
                 let field = ef(err.field);
                 located(ctx, err, span, field)
             })?;
+            let entry = match flops {
+                Some(x) => entry.with_flops(x),
+                None => entry,
+            };
             entries.push(entry);
             size_spans.push(e.size.span());
         }

@@ -17,6 +17,9 @@ pub struct HistoryEntry {
     pub stddev_s: f64,
     /// Number of measurements behind the mean, if known.
     pub samples: Option<u64>,
+    /// Floating-point operations of a task of this size, if known (StarPU's `flops` column);
+    /// reports only, never used to predict.
+    pub flops: Option<f64>,
 }
 
 impl HistoryEntry {
@@ -53,7 +56,20 @@ impl HistoryEntry {
             mean_s,
             stddev_s,
             samples,
+            flops: None,
         })
+    }
+
+    /// The same entry with its flop count (finite and non-negative; anything else is dropped,
+    /// as StarPU writes `nan` when the flops of a size were incoherent).
+    pub fn with_flops(mut self, flops: f64) -> HistoryEntry {
+        self.flops = (flops.is_finite() && flops >= 0.0).then_some(flops);
+        self
+    }
+
+    /// Achieved rate in flop/s (flops / mean), if the flop count is known and positive.
+    pub fn flop_rate_per_s(&self) -> Option<f64> {
+        self.flops.filter(|&f| f > 0.0).map(|f| f / self.mean_s)
     }
 }
 
