@@ -8,9 +8,15 @@
 //! - [`netcase`]: the JSON flow-set format of `hetsim net` (the SimGrid oracle's format);
 //! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
 //! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
+//! - [`perfmodel`]: kernel durations per codelet and device (history, regression, flop rate,
+//!   noise);
+//! - [`runtime`]: the StarPU-like runtime (workers, data replicas, memory, transfers) and the
+//!   simulation loop, with its observer stream of events;
+//! - [`sched`]: the scheduling policies (eager, prio, random, the dmda family, ws, lws, heft);
 //! - [`trace`]: Paje and Chrome traces, Gantt charts and makespan bounds, as observers of a run;
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
+//! - [`sweep`]: runs of one scenario over schedulers × varied values × seeds, in parallel;
 //! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
 //!   Roofline, stencil scalability), behind `hetsim model`;
 //! - [`calibrate`]: importing StarPU's calibration directories into machine files;
@@ -29,6 +35,7 @@ pub mod report_text;
 pub mod runtime;
 pub mod scenario;
 pub mod sched;
+pub mod sweep;
 pub mod trace;
 pub mod units;
 pub mod workload;

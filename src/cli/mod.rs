@@ -11,6 +11,7 @@ mod check;
 mod model;
 mod net;
 mod run;
+mod sweep;
 
 /// hetsim: predict how a task graph runs on a hybrid CPU/GPU machine.
 #[derive(Debug, Parser)]
@@ -29,6 +30,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Simulate a scenario (machine + workload + scheduler) and print the report.
     Run(run::RunArgs),
+    /// Run a scenario over schedulers × varied values × seeds in parallel; write a CSV (and an
+    /// SVG plot of GFlop/s).
+    Sweep(sweep::SweepArgs),
     /// Evaluate an analytic model from the papers (LogGP, mHLogGP, broadcast, HPL, MCL-HPL,
     /// MMGP, Improved Roofline, stencil scalability) and print the prediction and its terms.
     Model(model::ModelArgs),
@@ -48,6 +52,7 @@ pub fn main() -> ExitCode {
         Command::Net(args) => net::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
     };

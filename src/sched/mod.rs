@@ -12,11 +12,15 @@ use crate::workload::TaskId;
 
 mod central;
 pub mod dmda;
+pub mod heft;
 mod random;
+pub mod ws;
 
 pub use central::{Eager, Prio};
 pub use dmda::{Dmda, Params, TransferEstimate, Variant};
+pub use heft::Heft;
 pub use random::Random;
+pub use ws::{Victims, WorkStealing};
 
 /// Something a scheduler asks the runtime to do besides running tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +59,8 @@ pub trait Scheduler {
 
 /// Scheduler names accepted by [`by_name`] and [`build`].
 pub const NAMES: &[&str] = &[
-    "eager", "prio", "random", "dm", "dmda", "dmdap", "dmdar", "dmdas", "dmdasd",
+    "eager", "prio", "random", "dm", "dmda", "dmdap", "dmdar", "dmdas", "dmdasd", "ws", "lws",
+    "heft",
 ];
 
 /// Build a scheduler by name with default options. `seed` feeds the policies that draw random
@@ -65,12 +70,16 @@ pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Scheduler>> {
     build(name, seed, &Params::default())
 }
 
-/// Build a scheduler by name; the dmda family takes `params`, the others ignore them.
+/// Build a scheduler by name; the dmda family takes `params`, the others ignore them
+/// (`ws`, `lws` and `heft` have no options).
 pub fn build(name: &str, seed: u64, params: &Params) -> Option<Box<dyn Scheduler>> {
     match name {
         "eager" => Some(Box::new(Eager::default())),
         "prio" => Some(Box::new(Prio::default())),
         "random" => Some(Box::new(Random::new(seed))),
+        "ws" => Some(Box::new(WorkStealing::ws())),
+        "lws" => Some(Box::new(WorkStealing::lws())),
+        "heft" => Some(Box::new(Heft::new())),
         _ => {
             Variant::from_name(name).map(|v| Box::new(Dmda::new(v, *params)) as Box<dyn Scheduler>)
         }

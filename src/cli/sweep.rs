@@ -1,0 +1,102 @@
+//! `hetsim sweep SCENARIO.toml --sched a,b --vary key=v1,v2 [--vary ...] --seeds 1..5 [-j N]
+//! [--set K=V]... -o OUT.csv [--plot OUT.svg] [--quiet]`: run a scenario over the
+//! cross-product, in parallel, and write one CSV row per run (and a plot). See
+//! [`crate::sweep`].
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::scenario::Override;
+use crate::sweep::{self, Sweep, Vary};
+
+/// Options of `hetsim sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Scenario file (format in docs/scenarios.md).
+    pub scenario: PathBuf,
+    /// Schedulers, comma-separated (default: the scenario's).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub sched: Vec<String>,
+    /// A scenario value to vary: dotted path and values, e.g. `workload.n=9600,19200`.
+    /// Repeatable (cross-product, first outermost); the first is the plot's x axis.
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub vary: Vec<String>,
+    /// Seeds: `A..B` (inclusive), `A..=B`, a list `1,4,9`, or one seed (default: the
+    /// scenario's).
+    #[arg(long, value_name = "SEEDS")]
+    pub seeds: Option<String>,
+    /// Threads (default: the available cores).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Override a scenario value in every run, e.g. `--set run.prefetch=false`. Repeatable;
+    /// applied before the varied values.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// CSV output file.
+    #[arg(short = 'o', long = "output", value_name = "OUT.csv")]
+    pub output: PathBuf,
+    /// Also draw GFlop/s against the first varied value to this SVG file.
+    #[arg(long, value_name = "OUT.svg")]
+    pub plot: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Parse the arguments into a [`Sweep`]; bad arguments are input errors (exit status 2).
+pub fn sweep_of(args: &SweepArgs) -> crate::Result<Sweep> {
+    let vary = args
+        .vary
+        .iter()
+        .map(|v| Vary::parse(v))
+        .collect::<Result<Vec<_>, _>>()?;
+    let seeds = match &args.seeds {
+        Some(s) => sweep::parse_seeds(s)?,
+        None => Vec::new(),
+    };
+    let sets = args
+        .set
+        .iter()
+        .map(|s| Override::parse_set(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Sweep {
+        scenario: args.scenario.clone(),
+        scheds: args.sched.iter().map(|s| s.trim().to_string()).collect(),
+        vary,
+        seeds,
+        sets,
+    })
+}
+
+/// Run the sweep, write the CSV and the plot.
+pub fn run(args: &SweepArgs) -> crate::Result<()> {
+    let sw = sweep_of(args)?;
+    sw.check()?;
+    let n = sw.points().len() as u64;
+    let bar = if args.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(n),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    };
+    let rows = sw.run(args.jobs.unwrap_or(0), &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    sweep::write_csv(&sw, &rows, &args.output)?;
+    if let Some(svg) = &args.plot {
+        let name = args
+            .scenario
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        sweep::plot_svg(&sw, &rows, &name, svg)?;
+    }
+    Ok(())
+}
