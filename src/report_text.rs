@@ -71,6 +71,13 @@ fn write_report(s: &mut String, sc: &Scenario, r: &RunReport, detail: Detail) ->
         secs(r.end_with_writeback_s)
     )?;
     writeln!(s, "performance  {:.2} GFlop/s", r.gflops)?;
+    writeln!(
+        s,
+        "bounds       critical path {}, area bound {}: makespan is {:.2}x the larger",
+        secs(r.critical_path_s),
+        secs(r.area_bound_s),
+        r.bound_ratio
+    )?;
     writeln!(s, "tasks        {}", r.tasks)?;
     writeln!(
         s,

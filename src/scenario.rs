@@ -925,6 +925,14 @@ impl Scenario {
 
     /// Load the machine, generate the workload, build the scheduler and simulate.
     pub fn run(&self) -> Result<RunReport, Error> {
+        self.run_observed(&mut ())
+    }
+
+    /// [`run`](Self::run), reporting every simulation event to `observer` (trace writers).
+    pub fn run_observed(
+        &self,
+        observer: &mut dyn crate::runtime::Observer,
+    ) -> Result<RunReport, Error> {
         let machine = self.load_machine()?;
         let kernels = crate::runtime::kernels_for(&machine).map_err(|e| {
             let e = e.at_field("scenario.machine");
@@ -932,12 +940,13 @@ impl Scenario {
         })?;
         let graph = self.generate()?;
         let mut sched = self.build_scheduler()?;
-        let report = crate::runtime::simulate(
+        let report = crate::runtime::simulate_observed(
             &machine,
             &graph,
             kernels.as_ref(),
             sched.as_mut(),
             &self.run,
+            observer,
         )
         .map_err(|e| match e {
             Error::Input(e) => Error::Input(self.locate_run_error(e)),

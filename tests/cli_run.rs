@@ -616,3 +616,47 @@ fn shipped_scenarios_run() {
         );
     }
 }
+
+#[test]
+fn trace_flags_write_the_three_traces() {
+    let dir = fixture_dir().join("traces");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (paje, chrome, gantt) = (dir.join("t.paje"), dir.join("t.json"), dir.join("t.svg"));
+    let args = [
+        "--quiet",
+        "--paje",
+        paje.to_str().unwrap(),
+        "--chrome",
+        chrome.to_str().unwrap(),
+        "--gantt",
+        gantt.to_str().unwrap(),
+    ];
+    let text = ok(&run(&scenario(), &args));
+    // The traced run reports what the untraced run reports.
+    assert_eq!(text, ok(&run(&scenario(), &["--quiet"])));
+    let p = std::fs::read_to_string(&paje).unwrap();
+    assert!(p.starts_with("%EventDef"), "Paje header");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&chrome).unwrap()).unwrap();
+    let tasks = c["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "task")
+        .count() as u64;
+    assert_eq!(
+        tasks,
+        cholesky_tasks(10),
+        "one complete task event per task"
+    );
+    let g = std::fs::read_to_string(&gantt).unwrap();
+    assert!(g.starts_with("<svg") || g.starts_with("<?xml"), "SVG");
+}
+
+#[test]
+fn an_unwritable_trace_path_is_bad_input() {
+    let out = run(&scenario(), &["--chrome", "/nonexistent-dir/t.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("/nonexistent-dir/t.json"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -1,21 +1,26 @@
-//! `hetsim run SCENARIO.toml [--sched NAME] [--seed N] [--set KEY=VALUE]... [--json] [--quiet]`:
-//! load a scenario, simulate it, print the report (or one JSON object).
+//! `hetsim run SCENARIO.toml [--sched NAME] [--seed N] [--set KEY=VALUE]... [--json] [--quiet]
+//! [--paje FILE] [--chrome FILE] [--gantt FILE.svg]`: load a scenario, simulate it, print the
+//! report (or one JSON object), and write the traces asked for.
 
-use std::io::{ErrorKind, Write};
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{BufWriter, ErrorKind, Write};
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::Error;
 use crate::report_text::{self, Detail};
+use crate::runtime::Observer;
 use crate::scenario::{self, Override};
+use crate::trace::{ChromeWriter, GanttWriter, PajeWriter};
+use crate::{Error, InputError};
 
 /// Options of `hetsim run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Scenario file (e.g. scenarios/cholesky-mirage.toml; format in docs/scenarios.md).
     pub scenario: PathBuf,
-    /// Scheduler, overriding `scheduler.name` (eager, prio, random).
+    /// Scheduler, overriding `scheduler.name`: eager, prio, random, dm, dmda, dmdap, dmdar,
+    /// dmdas, dmdasd, ws, lws, heft.
     #[arg(long, value_name = "NAME")]
     pub sched: Option<String>,
     /// Seed of the run's random number generator, overriding `run.seed`.
@@ -33,6 +38,78 @@ pub struct RunArgs {
     /// Text report: print only the header and headline figures, no tables.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write a Paje trace (ViTE, pj_dump, StarPU's Paje tools) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub paje: Option<PathBuf>,
+    /// Write a Chrome trace event JSON (Perfetto UI, chrome://tracing) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub chrome: Option<PathBuf>,
+    /// Draw a Gantt chart of the run (one row per worker, transfers per link) as SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub gantt: Option<PathBuf>,
+}
+
+/// The trace writers asked for, each with its file.
+struct Writers {
+    paje: Option<(PathBuf, PajeWriter<BufWriter<File>>)>,
+    chrome: Option<(PathBuf, ChromeWriter<BufWriter<File>>)>,
+    gantt: Option<(PathBuf, GanttWriter<BufWriter<File>>)>,
+}
+
+fn output_error(path: &Path, e: std::io::Error) -> Error {
+    InputError::new(format!("cannot write trace: {e}"))
+        .in_file(path)
+        .into()
+}
+
+impl Writers {
+    fn create(args: &RunArgs) -> crate::Result<Self> {
+        fn open<T>(
+            path: &Option<PathBuf>,
+            create: fn(&Path) -> std::io::Result<T>,
+        ) -> crate::Result<Option<(PathBuf, T)>> {
+            path.as_ref()
+                .map(|p| {
+                    create(p)
+                        .map(|w| (p.clone(), w))
+                        .map_err(|e| output_error(p, e))
+                })
+                .transpose()
+        }
+        Ok(Writers {
+            paje: open(&args.paje, |p| PajeWriter::create(p))?,
+            chrome: open(&args.chrome, |p| ChromeWriter::create(p))?,
+            gantt: open(&args.gantt, |p| GanttWriter::create(p))?,
+        })
+    }
+
+    fn observers(&mut self) -> Vec<&mut dyn Observer> {
+        let mut v: Vec<&mut dyn Observer> = Vec::new();
+        if let Some((_, w)) = &mut self.paje {
+            v.push(w);
+        }
+        if let Some((_, w)) = &mut self.chrome {
+            v.push(w);
+        }
+        if let Some((_, w)) = &mut self.gantt {
+            v.push(w);
+        }
+        v
+    }
+
+    /// Flush every file; the first failure is reported with its file.
+    fn finish(self) -> crate::Result<()> {
+        if let Some((p, w)) = self.paje {
+            w.finish().map_err(|e| output_error(&p, e))?;
+        }
+        if let Some((p, w)) = self.chrome {
+            w.finish().map_err(|e| output_error(&p, e))?;
+        }
+        if let Some((p, w)) = self.gantt {
+            w.finish().map_err(|e| output_error(&p, e))?;
+        }
+        Ok(())
+    }
 }
 
 /// The overrides the arguments ask for: every `--set` in order, then `--sched`, then `--seed`.
@@ -63,7 +140,9 @@ pub fn overrides(args: &RunArgs) -> crate::Result<Vec<Override>> {
 pub fn run(args: &RunArgs) -> crate::Result<()> {
     let ovs = overrides(args)?;
     let sc = scenario::load(&args.scenario, &ovs)?;
-    let report = sc.run()?;
+    let mut writers = Writers::create(args)?;
+    let report = sc.run_observed(&mut writers.observers())?;
+    writers.finish()?;
     let text = if args.json {
         let value = sc.json(&report)?;
         let mut line = serde_json::to_string(&value)
