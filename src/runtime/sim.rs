@@ -839,18 +839,9 @@ impl<'a> Sim<'a> {
             match alloc {
                 Alloc::Done { malloc, frees } => {
                     self.alloc_queue[node.index()].pop_front();
-                    let cost = self.alloc_cost(node, malloc, frees);
-                    self.obs.event(
-                        self.now,
-                        &SimEvent::Allocate {
-                            node,
-                            handle: h,
-                            used_bytes: self.memory.used(node),
-                        },
-                    );
+                    let cost = self.allocated(node, h, malloc, frees);
                     if cost > 0.0 {
-                        let at = self.alloc_free_at[node.index()].max(self.now) + cost;
-                        self.alloc_free_at[node.index()] = at;
+                        let at = self.allocator_done_at(node, cost);
                         self.cal
                             .schedule(at, Event::AllocDone { task: t, access: i });
                     } else {
@@ -878,6 +869,28 @@ impl<'a> Sim<'a> {
                 },
             );
         }
+    }
+
+    /// Report an allocation that just succeeded on `node` and return what it costs.
+    fn allocated(&mut self, node: MemNodeId, h: HandleId, malloc: bool, frees: u32) -> f64 {
+        let cost = self.alloc_cost(node, malloc, frees);
+        self.obs.event(
+            self.now,
+            &SimEvent::Allocate {
+                node,
+                handle: h,
+                used_bytes: self.memory.used(node),
+            },
+        );
+        cost
+    }
+
+    /// A device allocates one chunk at a time: the date an allocation of `cost` started now
+    /// (or when the allocator is free) ends.
+    fn allocator_done_at(&mut self, node: MemNodeId, cost: f64) -> f64 {
+        let at = self.alloc_free_at[node.index()].max(self.now) + cost;
+        self.alloc_free_at[node.index()] = at;
+        at
     }
 
     fn alloc_cost(&mut self, node: MemNodeId, malloc: bool, frees: u32) -> f64 {
@@ -919,18 +932,9 @@ impl<'a> Sim<'a> {
             self.report_evictions();
             match alloc {
                 Alloc::Done { malloc, frees } => {
-                    let cost = self.alloc_cost(node, malloc, frees);
-                    self.obs.event(
-                        self.now,
-                        &SimEvent::Allocate {
-                            node,
-                            handle: h,
-                            used_bytes: self.memory.used(node),
-                        },
-                    );
+                    let cost = self.allocated(node, h, malloc, frees);
                     self.memory.pin(h, node);
-                    let at = self.alloc_free_at[node.index()].max(self.now) + cost;
-                    self.alloc_free_at[node.index()] = at;
+                    let at = self.allocator_done_at(node, cost);
                     self.cal
                         .schedule(at, Event::PrefetchAllocDone { handle: h, node });
                 }
