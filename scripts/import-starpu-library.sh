@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Regenerate the imported machine library (calibration/{attila,mirage,idgraf,sirocco,hannibal,
-# hannibal-pitch,gemini}.toml) from StarPU's calibration samples in ../shared/. Run from the
+# hannibal-pitch,gemini}.toml) from the copies of StarPU's calibration samples in
+# tests/data/starpu-samples/. Run from the
 # repository root. tests/calibrate_import.rs checks that the shipped files are exactly what these
 # commands produce, so change both together.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet
 H=target/debug/hetsim
-S=../shared/calibration-samples/starpu-sampling
-G=../shared/calibration-samples/starpu-sampling-icpp2023-gemini
+S=tests/data/starpu-samples/starpu-sampling
+G=tests/data/starpu-samples/starpu-sampling-icpp2023-gemini
 SEED003="seed 003 (StarPU over SimGrid), Table 1 (shared/validation/seed003_machines.csv)"
 README="tools/perfmodels/README (README.starpu-perfmodels in the samples)"
 

@@ -1,5 +1,5 @@
 //! `hetsim calibrate import-starpu` and `show`: imported values against figures typed from
-//! StarPU's sample files (../shared/calibration-samples/), the shipped library is the importer's
+//! StarPU's sample files (copied in tests/data/starpu-samples/), the shipped library is the importer's
 //! output, every imported machine's Cholesky and LU scenarios run with dmda and dmdas, bad
 //! directories exit 2 naming the file and line, and idgraf's PCI tree against a flat version.
 
@@ -18,8 +18,8 @@ fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
-const SAMPLES: &str = "../shared/calibration-samples/starpu-sampling";
-const GEMINI: &str = "../shared/calibration-samples/starpu-sampling-icpp2023-gemini";
+const SAMPLES: &str = "tests/data/starpu-samples/starpu-sampling";
+const GEMINI: &str = "tests/data/starpu-samples/starpu-sampling-icpp2023-gemini";
 
 fn hetsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hetsim"))
