@@ -323,6 +323,49 @@ pub(crate) mod fixture {
     use super::*;
     use crate::machine::Machine;
 
+    /// Link figures of [`star_machine`]: 1 GB/s, 10 µs.
+    pub const STAR_BW: f64 = 1e9;
+    /// See [`STAR_BW`].
+    pub const STAR_LAT: f64 = 1e-5;
+
+    /// RAM with `ncores` CPU cores and `ngpu` GPUs, each GPU on its own link pair to RAM
+    /// ([`STAR_BW`], [`STAR_LAT`]), no GPU↔GPU route.
+    pub fn star_machine(ngpu: usize, ncores: u32) -> Machine {
+        let mut t = String::from(
+            "[machine]\nname = \"t\"\n[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\n\
+             capacity = \"64 GiB\"\n",
+        );
+        for g in 0..ngpu {
+            t += &format!(
+                "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n"
+            );
+        }
+        t += &format!("[[cpus]]\ncount = {ncores}\nmodel = \"c\"\nmemory = \"RAM\"\n");
+        for g in 0..ngpu {
+            t += &format!(
+                "[[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
+                 [[links]]\nname = \"L{g}\"\nbandwidth = {STAR_BW}\nlatency = {STAR_LAT}\n\
+                 [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
+            );
+        }
+        crate::machine::from_str(&t, "t.toml").unwrap()
+    }
+
+    /// `ncpu` CPU workers and `ncuda` GPU workers.
+    pub fn workers(ncpu: u32, ncuda: u32) -> RunConfig {
+        RunConfig {
+            ncpu: Some(ncpu),
+            ncuda: Some(ncuda),
+            ..RunConfig::default()
+        }
+    }
+
+    /// A CPU core at 1 GFlop/s, a GPU at 100 GFlop/s.
+    pub const RATES: FlopRate = FlopRate {
+        cpu_flops_per_sec: 1e9,
+        gpu_flops_per_sec: 1e11,
+    };
+
     /// Workers, predictions, memory and estimates of a machine and graph, with no run.
     pub struct Fixture<'a> {
         pub graph: &'a TaskGraph,

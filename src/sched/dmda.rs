@@ -433,33 +433,12 @@ impl Scheduler for Dmda {
 mod tests {
     use super::*;
     use crate::machine::{self, MemNodeId};
-    use crate::runtime::fixture::Fixture;
-    use crate::runtime::{FlopRate, RunConfig};
+    use crate::runtime::fixture::{Fixture, star_machine};
     use crate::workload::{Access, AccessMode, Handle, HandleId, TaskGraph, TaskGraphBuilder};
 
-    const BW: f64 = 1e9;
-    const LAT: f64 = 1e-5;
-
-    /// RAM, `ngpu` GPUs each on its own link pair, two CPU cores.
+    /// RAM, `ngpu` GPUs each on its own link pair (BW = 1 GB/s, LAT = 10 µs), four CPU cores.
     fn machine(ngpu: usize) -> machine::Machine {
-        let mut t = String::from(
-            "[machine]\nname = \"t\"\n[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\n\
-             capacity = \"64 GiB\"\n",
-        );
-        for g in 0..ngpu {
-            t += &format!(
-                "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n"
-            );
-        }
-        t += "[[cpus]]\ncount = 4\nmodel = \"c\"\nmemory = \"RAM\"\n";
-        for g in 0..ngpu {
-            t += &format!(
-                "[[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
-                 [[links]]\nname = \"L{g}\"\nbandwidth = {BW}\nlatency = {LAT}\n\
-                 [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
-            );
-        }
-        machine::from_str(&t, "t.toml").unwrap()
+        star_machine(ngpu, 4)
     }
 
     /// Tasks reading one handle each, of `bytes`, with `flops` and a priority.
@@ -474,18 +453,7 @@ mod tests {
         b.build().unwrap()
     }
 
-    fn config(ncpu: u32, ncuda: u32) -> RunConfig {
-        RunConfig {
-            ncpu: Some(ncpu),
-            ncuda: Some(ncuda),
-            ..RunConfig::default()
-        }
-    }
-
-    const RATES: FlopRate = FlopRate {
-        cpu_flops_per_sec: 1e9,
-        gpu_flops_per_sec: 1e11,
-    };
+    use crate::runtime::fixture::{RATES, workers as config};
 
     #[test]
     fn dmda_weighs_the_transfer_penalty_against_the_faster_device() {

@@ -264,30 +264,13 @@ impl Scheduler for WorkStealing {
 mod tests {
     use super::*;
     use crate::machine;
-    use crate::runtime::fixture::Fixture;
-    use crate::runtime::{FlopRate, RunConfig, WorkerLoad};
+    use crate::runtime::fixture::{Fixture, star_machine};
+    use crate::runtime::{FlopRate, WorkerLoad};
     use crate::workload::{Access, AccessMode, Handle, TaskGraph, TaskGraphBuilder};
 
     /// RAM with 8 CPU cores (one per GPU drives it), and `ngpu` GPUs each with its own memory.
     fn machine(ngpu: usize) -> machine::Machine {
-        let mut t = String::from(
-            "[machine]\nname = \"t\"\n[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\n\
-             capacity = \"64 GiB\"\n",
-        );
-        for g in 0..ngpu {
-            t += &format!(
-                "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n"
-            );
-        }
-        t += "[[cpus]]\ncount = 8\nmodel = \"c\"\nmemory = \"RAM\"\n";
-        for g in 0..ngpu {
-            t += &format!(
-                "[[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
-                 [[links]]\nname = \"L{g}\"\nbandwidth = 1e9\nlatency = 1e-5\n\
-                 [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
-            );
-        }
-        machine::from_str(&t, "t.toml").unwrap()
+        star_machine(ngpu, 8)
     }
 
     /// Independent tasks, one small handle each, with the given priorities.
@@ -303,18 +286,7 @@ mod tests {
     }
 
     /// Workers: GPU0, GPU1 (ids 0, 1), then CPU cores (ids 2..).
-    fn config(ncpu: u32, ncuda: u32) -> RunConfig {
-        RunConfig {
-            ncpu: Some(ncpu),
-            ncuda: Some(ncuda),
-            ..RunConfig::default()
-        }
-    }
-
-    const RATES: FlopRate = FlopRate {
-        cpu_flops_per_sec: 1e9,
-        gpu_flops_per_sec: 1e11,
-    };
+    use crate::runtime::fixture::{RATES, workers as config};
 
     /// Rates under which CPUs cannot run anything.
     const GPU_ONLY: FlopRate = FlopRate {
