@@ -24,28 +24,8 @@ use std::time::Instant;
 
 use hetsim::engine::{Calendar, RetimableQueue};
 
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
-    }
-
-    /// Exponential with the given mean (never 0, never infinite).
-    fn exp(&mut self, mean: f64) -> f64 {
-        let u = ((self.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
-        -mean * u.ln()
-    }
-}
+mod common;
+use common::Rng;
 
 /// An entry of the lazily deleted heap: earliest (time, seq) first.
 struct LazyEntry {

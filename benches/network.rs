@@ -22,28 +22,8 @@ use hetsim::fluid::{FlowId, FlowPhase, FlowSpec, FluidNetwork, LinkId, Sharing, 
 const GB: f64 = 1e9;
 const US: f64 = 1e-6;
 
-/// splitmix64: tiny, seeded, good enough to pick routes and sizes.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
+mod common;
+use common::Rng;
 
 /// A topology: its network and a way to draw the route of a new flow.
 trait Topology {
