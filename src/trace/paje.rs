@@ -262,33 +262,18 @@ impl<W: Write> PajeWriter<W> {
         }
         let b = &mut self.sink.buf;
         for w in 0..self.worker_node.len() {
-            line(b, b"8 ", t);
-            b.extend_from_slice(b" W w");
-            push_u64(b, w as u64);
-            b.push(b'\n');
-            line(b, b"8 ", t);
-            b.extend_from_slice(b" T t");
-            push_u64(b, w as u64);
-            b.push(b'\n');
+            destroy(b, t, b" W w", w as u64);
+            destroy(b, t, b" T t", w as u64);
         }
         for k in 0..self.nnodes {
-            line(b, b"8 ", t);
-            b.extend_from_slice(b" Mm mm");
-            push_u64(b, k as u64);
-            b.push(b'\n');
-            line(b, b"8 ", t);
-            b.extend_from_slice(b" Mn mn");
-            push_u64(b, k as u64);
-            b.push(b'\n');
+            destroy(b, t, b" Mm mm", k as u64);
+            destroy(b, t, b" Mn mn", k as u64);
         }
         for l in 0..self.nlinks {
             if self.links == LinkResolution::Off {
                 break;
             }
-            line(b, b"8 ", t);
-            b.extend_from_slice(b" L l");
-            push_u64(b, l as u64);
-            b.push(b'\n');
+            destroy(b, t, b" L l", l as u64);
         }
         line(b, b"8 ", t);
         b.extend_from_slice(b" P p\n");
@@ -462,6 +447,15 @@ fn bandwidth_line(b: &mut Vec<u8>, t: u64, link: u32, kbps: u64) {
 
 /// Start an event line: `<id prefix><date in ms>`.
 #[inline]
+/// `PajeDestroyContainer` (event 8) of container `<alias><idx>` of type `ty_alias`, given as
+/// b" TYPE alias".
+fn destroy(b: &mut Vec<u8>, t: u64, ty_alias: &[u8], idx: u64) {
+    line(b, b"8 ", t);
+    b.extend_from_slice(ty_alias);
+    push_u64(b, idx);
+    b.push(b'\n');
+}
+
 fn line(b: &mut Vec<u8>, prefix: &[u8], t_ns: u64) {
     b.extend_from_slice(prefix);
     push_scaled(b, t_ns, 6);
