@@ -17,6 +17,8 @@
 //! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
 //!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
 //! - [`sweep`]: runs of one scenario over schedulers × varied values × seeds, in parallel;
+//! - [`cluster`] and [`mpi`]: clusters of nodes joined by NICs and a switch, and MPI-style
+//!   programs (kernels, point-to-point messages, collectives) run on them;
 //! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
 //!   Roofline, stencil scalability), behind `hetsim model`;
 //! - [`calibrate`]: importing StarPU's calibration directories into machine files;
@@ -25,10 +27,12 @@
 pub mod analytic;
 pub mod calibrate;
 pub mod cli;
+pub mod cluster;
 pub mod engine;
 pub mod error;
 pub mod fluid;
 pub mod machine;
+pub mod mpi;
 pub mod netcase;
 pub mod perfmodel;
 pub mod report_text;

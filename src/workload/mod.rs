@@ -15,10 +15,23 @@
 //! `docs/workloads.md` explains the choices (priorities, flops, the `size` used for model lookup)
 //! and where in StarPU's sources and sample files they come from.
 
+mod bcast;
 mod cholesky;
 mod gemm;
 mod graph;
+mod hpl;
 mod lu;
+mod matmul;
+mod offload;
+mod p2p;
+mod stencil;
+
+pub use bcast::BcastSpec;
+pub use hpl::HplSpec;
+pub use matmul::MatmulSpec;
+pub use offload::OffloadSpec;
+pub use p2p::P2pSpec;
+pub use stencil::StencilSpec;
 
 pub use cholesky::{
     CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, cholesky, gemm_flops, potrf_flops, syrk_flops,
@@ -121,6 +134,68 @@ impl FromStr for Kernel {
                 "unknown workload kind `{other}`: expected `cholesky`, `lu` or `gemm`"
             ))
             .at_field("workload.kind")),
+        }
+    }
+}
+
+/// A workload that runs as an MPI-style [`Program`](crate::mpi::Program) on a
+/// [`Cluster`](crate::cluster::Cluster) instead of a task graph under a scheduler: placement is
+/// the program's (owner computes).
+pub trait ProgramGenerator {
+    /// Check the parameters against `cluster` and build the program.
+    fn generate(
+        &self,
+        cluster: &crate::cluster::Cluster,
+    ) -> Result<crate::mpi::Program, InputError>;
+
+    /// Flops counted for the GFlop/s figure, as the application reports it (HPL:
+    /// 2N³/3 + 3N²/2); 0 for communication benchmarks.
+    fn counted_flops(&self) -> f64;
+}
+
+/// The workload kinds that run as programs, each with its `[workload]` parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProgramWorkload {
+    /// `kind = "p2p"`.
+    P2p(P2pSpec),
+    /// `kind = "bcast"`.
+    Bcast(BcastSpec),
+    /// `kind = "hpl"`.
+    Hpl(HplSpec),
+    /// `kind = "stencil"`.
+    Stencil(StencilSpec),
+    /// `kind = "matmul"`.
+    Matmul(MatmulSpec),
+    /// `kind = "offload"`.
+    Offload(OffloadSpec),
+}
+
+impl ProgramWorkload {
+    /// Every `workload.kind` that is a program.
+    pub const KINDS: &'static [&'static str] =
+        &["p2p", "bcast", "hpl", "stencil", "matmul", "offload"];
+
+    /// `workload.kind`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ProgramWorkload::P2p(_) => "p2p",
+            ProgramWorkload::Bcast(_) => "bcast",
+            ProgramWorkload::Hpl(_) => "hpl",
+            ProgramWorkload::Stencil(_) => "stencil",
+            ProgramWorkload::Matmul(_) => "matmul",
+            ProgramWorkload::Offload(_) => "offload",
+        }
+    }
+
+    /// The generator behind it.
+    pub fn generator(&self) -> &dyn ProgramGenerator {
+        match self {
+            ProgramWorkload::P2p(s) => s,
+            ProgramWorkload::Bcast(s) => s,
+            ProgramWorkload::Hpl(s) => s,
+            ProgramWorkload::Stencil(s) => s,
+            ProgramWorkload::Matmul(s) => s,
+            ProgramWorkload::Offload(s) => s,
         }
     }
 }

@@ -1,0 +1,24 @@
+//! The `bcast` workload: broadcast microbenchmark, as an MPI-style program.
+
+use serde::Deserialize;
+
+use crate::cluster::Cluster;
+use crate::error::InputError;
+use crate::mpi::Program;
+
+use super::ProgramGenerator;
+
+/// `[workload]` with `kind = "bcast"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BcastSpec {}
+
+impl ProgramGenerator for BcastSpec {
+    fn generate(&self, _cluster: &Cluster) -> Result<Program, InputError> {
+        Err(InputError::new("workload kind `bcast` is not built yet").at_field("workload.kind"))
+    }
+
+    fn counted_flops(&self) -> f64 {
+        0.0
+    }
+}

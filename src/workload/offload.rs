@@ -1,0 +1,24 @@
+//! The `offload` workload: MMGP offload phases (seed 002), as an MPI-style program.
+
+use serde::Deserialize;
+
+use crate::cluster::Cluster;
+use crate::error::InputError;
+use crate::mpi::Program;
+
+use super::ProgramGenerator;
+
+/// `[workload]` with `kind = "offload"`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffloadSpec {}
+
+impl ProgramGenerator for OffloadSpec {
+    fn generate(&self, _cluster: &Cluster) -> Result<Program, InputError> {
+        Err(InputError::new("workload kind `offload` is not built yet").at_field("workload.kind"))
+    }
+
+    fn counted_flops(&self) -> f64 {
+        0.0
+    }
+}
