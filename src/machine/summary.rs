@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::Machine;
+use crate::perfmodel::{DeviceKind, DeviceModel, DeviceSelector};
 use crate::units::{format_bytes, format_secs, format_si};
 
 pub(super) fn summary(m: &Machine) -> String {
@@ -123,8 +124,158 @@ pub(super) fn summary(m: &Machine) -> String {
             "none reserved"
         }
     );
-    out.push_str(&m.perf_models().summary());
+    affinity_section(m, &mut out);
+    codelets_section(m, &mut out);
     out
+}
+
+/// `[affinity]`, when the file has one: per GPU, its cores nearest first, as ranges
+/// ("6-11, 0-5").
+fn affinity_section(m: &Machine, out: &mut String) {
+    let lists: Vec<&[u32]> = m.gpus().iter().map(|g| m.gpu_affinity(g.id)).collect();
+    if lists.iter().all(|l| l.is_empty()) {
+        return;
+    }
+    let _ = writeln!(out, "\naffinity: CPU cores nearest each GPU, nearest first");
+    let width = m.gpus().iter().map(|g| g.name.len()).max().unwrap_or(0);
+    for (g, list) in m.gpus().iter().zip(lists) {
+        let cores = if list.is_empty() {
+            "none given".to_string()
+        } else {
+            core_ranges(list)
+        };
+        let _ = writeln!(out, "  {:<width$}  {cores}", g.name);
+    }
+}
+
+/// Core indices as ascending runs: `[6, 7, 8, 0, 1]` is "6-8, 0-1"; a run of one is the bare
+/// index.
+pub(super) fn core_ranges(cores: &[u32]) -> String {
+    let mut runs: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let mut j = i;
+        while j + 1 < cores.len() && cores[j + 1] == cores[j] + 1 {
+            j += 1;
+        }
+        runs.push(if i == j {
+            cores[i].to_string()
+        } else {
+            format!("{}-{}", cores[i], cores[j])
+        });
+        i = j + 1;
+    }
+    runs.join(", ")
+}
+
+/// How many sizes of a history are written out in full; longer lists show their first and last
+/// few around "...".
+const SIZES_SHOWN: usize = 8;
+
+/// The codelets with a model, one line per group of devices whose models have the same shape:
+/// which kinds of model (history with its sizes, regression, flop rate), and the GPUs that can
+/// run none of it.
+fn codelets_section(m: &Machine, out: &mut String) {
+    let pm = m.perf_models();
+    if pm.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\ncodelets: {} modelled (default noise: {})",
+        pm.codelets().len(),
+        pm.default_noise().kind_name()
+    );
+    for c in pm.codelets() {
+        let _ = write!(out, "  {}", c.name());
+        if let Some(n) = c.noise_override() {
+            let _ = write!(out, "  (noise: {})", n.kind_name());
+        }
+        let _ = writeln!(out);
+        // Groups of devices with the same description, in order of first appearance.
+        let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+        for dm in c.models() {
+            let name = pm.selector_name(dm.device());
+            let what = model_shape(dm);
+            match groups.iter_mut().find(|(_, w)| *w == what) {
+                Some((names, _)) => names.push(name),
+                None => groups.push((vec![name], what)),
+            }
+        }
+        let labels: Vec<String> = groups.iter().map(|(n, _)| n.join(", ")).collect();
+        let width = labels.iter().map(String::len).max().unwrap_or(0);
+        for (label, (_, what)) in labels.iter().zip(&groups) {
+            let _ = writeln!(out, "    {label:<width$}  {what}");
+        }
+        // Devices that can run none of the codelet: the CPU cores without a `cpu` model, and,
+        // when some GPU has a model, the GPUs with neither their own nor a `gpu` one (a
+        // per-GPU calibration may have missed one).
+        let has = |sel: DeviceSelector| c.models().iter().any(|d| d.device() == sel);
+        let mut missing: Vec<&str> = Vec::new();
+        if m.cpu_cores() > 0 && !has(DeviceSelector::Kind(DeviceKind::Cpu)) {
+            missing.push("cpu");
+        }
+        let some_gpu = m.gpus().iter().any(|g| has(DeviceSelector::Gpu(g.id)));
+        if some_gpu && !has(DeviceSelector::Kind(DeviceKind::Gpu)) {
+            missing.extend(
+                m.gpus()
+                    .iter()
+                    .filter(|g| !has(DeviceSelector::Gpu(g.id)))
+                    .map(|g| g.name.as_str()),
+            );
+        }
+        if !missing.is_empty() {
+            let _ = writeln!(out, "    no model on: {}", missing.join(", "));
+        }
+    }
+}
+
+/// "history, 3 sizes: 1228800, 4915200, 11059200 B; regression ...; flop rate ...".
+fn model_shape(dm: &DeviceModel) -> String {
+    let mut parts = Vec::new();
+    let h = dm.history();
+    if !h.is_empty() {
+        let sizes: Vec<u64> = h.sizes().collect();
+        let n = sizes.len();
+        let shown: Vec<String> = if n <= SIZES_SHOWN {
+            sizes.iter().map(u64::to_string).collect()
+        } else {
+            let head = sizes[..SIZES_SHOWN / 2].iter().map(u64::to_string);
+            let tail = sizes[n - (SIZES_SHOWN / 2 - 1)..]
+                .iter()
+                .map(u64::to_string);
+            head.chain(std::iter::once("...".to_string()))
+                .chain(tail)
+                .collect()
+        };
+        parts.push(format!(
+            "history, {n} size{}: {} B",
+            if n == 1 { "" } else { "s" },
+            shown.join(", ")
+        ));
+    }
+    if let Some(r) = dm.regression() {
+        let mut s = format!(
+            "regression {:e}·size^{} + {}",
+            r.a(),
+            r.b(),
+            format_secs(r.c_s())
+        );
+        if r.min_size_bytes().is_some() || r.max_size_bytes().is_some() {
+            let _ = write!(
+                s,
+                " on [{}, {}] B",
+                r.min_size_bytes().unwrap_or(0.0),
+                r.max_size_bytes()
+                    .map_or("inf".to_string(), |x| x.to_string())
+            );
+        }
+        parts.push(s);
+    }
+    if let Some(f) = dm.flop_rate_per_s() {
+        parts.push(format!("flop rate {}", format_si(f, "flop/s")));
+    }
+    parts.join("; ")
 }
 
 fn node_name(m: &Machine, index: usize) -> &str {
