@@ -366,6 +366,7 @@ impl<'a> Sim<'a> {
         obs: &'a mut dyn Observer,
     ) -> Result<Self, Error> {
         let workers = workers_of(machine, config)?;
+        sched.prepare(machine, &workers);
         let runnable = runnable_of(graph, kernels, &workers, machine)?;
         let bounds = runnable.bounds(graph, &workers);
         let ram = machine

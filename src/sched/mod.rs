@@ -7,7 +7,8 @@
 //! hold), and may ask for [`Decision`]s such as prefetches. This is StarPU's push/pop shape
 //! (`starpu-reference.md` §1a), so the dmda family and work stealing fit the same trait.
 
-use crate::runtime::{View, WorkerId};
+use crate::machine::Machine;
+use crate::runtime::{View, Worker, WorkerId};
 use crate::workload::TaskId;
 
 mod central;
@@ -39,6 +40,10 @@ pub enum Decision {
 pub trait Scheduler {
     /// The policy's name, as given to `--sched`.
     fn name(&self) -> &'static str;
+
+    /// Called once before the first push with the machine and the run's workers, for policies
+    /// that need the machine's topology (`lws` reads `[affinity]`).
+    fn prepare(&mut self, _machine: &Machine, _workers: &[Worker]) {}
 
     /// `task` became ready (all its predecessors ended). Queue it; optionally add decisions.
     fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>);

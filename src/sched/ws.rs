@@ -16,13 +16,19 @@
 //!   moves past that victim. The thief takes from the **back** of the victim's deque: within
 //!   the highest priority level holding a task it can run, the last such task. A walk that finds
 //!   no victim leaves the worker idle until the next event.
-//! - `lws` walks victims nearest first instead: each worker has a proximity list — the workers
-//!   in the same memory node first, then the others, each group by distance of worker ids
-//!   (ties to the lower id). StarPU builds its list from the hwloc tree; hetsim has no such
-//!   tree, so the machine's memory-node affinity stands in for it. StarPU built without hwloc
-//!   has no list at all and lws uses ws's round-robin walk, i.e. **lws behaves as ws**; that is
-//!   also what to expect of StarPU in SimGrid mode, where the tree it sees is not the simulated
-//!   machine's.
+//! - `lws` walks victims nearest first instead, along a proximity list per worker. StarPU
+//!   builds it from the hwloc tree (`lws_add_workers`): the workers bound near the thief's core
+//!   first. hetsim builds it from the machine's `[affinity]` when it has one for every GPU
+//!   worker ([`affinity_proximity`]): each worker gets a home core (a CPU worker its own core,
+//!   a GPU worker the first core of its GPU's list, where StarPU binds its driver) and a
+//!   reference list (a GPU worker its GPU's list; a CPU worker the list of the GPU that has its
+//!   core earliest, ties to the lower GPU id); victims are sorted by the position of their
+//!   home core in the thief's reference list, ties to the lower worker id. Without
+//!   `[affinity]` the list is the older one, unchanged: the workers in the thief's memory node
+//!   first, then the others, each group by distance of worker ids (ties to the lower id).
+//!   StarPU built without hwloc has no list at all: its lws keeps ws's round-robin walk
+//!   (`lws_select_victim` exists only under `STARPU_HAVE_HWLOC`), so it behaves as **ws**;
+//!   StarPU-SimGrid's validation runs of mirage are that case (see `docs/schedulers.md`).
 //!
 //! No prefetch: the data moves when the worker that finally runs the task pops it. Steals are
 //! counted ([`WorkStealing::steals`]); the Paje traces of StarPU show them as `WSL` links.
@@ -31,7 +37,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Decision, Scheduler};
-use crate::runtime::{View, WorkerId};
+use crate::machine::Machine;
+use crate::runtime::{View, Worker, WorkerId, WorkerKind};
 use crate::workload::TaskId;
 
 /// How a thief chooses its victim.
@@ -39,7 +46,8 @@ use crate::workload::TaskId;
 pub enum Victims {
     /// `ws`: round-robin from the thief's cursor.
     RoundRobin,
-    /// `lws`: nearest first (same memory node, then worker id distance).
+    /// `lws`: nearest first (by `[affinity]`, or else same memory node, then worker id
+    /// distance).
     Nearest,
 }
 
@@ -108,6 +116,8 @@ pub struct WorkStealing {
     next_victim: Vec<usize>,
     /// Per worker: the other workers, nearest first (`lws`).
     proximity: Vec<Vec<WorkerId>>,
+    /// Whether `proximity` comes from the machine's `[affinity]`.
+    by_affinity: bool,
     queued: usize,
     steals: u64,
 }
@@ -121,6 +131,7 @@ impl WorkStealing {
             last_push: 0,
             next_victim: Vec::new(),
             proximity: Vec::new(),
+            by_affinity: false,
             queued: 0,
             steals: 0,
         }
@@ -148,10 +159,16 @@ impl WorkStealing {
             .map_or_else(Vec::new, PrioDeque::tasks)
     }
 
-    /// The order in which `thief` looks at victims under `lws`: the other workers of its memory
+    /// The order in which `thief` looks at victims under `lws` (see the module doc): from
+    /// `[affinity]` if [`WorkStealing::uses_affinity`], else the other workers of its memory
     /// node, then the rest, each group by distance of worker ids, ties to the lower id.
     pub fn proximity(&self, thief: WorkerId) -> &[WorkerId] {
         self.proximity.get(thief.index()).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether `lws`'s victim order comes from the machine's `[affinity]`.
+    pub fn uses_affinity(&self) -> bool {
+        self.by_affinity
     }
 
     fn ensure(&mut self, view: &View<'_>) {
@@ -161,23 +178,10 @@ impl WorkStealing {
         }
         self.deques = vec![PrioDeque::default(); n];
         self.next_victim = vec![0; n];
-        self.proximity = view
-            .workers()
-            .iter()
-            .map(|me| {
-                let mut others: Vec<WorkerId> = view
-                    .workers()
-                    .iter()
-                    .filter(|w| w.id != me.id)
-                    .map(|w| w.id)
-                    .collect();
-                others.sort_by_key(|w| {
-                    let other = &view.workers()[w.index()];
-                    (other.memory != me.memory, w.0.abs_diff(me.id.0), w.0)
-                });
-                others
-            })
-            .collect();
+        if self.proximity.len() != n {
+            self.proximity = memory_node_proximity(view.workers());
+            self.by_affinity = false;
+        }
     }
 
     /// The worker a task goes to when it cannot stay where it was released: the next one after
@@ -218,11 +222,108 @@ impl WorkStealing {
     }
 }
 
+/// The victim order without `[affinity]`: the workers of the thief's memory node first, then
+/// the others, each group by distance of worker ids, ties to the lower id.
+fn memory_node_proximity(workers: &[Worker]) -> Vec<Vec<WorkerId>> {
+    workers
+        .iter()
+        .map(|me| {
+            let mut others: Vec<WorkerId> = workers
+                .iter()
+                .filter(|w| w.id != me.id)
+                .map(|w| w.id)
+                .collect();
+            others.sort_by_key(|w| {
+                let other = &workers[w.index()];
+                (other.memory != me.memory, w.0.abs_diff(me.id.0), w.0)
+            });
+            others
+        })
+        .collect()
+}
+
+/// `lws`'s victim lists from the machine's `[affinity]` (per GPU, the CPU cores nearest first),
+/// one per worker, nearest first; `None` when the file gives no list for one of the GPU workers
+/// or leaves a CPU worker's core out of every list (then the memory-node order applies).
+///
+/// A CPU worker is the core of the same rank (the runtime numbers CPU workers `CPU0`, `CPU1`,
+/// ... along the `[[cpus]]` cores in file order); a GPU worker is the GPU of the same name.
+/// Each worker has a *home core* — its own core, or for a GPU worker the first core of its
+/// GPU's list (StarPU binds a GPU's driver thread near the GPU) — and a *reference list* — its
+/// GPU's list, or for a CPU worker the list of the GPU that has its core earliest (ties to the
+/// lower GPU id). A thief looks at the other workers by the position of their home core in its
+/// reference list, ties to the lower worker id: on a two-socket machine, the workers of its own
+/// socket, then those of the other.
+pub fn affinity_proximity(machine: &Machine, workers: &[Worker]) -> Option<Vec<Vec<WorkerId>>> {
+    let lists: Vec<&[u32]> = machine
+        .gpus()
+        .iter()
+        .map(|g| machine.gpu_affinity(g.id))
+        .collect();
+    let mut home = Vec::with_capacity(workers.len());
+    let mut reference: Vec<&[u32]> = Vec::with_capacity(workers.len());
+    let mut next_core = 0u32;
+    for w in workers {
+        match w.kind {
+            WorkerKind::Gpu => {
+                let g = machine.gpus().iter().position(|g| g.name == w.device)?;
+                home.push(*lists[g].first()?);
+                reference.push(lists[g]);
+            }
+            WorkerKind::Cpu => {
+                let core = next_core;
+                next_core += 1;
+                // `min_by_key` keeps the first of equal minima: the lower GPU id.
+                let (_, list) = lists
+                    .iter()
+                    .filter_map(|l| l.iter().position(|&c| c == core).map(|p| (p, *l)))
+                    .min_by_key(|&(p, _)| p)?;
+                home.push(core);
+                reference.push(list);
+            }
+        }
+    }
+    let ncores = machine.cpu_cores() as usize;
+    Some(
+        workers
+            .iter()
+            .map(|me| {
+                let list = reference[me.id.index()];
+                // Position of each core in the reference list; cores it leaves out come last.
+                let mut pos = vec![list.len(); ncores];
+                for (p, &c) in list.iter().enumerate() {
+                    pos[c as usize] = p;
+                }
+                let mut others: Vec<WorkerId> = workers
+                    .iter()
+                    .filter(|w| w.id != me.id)
+                    .map(|w| w.id)
+                    .collect();
+                others.sort_by_key(|w| (pos[home[w.index()] as usize], w.0));
+                others
+            })
+            .collect(),
+    )
+}
+
 impl Scheduler for WorkStealing {
     fn name(&self) -> &'static str {
         match self.victims {
             Victims::RoundRobin => "ws",
             Victims::Nearest => "lws",
+        }
+    }
+
+    fn prepare(&mut self, machine: &Machine, workers: &[Worker]) {
+        // A new run: queues and lists are rebuilt for its workers.
+        self.deques.clear();
+        self.proximity.clear();
+        self.by_affinity = false;
+        if self.victims == Victims::Nearest
+            && let Some(p) = affinity_proximity(machine, workers)
+        {
+            self.proximity = p;
+            self.by_affinity = true;
         }
     }
 
@@ -441,5 +542,111 @@ mod tests {
         assert_eq!(s.pop(WorkerId(3), &f.view(0.0)), Some(TaskId(1)));
         assert_eq!(s.pop(WorkerId(3), &f.view(0.0)), Some(TaskId(0)));
         assert_eq!(s.steals(), 2);
+    }
+
+    /// GPU0's and GPU1's lists of [`two_sockets`]: GPU0 near cores 0-2, GPU1 near cores 3-5.
+    const TWO_SOCKETS: &str = "[affinity]\nGPU0 = [0, 1, 2, 3, 4, 5]\nGPU1 = [3, 4, 5, 0, 1, 2]\n";
+
+    /// Two GPUs and six cores in one RAM, followed by `affinity` (an `[affinity]` section, or
+    /// nothing).
+    fn two_sockets(affinity: &str) -> machine::Machine {
+        let mut t = String::from(
+            "[machine]\nname = \"two-sockets\"\n\
+             [[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\ncapacity = \"64 GiB\"\n\
+             [[cpus]]\ncount = 6\nmodel = \"c\"\nmemory = \"RAM\"\n",
+        );
+        for g in 0..2 {
+            t += &format!(
+                "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n\
+                 [[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
+                 [[links]]\nname = \"L{g}\"\nbandwidth = 1e9\n\
+                 [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
+            );
+        }
+        machine::from_str(&(t + affinity), "two-sockets.toml").unwrap()
+    }
+
+    #[test]
+    fn lws_orders_victims_by_affinity_when_the_machine_has_it() {
+        // Workers (config(4, 2)): GPU0 = 0, GPU1 = 1, CPU0..CPU3 = 2..5 on cores 0..3 (two
+        // cores drive the GPUs). Home cores: GPU0 → 0 and GPU1 → 3 (the heads of their lists),
+        // CPUk → k. Reference lists: GPU0 and CPU0-2 use GPU0's [0..5] (core 2 is at position
+        // 2 there, 5 in GPU1's list); GPU1 and CPU3 use GPU1's [3, 4, 5, 0, 1, 2].
+        // Victims sorted by (position of home core, worker id):
+        //   GPU0: CPU0 (0), CPU1 (1), CPU2 (2), GPU1 (3, id 1), CPU3 (3, id 5)
+        //   GPU1: CPU3 (0), GPU0 (3, id 0), CPU0 (3, id 2), CPU1 (4), CPU2 (5)
+        //   CPU2: GPU0 (0, id 0), CPU0 (0, id 2), CPU1 (1), GPU1 (3, id 1), CPU3 (3, id 5)
+        //   CPU3: GPU1 (0), GPU0 (3, id 0), CPU0 (3, id 2), CPU1 (4), CPU2 (5)
+        let m = two_sockets(TWO_SOCKETS);
+        let g = graph(&[0]);
+        let f = Fixture::new(&m, &g, &RATES, &config(4, 2));
+        let mut s = WorkStealing::lws();
+        s.prepare(&m, &f.workers);
+        s.ensure(&f.view(0.0));
+        assert!(s.uses_affinity());
+        let ids = |v: &[WorkerId]| v.iter().map(|w| w.0).collect::<Vec<_>>();
+        assert_eq!(ids(s.proximity(WorkerId(0))), [2, 3, 4, 1, 5]);
+        assert_eq!(ids(s.proximity(WorkerId(1))), [5, 0, 2, 3, 4]);
+        assert_eq!(ids(s.proximity(WorkerId(4))), [0, 2, 3, 1, 5]);
+        assert_eq!(ids(s.proximity(WorkerId(5))), [1, 0, 2, 3, 4]);
+
+        // Without [affinity], the memory-node order as before: CPU3 (id 5) looks at the other
+        // CPUs by id distance (4, 3, 2), then the GPUs (1, 0).
+        let m = two_sockets("");
+        let f = Fixture::new(&m, &g, &RATES, &config(4, 2));
+        let mut s = WorkStealing::lws();
+        s.prepare(&m, &f.workers);
+        s.ensure(&f.view(0.0));
+        assert!(!s.uses_affinity());
+        assert_eq!(ids(s.proximity(WorkerId(5))), [4, 3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn which_victim_a_thief_picks_with_and_without_affinity() {
+        // CPU3 (worker 5, core 3) steals; GPU1 (worker 1) and CPU2 (worker 4) are busy, each
+        // holding one task. With affinity GPU1 is nearest (core 3 heads GPU1's list, and CPU3's
+        // reference list is GPU1's): it takes GPU1's task 0. Without, its memory-node neighbour
+        // CPU2 comes first: it takes task 1.
+        for (affinity, first, second) in [(TWO_SOCKETS, 0, 1), ("", 1, 0)] {
+            let m = two_sockets(affinity);
+            let g = graph(&[0, 0]);
+            let mut f = Fixture::new(&m, &g, &RATES, &config(4, 2));
+            let mut s = WorkStealing::lws();
+            s.prepare(&m, &f.workers);
+            for (t, w) in [(0, 1), (1, 4)] {
+                push_from(&mut s, &f, t, Some(w));
+                f.loads[w as usize].running = true;
+            }
+            let got = [
+                s.pop(WorkerId(5), &f.view(0.0)),
+                s.pop(WorkerId(5), &f.view(0.0)),
+            ];
+            assert_eq!(
+                got,
+                [Some(TaskId(first)), Some(TaskId(second))],
+                "{affinity}"
+            );
+        }
+    }
+
+    #[test]
+    fn affinity_missing_for_a_gpu_worker_or_ignored_by_ws() {
+        // A list for GPU0 only: GPU1's worker has no home core, so the memory-node order holds.
+        let m = two_sockets("[affinity]\nGPU0 = [0, 1, 2, 3, 4, 5]\n");
+        let g = graph(&[0]);
+        let f = Fixture::new(&m, &g, &RATES, &config(4, 2));
+        assert!(affinity_proximity(&m, &f.workers).is_none());
+        let mut s = WorkStealing::lws();
+        s.prepare(&m, &f.workers);
+        assert!(!s.uses_affinity());
+        // With only GPU0 used (config(4, 1)), its list covers every worker.
+        let f1 = Fixture::new(&m, &g, &RATES, &config(4, 1));
+        assert!(affinity_proximity(&m, &f1.workers).is_some());
+        // ws never looks at the affinity.
+        let m = two_sockets(TWO_SOCKETS);
+        let f = Fixture::new(&m, &g, &RATES, &config(4, 2));
+        let mut s = WorkStealing::ws();
+        s.prepare(&m, &f.workers);
+        assert!(!s.uses_affinity());
     }
 }
