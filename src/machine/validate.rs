@@ -51,11 +51,7 @@ impl Ctx<'_> {
         kind: Kind,
         field: &str,
     ) -> Result<f64, InputError> {
-        let r = match q.get_ref() {
-            RawQuantity::Number(v) => units::check_number(kind, *v),
-            RawQuantity::Text(t) => units::parse(kind, t),
-        };
-        r.map_err(|e| self.err(q.span(), field, e.message))
+        self.any_quantity(q, kind, field, false)
     }
 
     /// A quantity of `kind` that may be negative (finite).
@@ -65,9 +61,21 @@ impl Ctx<'_> {
         kind: Kind,
         field: &str,
     ) -> Result<f64, InputError> {
-        let r = match q.get_ref() {
-            RawQuantity::Number(v) => units::check_number_signed(kind, *v),
-            RawQuantity::Text(t) => units::parse_signed(kind, t),
+        self.any_quantity(q, kind, field, true)
+    }
+
+    fn any_quantity(
+        &self,
+        q: &Spanned<RawQuantity>,
+        kind: Kind,
+        field: &str,
+        signed: bool,
+    ) -> Result<f64, InputError> {
+        let r = match (q.get_ref(), signed) {
+            (RawQuantity::Number(v), false) => units::check_number(kind, *v),
+            (RawQuantity::Number(v), true) => units::check_number_signed(kind, *v),
+            (RawQuantity::Text(t), false) => units::parse(kind, t),
+            (RawQuantity::Text(t), true) => units::parse_signed(kind, t),
         };
         r.map_err(|e| self.err(q.span(), field, e.message))
     }
@@ -83,6 +91,46 @@ impl Ctx<'_> {
             ));
         }
         Ok(x)
+    }
+
+    /// A finite number that must not be negative: "expected a non-negative {what}, found ...".
+    fn non_negative(&self, v: &Spanned<f64>, field: &str, what: &str) -> Result<f64, InputError> {
+        let x = self.finite(v, field)?;
+        if x < 0.0 {
+            return Err(self.err(
+                v.span(),
+                field,
+                format!("expected a non-negative {what}, found {x}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    /// The name `raw`, trimmed, for a new entry of a list whose names must be unique (memory
+    /// nodes, GPUs, codelets): refused with `empty` when blank, and with the message
+    /// `duplicate(name, earlier)` when `seen` already holds it.
+    fn new_name<V>(
+        &self,
+        raw: &Spanned<String>,
+        field: String,
+        empty: &str,
+        seen: &HashMap<String, V>,
+        duplicate: impl FnOnce(&str, &V) -> String,
+    ) -> Result<String, InputError> {
+        self.non_empty(raw, &field, empty)?;
+        let name = raw.get_ref().trim().to_string();
+        if let Some(prev) = seen.get(&name) {
+            return Err(self.err(raw.span(), field, duplicate(&name, prev)));
+        }
+        Ok(name)
+    }
+
+    /// Refuse a blank name with the message `empty`.
+    fn non_empty(&self, raw: &Spanned<String>, field: &str, empty: &str) -> Result<(), InputError> {
+        if raw.get_ref().trim().is_empty() {
+            return Err(self.err(raw.span(), field, empty));
+        }
+        Ok(())
     }
 
     /// A bandwidth that must be positive: zero gets its own message, because a zero-bandwidth
@@ -244,25 +292,19 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
     for (i, m) in raw.memory_nodes.iter().enumerate() {
         let m = m.get_ref();
         let field = |f: &str| format!("memory_nodes[{i}].{f}");
-        let node_name = m.name.get_ref().trim().to_string();
-        if node_name.is_empty() {
-            return Err(ctx.err(
-                m.name.span(),
-                field("name"),
-                "expected a non-empty memory node name",
-            ));
-        }
-        if let Some(prev) = mem_by_name.get(&node_name) {
-            return Err(ctx.err(
-                m.name.span(),
-                field("name"),
+        let node_name = ctx.new_name(
+            &m.name,
+            field("name"),
+            "expected a non-empty memory node name",
+            &mem_by_name,
+            |name, prev| {
                 format!(
-                    "duplicate memory node name `{node_name}` (already used by memory_nodes[{}]); \
+                    "duplicate memory node name `{name}` (already used by memory_nodes[{}]); \
                      expected each memory node to have its own name",
                     prev.0
-                ),
-            ));
-        }
+                )
+            },
+        )?;
         let kind = match m.kind.get_ref().as_str() {
             "ram" => MemKind::Ram,
             "gpu" => MemKind::Gpu,
@@ -374,21 +416,13 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
     for (i, g) in raw.gpus.iter().enumerate() {
         let g = g.get_ref();
         let field = |f: &str| format!("gpus[{i}].{f}");
-        let gpu_name = g.name.get_ref().trim().to_string();
-        if gpu_name.is_empty() {
-            return Err(ctx.err(
-                g.name.span(),
-                field("name"),
-                "expected a non-empty GPU name",
-            ));
-        }
-        if let Some(prev) = gpu_by_name.get(&gpu_name) {
-            return Err(ctx.err(
-                g.name.span(),
-                field("name"),
-                format!("duplicate GPU name `{gpu_name}` (already used by gpus[{prev}])"),
-            ));
-        }
+        let gpu_name = ctx.new_name(
+            &g.name,
+            field("name"),
+            "expected a non-empty GPU name",
+            &gpu_by_name,
+            |name, prev| format!("duplicate GPU name `{name}` (already used by gpus[{prev}])"),
+        )?;
         let memory = lookup_mem(&g.memory, field("memory"))?;
         if memory_nodes[memory.index()].kind != MemKind::Gpu {
             return Err(ctx.err(
@@ -441,13 +475,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         let field = |f: &str| format!("links[{i}].{f}");
         // Link names are kept exactly as written: StarPU's contain spaces ("PCI:0000:02:00.0 up").
         let link_name = l.name.get_ref().clone();
-        if link_name.trim().is_empty() {
-            return Err(ctx.err(
-                l.name.span(),
-                field("name"),
-                "expected a non-empty link name",
-            ));
-        }
+        ctx.non_empty(&l.name, &field("name"), "expected a non-empty link name")?;
         let sharing = match &l.sharing {
             None => Sharing::Shared,
             Some(s) => match s.get_ref().as_str() {
@@ -881,25 +909,19 @@ fn codelets(
     for (i, c) in raw.iter().enumerate() {
         let c = c.get_ref();
         let at = format!("codelets[{i}]");
-        let name = c.name.get_ref().trim().to_string();
-        if name.is_empty() {
-            return Err(ctx.err(
-                c.name.span(),
-                format!("{at}.name"),
-                "expected a non-empty codelet name (StarPU's performance-model symbol, such as \
-                 \"chol_model_gemm\")",
-            ));
-        }
-        if let Some(prev) = seen.get(&name) {
-            return Err(ctx.err(
-                c.name.span(),
-                format!("{at}.name"),
+        let name = ctx.new_name(
+            &c.name,
+            format!("{at}.name"),
+            "expected a non-empty codelet name (StarPU's performance-model symbol, such as \
+             \"chol_model_gemm\")",
+            seen,
+            |name, prev| {
                 format!(
                     "duplicate codelet `{name}` (already defined by {prev}); expected one \
                      [[codelets]] entry per codelet, holding one [[codelets.models]] per device"
-                ),
-            ));
-        }
+                )
+            },
+        )?;
         let own_noise = match &c.noise {
             Some(n) => Some(noise(ctx, n, &format!("{at}.noise"))?),
             None => None,
@@ -985,17 +1007,7 @@ fn device_model(
                 None => None,
             };
             let flops = match &e.flops {
-                Some(v) => {
-                    let x = ctx.finite(v, &ef("flops"))?;
-                    if x < 0.0 {
-                        return Err(ctx.err(
-                            v.span(),
-                            ef("flops"),
-                            format!("expected a non-negative number of flop, found {x}"),
-                        ));
-                    }
-                    Some(x)
-                }
+                Some(v) => Some(ctx.non_negative(v, &ef("flops"), "number of flop")?),
                 None => None,
             };
             let entry = HistoryEntry::new(size as u64, mean, stddev, samples).map_err(|err| {
@@ -1062,17 +1074,7 @@ fn device_model(
 
     let flop_rate = ctx.positive_opt(&m.flop_rate, Kind::FlopsPerSec, &f("flop_rate"))?;
     let rel_stddev = match &m.rel_stddev {
-        Some(v) => {
-            let x = ctx.finite(v, &f("rel_stddev"))?;
-            if x < 0.0 {
-                return Err(ctx.err(
-                    v.span(),
-                    f("rel_stddev"),
-                    format!("expected a non-negative relative deviation, found {x}"),
-                ));
-            }
-            x
-        }
+        Some(v) => ctx.non_negative(v, &f("rel_stddev"), "relative deviation")?,
         None => 0.0,
     };
     DeviceModel::new(device, history, regression, flop_rate, rel_stddev)

@@ -564,65 +564,6 @@ impl PerfModels {
         }
     }
 
-    /// A human-readable summary for `hetsim check`: per codelet, its noise and, per device, the
-    /// sizes with history, the regression and the flop rate. Empty if there are no models.
-    pub fn summary(&self) -> String {
-        use crate::units::{format_secs, format_si};
-        use std::fmt::Write;
-        let mut out = String::new();
-        if self.codelets.is_empty() {
-            return out;
-        }
-        let _ = writeln!(
-            out,
-            "\nperf models: {} codelets (default noise: {})",
-            self.codelets.len(),
-            self.default_noise.kind_name()
-        );
-        for c in &self.codelets {
-            let _ = write!(out, "  {}", c.name);
-            if let Some(n) = &c.noise {
-                let _ = write!(out, "  (noise: {})", n.kind_name());
-            }
-            let _ = writeln!(out);
-            for m in &c.models {
-                let _ = write!(out, "      {}:", self.selector_name(m.device));
-                if !m.history.is_empty() {
-                    let sizes: Vec<String> = m
-                        .history
-                        .entries()
-                        .iter()
-                        .map(|e| format!("{} B = {}", e.size_bytes, format_secs(e.mean_s)))
-                        .collect();
-                    let _ = write!(out, " history [{}]", sizes.join(", "));
-                }
-                if let Some(r) = &m.regression {
-                    let _ = write!(
-                        out,
-                        " regression {:e}·size^{} + {}",
-                        r.a(),
-                        r.b(),
-                        format_secs(r.c_s())
-                    );
-                    if r.min_size_bytes().is_some() || r.max_size_bytes().is_some() {
-                        let _ = write!(
-                            out,
-                            " for sizes [{}, {}] B",
-                            r.min_size_bytes().unwrap_or(0.0),
-                            r.max_size_bytes()
-                                .map_or("inf".to_string(), |x| x.to_string())
-                        );
-                    }
-                }
-                if let Some(f) = m.flop_rate_per_s {
-                    let _ = write!(out, " flop rate {}", format_si(f, "flop/s"));
-                }
-                let _ = writeln!(out);
-            }
-        }
-        out
-    }
-
     /// Resolve (codelet, device) once, for the `*_key_s` methods. Fails if the codelet is
     /// unknown or has no model for the device or its kind: the device cannot run it.
     pub fn key(&self, codelet: &str, device: DeviceRef) -> Result<ModelKey, NoModel> {
