@@ -1458,7 +1458,7 @@ from = \"host\"
 
         let bad = BASE.replace("\"eager\"", "\"nope\"");
         let e = load_with(&bad, &[]).unwrap_err();
-        assert_eq!(e.location.line, Some(11), "{e}");
+        assert_eq!(e.location.line, Some(12), "{e}");
         assert!(e.message.contains("eager, prio, random"), "{e}");
 
         let e = load_with("this is not toml\n", &[]).unwrap_err();
