@@ -147,3 +147,34 @@ fn matmul_runs_and_counts_its_flops() {
     assert!(r.makespan_s > 0.1);
     assert_eq!(r.messages, 2 + 2 + 2);
 }
+
+#[test]
+fn cluster_files_load_with_their_figures() {
+    use hetsim::cluster;
+    let t = cluster::load("calibration/tsubame2-cluster.toml").unwrap();
+    assert_eq!(
+        (t.gpus_per_node(), t.nic().unwrap().bandwidth_bytes_per_sec),
+        (3, 5.80e9)
+    );
+    let t = cluster::load("calibration/tsubame2-nonaligned-cluster.toml").unwrap();
+    assert_eq!(t.nic().unwrap().latency_s, 6.07e-6);
+    let c = cluster::load("calibration/cray-xk6m-cluster.toml").unwrap();
+    assert_eq!(
+        (c.nodes(), c.nic().unwrap().bandwidth_bytes_per_sec),
+        (40, 9.87e9)
+    );
+    let d = cluster::load("calibration/dawning-tc3600-cluster.toml").unwrap();
+    // seed 000 Table 1: oscn 65 us, orn 67 us at 1 MiB.
+    assert!((d.overheads().send_s(1048576.0) - 65e-6).abs() < 1e-15);
+    assert!((d.overheads().recv_s(1048576.0) - 67e-6).abs() < 1e-15);
+    // The file-built TSUBAME cluster runs the hand-built one's program in the same time.
+    let s = stencil(
+        "preset = \"diffusion\"\nnx = 128\nny = 128\nnz = 128\nsteps = 2\n\
+         method = \"overlapping\"\n",
+    );
+    let f = cluster::load("calibration/tsubame2-cluster.toml")
+        .unwrap()
+        .with_shape(2, 3)
+        .unwrap();
+    assert_eq!(exec(&s, &f).makespan_s, exec(&s, &tsubame(2)).makespan_s);
+}
