@@ -1083,7 +1083,7 @@ mod tests {
         let e = spec(45_696, 384).plan(&c).unwrap_err();
         assert_eq!(field(&e), "workload.n");
         assert!(e.message.contains("45312"), "{}", e.message);
-        assert!(e.message.contains("16 GiB"), "{}", e.message);
+        assert!(e.message.contains("16.000 GiB"), "{}", e.message);
     }
 
     #[test]
