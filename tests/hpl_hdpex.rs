@@ -45,3 +45,44 @@ fn more_gpus_do_more_in_total_and_less_each() {
     let four = gflops(4, 1, 88_320);
     assert!(four > 2.0 * one && four < 4.0 * one, "{four} vs {one}");
 }
+
+#[test]
+fn pivot_search_latency_by_hand_on_a_column_across_two_nodes() {
+    // 2 nodes × 1 GPU, P = 2: the process column spans the nodes. Per panel of b = 384 columns:
+    // b · ⌈log2 2⌉ · (NIC 1 µs + switch 170 ns + 8·(2·384 + 4) B / 6.82 GB/s), no o_s/o_r in the
+    // cluster file: 384 · (1e-6 + 0.17e-6 + 6176/6.82e9) s = 384 · 2.07557e-6 s = 797.0 µs.
+    let (mut spec, cluster) = setup(2, 1, 768);
+    spec.p = Some(2);
+    let prog = spec.generate(&cluster).unwrap();
+    let delays: Vec<f64> = prog
+        .ops()
+        .iter()
+        .filter_map(|o| match o {
+            hetsim::mpi::Op::Delay { secs, .. } => Some(*secs),
+            _ => None,
+        })
+        .collect();
+    // Two panels, both with rows on both process rows.
+    assert_eq!(delays.len(), 2);
+    let expect = 384.0 * (1e-6 + 0.17e-6 + 6176.0 / 6.82e9);
+    for d in delays {
+        assert!((d - expect).abs() < 1e-12, "{d} vs {expect}");
+    }
+}
+
+#[test]
+fn lookahead_hides_the_panel_and_runs_are_deterministic() {
+    // 1 × 2 grid on two nodes: with look-ahead 1 the next panel's factorisation and broadcast
+    // overlap the rest of the update, so the run is shorter than with look-ahead 0.
+    let run_with = |la: u32| {
+        let (mut spec, cluster) = setup(2, 1, 30_720);
+        spec.lookahead = la;
+        let prog = spec.generate(&cluster).unwrap();
+        run(&prog, &cluster, &ExecOptions::default())
+            .unwrap()
+            .makespan_s
+    };
+    let (t0, t1) = (run_with(0), run_with(1));
+    assert!(t1 < t0, "look-ahead 1: {t1} s, 0: {t0} s");
+    assert_eq!(run_with(1).to_bits(), t1.to_bits());
+}
