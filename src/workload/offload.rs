@@ -50,7 +50,7 @@ pub const MAX_OFFLOAD_OPS: u64 = 10_000_000;
 
 /// `[workload]` with `kind = "offload"`: MMGP's parameters (seed 002 eq. 11) and the
 /// configuration `(m, p)`. Quantities are bare numbers in SI base units or strings with a unit
-/// (`"1.3 s"`, `"70 ns"`, `"4 KiB"`).
+/// (`"1.3 s"`, `"70 ns"`, `"4 KiB"`); they are boxed to keep [`super::ProgramWorkload`] small.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OffloadSpec {
@@ -62,24 +62,24 @@ pub struct OffloadSpec {
     /// `p`: APUs each HPU thread spreads its accelerator part over.
     pub apus_per_thread: u64,
     /// `T_HPU(1, 1)`: the host part with one thread, total over the run.
-    pub t_hpu: RawQuantity,
+    pub t_hpu: Box<RawQuantity>,
     /// `T_APU(1, 1)`: the parallelisable accelerator part on one APU, total over the run.
-    pub t_apu: RawQuantity,
+    pub t_apu: Box<RawQuantity>,
     /// `C_APU`: the accelerator part that runs sequentially, total over the run (default 0).
     #[serde(default)]
-    pub c_apu: Option<RawQuantity>,
+    pub c_apu: Option<Box<RawQuantity>>,
     /// `O_offload = O_s + O_r`: overhead of one offload, paid per phase and thread (default 0).
     #[serde(default)]
-    pub o_offload: Option<RawQuantity>,
+    pub o_offload: Option<Box<RawQuantity>>,
     /// `g`: gap between consecutive offloads of one thread, paid `p` times per phase (default 0).
     #[serde(default)]
-    pub gap: Option<RawQuantity>,
+    pub gap: Option<Box<RawQuantity>>,
     /// `T_CSW`: context switch on the HPU, per phase (default 0).
     #[serde(default)]
-    pub t_csw: Option<RawQuantity>,
+    pub t_csw: Option<Box<RawQuantity>>,
     /// `O_COL`: global synchronisation, per phase (default 0).
     #[serde(default)]
-    pub o_col: Option<RawQuantity>,
+    pub o_col: Option<Box<RawQuantity>>,
     /// `α_m`: slowdown of host work when threads share the HPU (default 1; seed 002 uses 1.28).
     #[serde(default = "one_f64")]
     pub alpha_m: f64,
@@ -88,7 +88,7 @@ pub struct OffloadSpec {
     /// 002 §3.1), so a non-zero value is a departure from the model that `hetsim crosscheck`
     /// reports.
     #[serde(default)]
-    pub offload_bytes: Option<RawQuantity>,
+    pub offload_bytes: Option<Box<RawQuantity>>,
 }
 
 fn one() -> u64 {
@@ -159,7 +159,7 @@ impl OffloadSpec {
             ))
             .at_field("workload.alpha_m"));
         }
-        let offload_bytes = match &self.offload_bytes {
+        let offload_bytes = match self.offload_bytes.as_deref() {
             None => 0.0,
             Some(RawQuantity::Number(v)) => units::check_number(units::Kind::Bytes, *v)
                 .map_err(|e| InputError::new(e.to_string()).at_field("workload.offload_bytes"))?,
@@ -170,13 +170,13 @@ impl OffloadSpec {
             phases,
             m,
             p,
-            t_hpu_s: seconds("t_hpu", Some(&self.t_hpu))?,
-            t_apu_s: seconds("t_apu", Some(&self.t_apu))?,
-            c_apu_s: seconds("c_apu", self.c_apu.as_ref())?,
-            o_offload_s: seconds("o_offload", self.o_offload.as_ref())?,
-            gap_s: seconds("gap", self.gap.as_ref())?,
-            t_csw_s: seconds("t_csw", self.t_csw.as_ref())?,
-            o_col_s: seconds("o_col", self.o_col.as_ref())?,
+            t_hpu_s: seconds("t_hpu", Some(&*self.t_hpu))?,
+            t_apu_s: seconds("t_apu", Some(&*self.t_apu))?,
+            c_apu_s: seconds("c_apu", self.c_apu.as_deref())?,
+            o_offload_s: seconds("o_offload", self.o_offload.as_deref())?,
+            gap_s: seconds("gap", self.gap.as_deref())?,
+            t_csw_s: seconds("t_csw", self.t_csw.as_deref())?,
+            o_col_s: seconds("o_col", self.o_col.as_deref())?,
             alpha_m: self.alpha_m,
             offload_bytes,
         })
@@ -400,7 +400,7 @@ mod tests {
     fn offload_bytes_add_one_message_per_offload() {
         let cluster = Cluster::single_node(machine_with_gpus(16));
         let mut s = spec(PBPI_4X4);
-        s.offload_bytes = Some(RawQuantity::Text("1 MiB".into()));
+        s.offload_bytes = Some(Box::new(RawQuantity::Text("1 MiB".into())));
         let prog = s.generate(&cluster).unwrap();
         let msgs: Vec<_> = prog
             .ops()
