@@ -14,6 +14,11 @@ use crate::error::InputError;
 use crate::machine::{GpuId, Machine, MemNodeId};
 use crate::mpi::RankId;
 
+mod file;
+pub mod network;
+
+pub use network::{ClusterNetwork, Endpoint, Segment};
+
 /// Index of a node, 0-based.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeId(pub u32);
@@ -158,6 +163,118 @@ impl Cluster {
         }
     }
 
+    /// This cluster joined by a network: `nic` on every node, `switch` between them.
+    /// Checks the figures (bandwidth finite and > 0, latencies finite and ≥ 0, at least one NIC
+    /// link, the attach point a memory node of the node machine, fat-tree parameters).
+    pub fn with_network(
+        mut self,
+        nic: Nic,
+        switch: Switch,
+        gpu_direct: bool,
+        overheads: OverheadTable,
+    ) -> Result<Cluster, InputError> {
+        let bad = |field: &str, msg: String| Err(InputError::new(msg).at_field(field.to_string()));
+        if !(nic.bandwidth_bytes_per_sec.is_finite() && nic.bandwidth_bytes_per_sec > 0.0) {
+            return bad(
+                "nic.bandwidth",
+                format!(
+                    "NIC bandwidth {} B/s: expected a finite bandwidth > 0",
+                    nic.bandwidth_bytes_per_sec
+                ),
+            );
+        }
+        if !(nic.latency_s.is_finite() && nic.latency_s >= 0.0) {
+            return bad(
+                "nic.latency",
+                format!("NIC latency {} s: expected finite and >= 0", nic.latency_s),
+            );
+        }
+        if nic.count == 0 {
+            return bad("nic.count", "NIC count 0: expected at least 1".into());
+        }
+        if self.node.memory_node(nic.attach).is_none() {
+            return bad(
+                "nic.attach",
+                format!(
+                    "NIC attached to memory node {} of a machine without it",
+                    nic.attach.0
+                ),
+            );
+        }
+        let lat = match &switch {
+            Switch::Crossbar { latency_s } => *latency_s,
+            Switch::FatTree {
+                nodes_per_leaf,
+                oversubscription,
+                latency_s,
+            } => {
+                if *nodes_per_leaf == 0 {
+                    return bad(
+                        "switch.nodes_per_leaf",
+                        "a fat tree needs nodes_per_leaf >= 1".into(),
+                    );
+                }
+                if !(oversubscription.is_finite() && *oversubscription > 0.0) {
+                    return bad(
+                        "switch.oversubscription",
+                        format!(
+                            "oversubscription {oversubscription}: expected a finite ratio > 0 \
+                             (1 = full bisection)"
+                        ),
+                    );
+                }
+                *latency_s
+            }
+        };
+        if !(lat.is_finite() && lat >= 0.0) {
+            return bad(
+                "switch.latency",
+                format!("switch latency {lat} s: expected finite and >= 0"),
+            );
+        }
+        self.nic = Some(nic);
+        self.switch = switch;
+        self.gpu_direct = gpu_direct;
+        self.overheads = overheads;
+        Ok(self)
+    }
+
+    /// The same cluster with another name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Cluster {
+        self.name = name.into();
+        self
+    }
+
+    /// The same cluster re-shaped: `nodes` nodes (≥ 1; > 1 needs a network) using the first
+    /// `gpus_per_node` GPUs of each (1 ≤ G ≤ GPUs of the node machine).
+    pub fn with_shape(mut self, nodes: u32, gpus_per_node: u32) -> Result<Cluster, InputError> {
+        if nodes == 0 {
+            return Err(
+                InputError::new("nodes = 0: expected at least 1 node").at_field("machine.nodes")
+            );
+        }
+        if nodes > 1 && self.nic.is_none() {
+            return Err(InputError::new(format!(
+                "{nodes} nodes of `{}`, a plain machine file without network: name a cluster \
+                 file (docs/cluster-format.md) to use more than one node",
+                self.name
+            ))
+            .at_field("machine.nodes"));
+        }
+        let have = self.node.gpus().len() as u32;
+        if gpus_per_node == 0 || gpus_per_node > have {
+            return Err(InputError::new(format!(
+                "gpus_per_node = {gpus_per_node}: the node machine `{}` has {have} GPU(s); \
+                 expected 1 to {have}",
+                self.node.name()
+            ))
+            .at_field("machine.gpus_per_node"));
+        }
+        self.nodes = nodes;
+        self.gpus_per_node = gpus_per_node;
+        Ok(self)
+    }
+
     /// The cluster's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -214,7 +331,7 @@ impl Cluster {
 
 /// Load a cluster file, or a plain machine file as a one-node cluster.
 pub fn load(path: impl AsRef<Path>) -> Result<Cluster, InputError> {
-    crate::machine::load(path.as_ref()).map(Cluster::single_node)
+    file::load(path.as_ref())
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! collectives built from point-to-point messages, and the executor that runs a program on a
 //! cluster's fluid network.
 
+pub mod collective;
+pub mod exec;
 pub mod program;
 
 pub use program::{Buffer, Kernel, Message, Op, OpId, Program, ProgramBuilder, RankId, Unit};

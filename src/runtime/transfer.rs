@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 
-use crate::fluid::{self, FluidNetwork, Sharing as FluidSharing};
-use crate::machine::{Machine, MemKind, MemNodeId, Sharing, TransferModel};
+use crate::fluid::{self, FluidNetwork};
+use crate::machine::{Machine, MemKind, MemNodeId, TransferModel};
 use crate::workload::HandleId;
 
 /// How bytes travel from one node to another in one hop.
@@ -31,46 +31,14 @@ impl Platform {
         let mut net = FluidNetwork::new(mode);
         let mut link_names = Vec::new();
         // Fluid link of each machine link: (shared-or-up, down).
-        let mut map = Vec::with_capacity(machine.links().len());
-        for l in machine.links() {
-            let (bw, lat) = (l.bandwidth_bytes_per_sec, l.latency_s);
-            let entry = match l.sharing {
-                Sharing::Shared | Sharing::Fatpipe => {
-                    let s = if l.sharing == Sharing::Shared {
-                        FluidSharing::Shared
-                    } else {
-                        FluidSharing::Fatpipe
-                    };
-                    link_names.push(l.name.clone());
-                    (net.add_link(bw, lat, s), None)
-                }
-                Sharing::SplitDuplex => {
-                    link_names.push(format!("{}_UP", l.name));
-                    let up = net.add_link(bw, lat, FluidSharing::Shared);
-                    link_names.push(format!("{}_DOWN", l.name));
-                    let down = net.add_link(bw, lat, FluidSharing::Shared);
-                    (up, Some(down))
-                }
-            };
-            map.push(entry);
-        }
+        let map =
+            crate::cluster::network::add_machine_links(&mut net, machine, Some(&mut link_names));
         let nnodes = machine.memory_nodes().len();
         let mut paths = vec![None; nnodes * nnodes];
         for r in machine.routes() {
             let path = match &r.model {
                 Some(m) => Path::Model(m.clone()),
-                None => Path::Fluid(
-                    r.hops
-                        .iter()
-                        .map(|h| {
-                            let (a, b) = map[h.link.index()];
-                            match (h.direction, b) {
-                                (Some(crate::machine::Direction::Down), Some(down)) => down,
-                                _ => a,
-                            }
-                        })
-                        .collect(),
-                ),
+                None => Path::Fluid(crate::cluster::network::hop_links(&map, &r.hops)),
             };
             paths[r.src.index() * nnodes + r.dst.index()] = Some(path);
         }

@@ -1,0 +1,1 @@
+//! Collectives built from point-to-point messages.
