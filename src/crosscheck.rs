@@ -1,0 +1,354 @@
+//! Cross-checks: run a program workload in the simulator and evaluate the analytic model that
+//! describes it (`src/analytic`), side by side, with the relative difference and the model
+//! assumptions the scenario breaks.
+//!
+//! | workload kind | model |
+//! |---|---|
+//! | `offload` | MMGP, seed 002 eq. 11 ([`crate::analytic::mmgp`]) |
+//! | `p2p`, `bcast` | LogGP / mHLogGP, seed 000 §3 ([`crate::analytic::loggp`]) |
+//! | `stencil` | stencil scalability + Improved Roofline, seed 004 ([`crate::analytic::stencil`]) |
+//! | `hpl` | HPL and MCL-HPL, seed 001 ([`crate::analytic::hpl`]) |
+//!
+//! A kind whose simulation workload does not exist yet is reported as such
+//! ([`Outcome::NoWorkload`]), never estimated. The assumptions are detected from the scenario
+//! (its machine's routes, the workload's parameters), not listed per file.
+//!
+//! `docs/crosscheck.md` describes each comparison and its parameter mapping.
+
+use serde::Serialize;
+
+use crate::analytic::mmgp::{MmgpParams, mmgp, mmgp_search};
+use crate::cluster::Cluster;
+use crate::error::InputError;
+use crate::machine::{Direction, LinkId, Sharing};
+use crate::mpi::RankId;
+use crate::mpi::exec::{ExecOptions, ProgramReport, run};
+use crate::workload::{OffloadSpec, ProgramGenerator, ProgramWorkload};
+
+/// One term of a prediction, with the simulation's matching measurement where there is one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Term {
+    /// What it is, with the paper's notation.
+    pub name: String,
+    /// The model's value, s.
+    pub model_s: f64,
+    /// What the simulation measured for the same thing, s, if it measures it.
+    pub simulated_s: Option<f64>,
+}
+
+/// A model assumption the scenario does not satisfy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Violation {
+    /// The assumption, as the paper makes it.
+    pub assumption: String,
+    /// What in the scenario breaks it, and which way it moves the simulation.
+    pub detail: String,
+}
+
+/// A side-by-side comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The model and where it comes from: "MMGP (seed 002 eq. 11)".
+    pub model: String,
+    /// The configuration compared, e.g. "(m, p) = (4, 4) on 16 APUs".
+    pub configuration: String,
+    /// The model's terms (their sum is [`Comparison::model_s`]).
+    pub terms: Vec<Term>,
+    /// The model's prediction, s.
+    pub model_s: f64,
+    /// The simulated makespan, s.
+    pub simulated_s: f64,
+    /// (simulated − model) / model.
+    pub relative_difference: f64,
+    /// What else the model says (e.g. its best configuration).
+    pub notes: Vec<String>,
+    /// Assumptions of the model the scenario violates; empty when none is detected.
+    pub violations: Vec<Violation>,
+    /// The simulation's report.
+    #[serde(skip)]
+    pub report: ProgramReport,
+}
+
+/// What a cross-check found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Model and simulation, compared.
+    Compared(Box<Comparison>),
+    /// The workload kind has a model but no simulation workload yet: nothing is compared.
+    NoWorkload {
+        /// The workload kind.
+        kind: String,
+        /// The model that would be compared.
+        model: String,
+    },
+}
+
+/// Cross-check `workload` on `cluster`: simulate it and evaluate its model.
+pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outcome, InputError> {
+    match workload {
+        ProgramWorkload::Offload(spec) => {
+            offload(spec, cluster).map(|c| Outcome::Compared(c.into()))
+        }
+        other => Ok(Outcome::NoWorkload {
+            kind: other.kind_name().to_string(),
+            model: model_name(other).to_string(),
+        }),
+    }
+}
+
+/// The analytic model that matches a workload kind.
+pub fn model_name(workload: &ProgramWorkload) -> &'static str {
+    match workload {
+        ProgramWorkload::Offload(_) => "MMGP (seed 002 eq. 11)",
+        ProgramWorkload::P2p(_) => "LogGP / mHLogGP point-to-point (seed 000 eq. 1, §3.1)",
+        ProgramWorkload::Bcast(_) => "binomial-tree broadcast, mHLogGP (seed 000 eq. 3)",
+        ProgramWorkload::Stencil(_) => {
+            "stencil scalability model + Improved Roofline (seed 004 eqs. 1-5)"
+        }
+        ProgramWorkload::Hpl(_) => "HPL model and MCL-HPL (seed 001 eqs. 17-29)",
+        ProgramWorkload::Matmul(_) => "none (no analytic model for matmul)",
+    }
+}
+
+/// The MMGP parameters an offload workload stands for (the mapping of
+/// [`crate::workload::OffloadSpec`]'s documentation).
+pub fn mmgp_params(spec: &OffloadSpec) -> Result<MmgpParams, InputError> {
+    let q = spec.params()?;
+    Ok(MmgpParams {
+        t_hpu_s: q.t_hpu_s,
+        t_apu_s: q.t_apu_s,
+        c_apu_s: q.c_apu_s,
+        o_offload_s: q.o_offload_s,
+        g_s: q.gap_s,
+        t_csw_s: q.t_csw_s,
+        o_col_s: q.o_col_s,
+        alpha_m: q.alpha_m,
+        phases: q.phases as f64,
+    })
+}
+
+/// Relative difference (simulated − model) / model; 0 when both are 0.
+pub fn relative_difference(simulated_s: f64, model_s: f64) -> f64 {
+    if model_s == 0.0 {
+        if simulated_s == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        (simulated_s - model_s) / model_s
+    }
+}
+
+fn offload(spec: &OffloadSpec, cluster: &Cluster) -> Result<Comparison, InputError> {
+    let q = spec.params()?;
+    let params = mmgp_params(spec)?;
+    let program = spec.generate(cluster)?;
+    let report = run(&program, cluster, &ExecOptions::default())?;
+    let pred = mmgp(&params, q.m, q.p)?;
+    let n_apu = u64::from(cluster.ranks());
+    let best = mmgp_search(&params, n_apu)?.best;
+    // The host kernels all run on rank 0's CPU, the one HPU; rank 0's GPU is thread 0's first
+    // APU, which also runs the serial part C_APU.
+    let hpu_busy = report.cpu_busy_s.first().copied();
+    let apu0_busy = report.gpu_busy_s.first().copied();
+    let terms = vec![
+        Term {
+            name: "α_m·T_HPU(1,1) (host work on the HPU)".into(),
+            model_s: pred.hpu_s,
+            simulated_s: hpu_busy,
+        },
+        Term {
+            name: "T_APU(1,1)/(m·p) + C_APU (busiest APU)".into(),
+            model_s: pred.apu_parallel_s + pred.apu_serial_s,
+            simulated_s: apu0_busy,
+        },
+        Term {
+            name: "N·(O_offload + T_CSW + O_COL)".into(),
+            model_s: pred.overhead_s,
+            simulated_s: None,
+        },
+        Term {
+            name: "N·p·g (offload gaps)".into(),
+            model_s: pred.gap_s,
+            simulated_s: None,
+        },
+    ];
+    let notes = vec![format!(
+        "the model's best configuration on {n_apu} APUs (m·p <= N_APU): (m, p) = ({}, {}), {:.6} s",
+        best.m, best.p, best.total_s
+    )];
+    Ok(Comparison {
+        model: "MMGP (seed 002 eq. 11)".into(),
+        configuration: format!(
+            "(m, p) = ({}, {}), N = {} phase(s), on {n_apu} APUs",
+            q.m, q.p, q.phases
+        ),
+        terms,
+        model_s: pred.total_s,
+        simulated_s: report.makespan_s,
+        relative_difference: relative_difference(report.makespan_s, pred.total_s),
+        notes,
+        violations: offload_violations(spec, cluster)?,
+        report,
+    })
+}
+
+/// The MMGP assumptions an offload scenario breaks (seed 002 §3.1: data streamed and overlapped
+/// with APU computation, so an offload costs only `O_offload`).
+pub fn offload_violations(
+    spec: &OffloadSpec,
+    cluster: &Cluster,
+) -> Result<Vec<Violation>, InputError> {
+    let q = spec.params()?;
+    let mut out = Vec::new();
+    if q.offload_bytes <= 0.0 {
+        return Ok(out);
+    }
+    let streamed = "offloaded data is streamed and overlapped with APU computation; an offload \
+                    costs only O_offload (seed 002 §3.1)";
+    out.push(Violation {
+        assumption: streamed.into(),
+        detail: format!(
+            "each of the N·m·p = {} offloads copies {} bytes host → APU before the APU starts; \
+             the copies are not in eq. 11, so the simulation is slower",
+            q.phases * q.m * q.p,
+            q.offload_bytes
+        ),
+    });
+    let used = q.m * q.p;
+    let per_node = u64::from(cluster.gpus_per_node());
+    if used > per_node {
+        out.push(Violation {
+            assumption: streamed.into(),
+            detail: format!(
+                "the {used} APUs span {} nodes: copies to APUs beyond the first {per_node} cross \
+                 the NIC and the switch",
+                used.div_ceil(per_node)
+            ),
+        });
+    }
+    if cluster.overheads().send_s(q.offload_bytes) > 0.0
+        || cluster.overheads().recv_s(q.offload_bytes) > 0.0
+    {
+        out.push(Violation {
+            assumption: "an offload's software cost is O_offload, once per phase and thread \
+                         (seed 002 eq. 2)"
+                .into(),
+            detail: "the cluster's MPI overheads o_s/o_r are charged per copy as well, o_s on \
+                     the HPU's CPU"
+                .into(),
+        });
+    }
+    // Copies from host memory to the APUs of node 0: do several cross one link (in one
+    // direction)? A shared uplink serialises them, which eq. 11 cannot see.
+    let machine = cluster.node_machine();
+    if let Some(host) = machine.cpus().first().map(|c| c.memory) {
+        let mut users: Vec<(LinkUse, Vec<u32>)> = Vec::new();
+        for r in 0..used.min(per_node) {
+            let (_, gpu) = cluster.rank_location(RankId(r as u32));
+            let Some(g) = machine.gpus().get(gpu.index()) else {
+                continue;
+            };
+            let Some(route) = machine.route(host, g.memory) else {
+                continue;
+            };
+            if route.model.is_some() {
+                continue;
+            }
+            for hop in &route.hops {
+                let shared = machine
+                    .link(hop.link)
+                    .is_some_and(|l| l.sharing != Sharing::Fatpipe);
+                if !shared {
+                    continue;
+                }
+                let key = (hop.link, hop.direction);
+                match users.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, v)) => {
+                        if !v.contains(&(r as u32)) {
+                            v.push(r as u32)
+                        }
+                    }
+                    None => users.push((key, vec![r as u32])),
+                }
+            }
+        }
+        for ((link, _), apus) in users.iter().filter(|(_, v)| v.len() > 1) {
+            let name = machine.link(*link).map_or("?", |l| l.name.as_str());
+            out.push(Violation {
+                assumption: "each APU's traffic is independent of the others' (seed 002 \
+                             §3.1)"
+                    .into(),
+                detail: format!(
+                    "{} APUs (ranks {}) receive their copies over the shared link `{name}`",
+                    apus.len(),
+                    list(apus)
+                ),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A link in one direction (`None` for a link shared by both directions).
+type LinkUse = (LinkId, Option<Direction>);
+
+fn list(v: &[u32]) -> String {
+    if v.len() > 6 {
+        format!("{}, {}, … {}", v[0], v[1], v[v.len() - 1])
+    } else {
+        v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The text report of an outcome.
+pub fn text(scenario: &str, outcome: &Outcome) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    match outcome {
+        Outcome::NoWorkload { kind, model } => {
+            let _ = writeln!(
+                s,
+                "crosscheck {scenario}: workload kind `{kind}`, model {model}\n\
+                 no simulation workload for this model yet: nothing compared"
+            );
+        }
+        Outcome::Compared(c) => {
+            let _ = writeln!(s, "crosscheck {scenario}");
+            let _ = writeln!(s, "model: {}", c.model);
+            let _ = writeln!(s, "configuration: {}", c.configuration);
+            let _ = writeln!(s);
+            let _ = writeln!(s, "{:<44} {:>16} {:>16}", "term", "model s", "simulated s");
+            for t in &c.terms {
+                let sim = t
+                    .simulated_s
+                    .map_or_else(|| "-".to_string(), |v| format!("{v:.9}"));
+                let _ = writeln!(s, "{:<44} {:>16.9} {:>16}", t.name, t.model_s, sim);
+            }
+            let _ = writeln!(
+                s,
+                "{:<44} {:>16.9} {:>16.9}",
+                "total (makespan)", c.model_s, c.simulated_s
+            );
+            let _ = writeln!(
+                s,
+                "relative difference (simulated - model)/model: {:+.4} %",
+                100.0 * c.relative_difference
+            );
+            for n in &c.notes {
+                let _ = writeln!(s, "note: {n}");
+            }
+            if c.violations.is_empty() {
+                let _ = writeln!(s, "assumptions violated: none detected");
+            } else {
+                let _ = writeln!(s, "assumptions violated:");
+                for v in &c.violations {
+                    let _ = writeln!(s, "- {}: {}", v.assumption, v.detail);
+                }
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,190 @@
+//! Simulation against analytic model (`hetsim crosscheck`'s library): where the model's
+//! assumptions hold exactly they agree within 1 %; where they differ by design, the direction
+//! and its cause are shown.
+//!
+//! Expected values always come from `src/analytic` (code independent of the simulator) or from
+//! hand derivation written next to them, never from a simulation.
+
+use hetsim::analytic::mmgp::{MmgpParams, mmgp};
+use hetsim::cluster::Cluster;
+use hetsim::crosscheck::{Outcome, crosscheck, mmgp_params};
+use hetsim::machine::Machine;
+use hetsim::mpi::exec::{ExecOptions, run};
+use hetsim::workload::{OffloadSpec, ProgramGenerator, ProgramWorkload};
+
+/// A node with `n` accelerators. Host → accelerator routes cross the accelerator's own link
+/// (`own_gbps` GB/s per direction) and, if `bus_gbps` is given, one shared `Bus` link (a shared
+/// memory interface, as the Cell's MIC or a PCIe switch uplink). `gpu_driver_cores = false`:
+/// the Cell's 2 PPEs drive 16 SPEs.
+fn node(n: usize, own_gbps: f64, bus_gbps: Option<f64>) -> Machine {
+    let mut t = String::from(
+        "[machine]\nname = \"test-node\"\n[runtime]\ngpu_driver_cores = false\n\
+         [[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\ncapacity = \"8 GiB\"\n\
+         [[cpus]]\ncount = 2\nmodel = \"host\"\nmemory = \"RAM\"\n",
+    );
+    if let Some(b) = bus_gbps {
+        t += &format!("[[links]]\nname = \"Bus\"\nbandwidth = \"{b} GB/s\"\n");
+    }
+    for i in 0..n {
+        let bus = if bus_gbps.is_some() { "\"Bus\", " } else { "" };
+        t += &format!(
+            "[[memory_nodes]]\nname = \"A{i}\"\nkind = \"gpu\"\ncapacity = \"1 GiB\"\n\
+             [[gpus]]\nname = \"A{i}\"\nmodel = \"apu\"\nmemory = \"A{i}\"\n\
+             [[links]]\nname = \"L{i}\"\nbandwidth = \"{own_gbps} GB/s\"\nsharing = \"split-duplex\"\n\
+             [[routes]]\nsrc = \"RAM\"\ndst = \"A{i}\"\nlinks = [{bus}\"L{i}_DOWN\"]\n\
+             [[routes]]\nsrc = \"A{i}\"\ndst = \"RAM\"\nlinks = [{bus}\"L{i}_UP\"]\n"
+        );
+    }
+    hetsim::machine::from_str(&t, "test-node.toml").expect("test node")
+}
+
+/// PBPI's MMGP parameters (seed 002 §4.1 and §4.3, `seed002_mmgp_params.csv`): T_HPU = 1.3 s,
+/// T_APU = 370 s, g = 0.8 s, C_APU = 1.72 s, α_m = 1.28; O_offload = 70 ns and T_CSW = 2 µs from
+/// the micro-benchmarks of §4.1; O_COL not given (0). Totals over the run, so N = 1
+/// (docs/analytic.md).
+fn pbpi(m: u64, p: u64) -> OffloadSpec {
+    toml::from_str(&format!(
+        "hpu_threads = {m}\napus_per_thread = {p}\nt_hpu = \"1.3 s\"\nt_apu = \"370 s\"\n\
+         c_apu = \"1.72 s\"\no_offload = \"70 ns\"\ngap = \"0.8 s\"\nt_csw = \"2 us\"\n\
+         alpha_m = 1.28\n"
+    ))
+    .expect("PBPI spec")
+}
+
+fn simulate(spec: &OffloadSpec, cluster: &Cluster) -> f64 {
+    let program = spec.generate(cluster).expect("program");
+    run(&program, cluster, &ExecOptions::default())
+        .expect("run")
+        .makespan_s
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b) / b
+}
+
+#[test]
+fn mmgp_agrees_for_every_feasible_configuration_of_pbpi() {
+    // 16 SPEs, as the QS20 of seed 002 §4; no data moves with an offload (PBPI keeps its code
+    // in the local stores and the SPEs fetch their arguments themselves, §4.1), so the
+    // simulated program has exactly eq. 11's terms.
+    let cluster = Cluster::single_node(node(16, 25.6, None));
+    let params = MmgpParams {
+        t_hpu_s: 1.3,
+        t_apu_s: 370.0,
+        c_apu_s: 1.72,
+        o_offload_s: 70e-9,
+        g_s: 0.8,
+        t_csw_s: 2e-6,
+        o_col_s: 0.0,
+        alpha_m: 1.28,
+        phases: 1.0,
+    };
+    let mut configurations = 0;
+    for m in 1..=16u64 {
+        for p in 1..=16 / m {
+            let spec = pbpi(m, p);
+            // The parameters the cross-check derives from the workload are the paper's.
+            assert_eq!(mmgp_params(&spec).unwrap(), params);
+            let model = mmgp(&params, m, p).unwrap().total_s;
+            let sim = simulate(&spec, &cluster);
+            assert!(
+                rel(sim, model).abs() < 0.01,
+                "PBPI (m, p) = ({m}, {p}): simulated {sim} s, MMGP {model} s"
+            );
+            configurations += 1;
+        }
+    }
+    // Every feasible (m, p) with m·p ≤ 16 (as Fig. 7 of seed 002): Σ_m ⌊16/m⌋ = 50.
+    assert_eq!(configurations, 50);
+    // Spot value by hand: (4, 4) = 1.28·1.3 + 370/16 + 1.72 + 70e-9 + 2e-6 + 4·0.8 = 29.70900207
+    let sim = simulate(&pbpi(4, 4), &cluster);
+    assert!(rel(sim, 29.709_002_07).abs() < 1e-9, "{sim}");
+}
+
+#[test]
+fn mmgp_agrees_with_per_phase_terms_over_many_phases() {
+    // N = 8 phases with a global synchronisation O_COL = 5 ms per phase: eq. 11 multiplies
+    // O_offload, T_CSW, O_COL and p·g by N.
+    let cluster = Cluster::single_node(node(16, 25.6, None));
+    for (m, p) in [(1, 1), (2, 8), (4, 4), (16, 1), (3, 5)] {
+        let mut spec = pbpi(m, p);
+        spec.phases = 8;
+        spec.o_col = Some(Box::new(toml::from_str::<Q>("v = \"5 ms\"").unwrap().v));
+        let params = mmgp_params(&spec).unwrap();
+        assert_eq!(params.phases, 8.0);
+        assert_eq!(params.o_col_s, 5e-3);
+        let model = mmgp(&params, m, p).unwrap().total_s;
+        let sim = simulate(&spec, &cluster);
+        assert!(
+            rel(sim, model).abs() < 0.01,
+            "({m}, {p}) over 8 phases: simulated {sim} s, MMGP {model} s"
+        );
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Q {
+    v: hetsim::machine::format::RawQuantity,
+}
+
+#[test]
+fn offload_copies_over_a_shared_bus_make_the_simulation_slower_than_mmgp() {
+    // Differs by design. MMGP assumes the offloaded data is streamed and hidden behind APU
+    // computation (seed 002 §3.1): an offload costs O_offload only. Here every offload first
+    // copies 64 MiB from host memory to its APU, and the 16 APUs' routes all cross one shared
+    // 25.6 GB/s `Bus` (their own links are 100 GB/s). With (m, p) = (16, 1) all 16 offloads
+    // start together, after O_offload + g. Thread 0's APU is rank 0 itself, and the executor
+    // moves nothing for a message to the same rank, so 15 copies share the bus max-min fairly
+    // (each gets 25.6/15 GB/s, the own links never limit) and all end at 15·S/B_bus. The APU
+    // kernels start then, so the simulation is slower than eq. 11 by exactly
+    // 15 × 67108864 B / 25.6e9 B/s = 0.03932160 s.
+    let cluster = Cluster::single_node(node(16, 100.0, Some(25.6)));
+    let mut spec = pbpi(16, 1);
+    spec.offload_bytes = Some(Box::new(toml::from_str::<Q>("v = \"64 MiB\"").unwrap().v));
+    let model = mmgp(&mmgp_params(&spec).unwrap(), 16, 1).unwrap().total_s;
+    let sim = simulate(&spec, &cluster);
+    assert!(
+        sim > model,
+        "simulated {sim} s should exceed MMGP's {model} s"
+    );
+    let extra = 15.0 * 67_108_864.0 / 25.6e9;
+    assert!(
+        ((sim - model) - extra).abs() < 1e-9,
+        "excess {} s, expected {extra} s",
+        sim - model
+    );
+    // The cross-check names both broken assumptions: the copies, and the shared bus.
+    let Outcome::Compared(c) = crosscheck(&ProgramWorkload::Offload(spec), &cluster).unwrap()
+    else {
+        panic!("offload must be compared")
+    };
+    assert!(c.relative_difference > 0.0);
+    assert!(
+        c.violations
+            .iter()
+            .any(|v| v.detail.contains("copies 67108864 bytes")),
+        "{:?}",
+        c.violations
+    );
+    assert!(
+        c.violations
+            .iter()
+            .any(|v| v.detail.contains("16 APUs") && v.detail.contains("`Bus`")),
+        "{:?}",
+        c.violations
+    );
+}
+
+#[test]
+fn no_violation_is_reported_when_mmgp_holds() {
+    let cluster = Cluster::single_node(node(16, 25.6, Some(25.6)));
+    let Outcome::Compared(c) = crosscheck(&ProgramWorkload::Offload(pbpi(4, 4)), &cluster).unwrap()
+    else {
+        panic!("offload must be compared")
+    };
+    // No data moves, so the shared bus is irrelevant.
+    assert!(c.violations.is_empty(), "{:?}", c.violations);
+    assert!(c.relative_difference.abs() < 0.01);
+    // The model's best configuration on 16 APUs is (16, 1) (tests/analytic_papers.rs).
+    assert!(c.notes[0].contains("(m, p) = (16, 1)"), "{}", c.notes[0]);
+}
