@@ -299,3 +299,71 @@ fn first_ram(machine: &Machine) -> MemNodeId {
         .find(|m| m.kind == crate::machine::MemKind::Ram)
         .map_or(MemNodeId(0), |m| m.id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{Nic, OverheadTable};
+    use crate::mpi::exec::tests::node;
+
+    fn fat_tree(nodes: u32, npl: u32) -> Cluster {
+        Cluster::single_node(node(2))
+            .with_network(
+                Nic {
+                    bandwidth_bytes_per_sec: 1e9,
+                    latency_s: 1e-6,
+                    count: 2,
+                    attach: MemNodeId(0),
+                },
+                Switch::FatTree {
+                    nodes_per_leaf: npl,
+                    oversubscription: 2.0,
+                    latency_s: 0.1e-6,
+                },
+                false,
+                OverheadTable::default(),
+            )
+            .unwrap()
+            .with_shape(nodes, 2)
+            .unwrap()
+    }
+
+    #[test]
+    fn link_count_is_linear_in_nodes() {
+        // Per node: 2 split-duplex PCIe links = 4 fluid links, 2 NICs × (up, down) = 4; per
+        // leaf of 10 nodes: 2. 1000 nodes: 1000 × 8 + 100 × 2 = 8200; 2000 nodes: 16400.
+        let n1 = ClusterNetwork::new(&fat_tree(1000, 10), SharingMode::Plain).unwrap();
+        let n2 = ClusterNetwork::new(&fat_tree(2000, 10), SharingMode::Plain).unwrap();
+        assert_eq!(n1.link_count(), 8200);
+        assert_eq!(n2.link_count(), 16400);
+        assert_eq!(n1.links_per_node(), 4);
+    }
+
+    #[test]
+    fn routes_are_computed() {
+        let c = fat_tree(40, 10);
+        let n = ClusterNetwork::new(&c, SharingMode::Plain).unwrap();
+        let ep = |node, mem| Endpoint {
+            node: NodeId(node),
+            mem: MemNodeId(mem),
+        };
+        // Node 3, GPU1 (memory node 2) → RAM: the copy of P1_UP (local fluid link 2) at 3×4+2.
+        assert_eq!(n.route(ep(3, 2), ep(3, 0)), Some(vec![LinkId(14)]));
+        // Same leaf (nodes 1 → 2): NIC up of node 1 number 2 mod 2 = 0, NIC down of node 2
+        // number 1 mod 2 = 1. NIC base = 40 × 4 = 160; up = 160 + 2(1·2 + 0) = 164; down =
+        // 160 + 2(2·2 + 1) + 1 = 171.
+        assert_eq!(
+            n.route(ep(1, 0), ep(2, 0)),
+            Some(vec![LinkId(164), LinkId(171)])
+        );
+        // Leaves 0 → 3 (nodes 1 → 35): leaf base = 160 + 40 × 4 = 320; up of leaf 0 = 320,
+        // down of leaf 3 = 327. NIC up: 160 + 2(2 + 1) = 166; down: 160 + 2(70 + 1) + 1 = 303.
+        let r = n.route(ep(1, 0), ep(35, 0)).unwrap();
+        assert_eq!(r, vec![LinkId(166), LinkId(320), LinkId(327), LinkId(303)]);
+        // Latency: NIC 1 µs + three switch crossings of 0.1 µs.
+        assert!((n.net.route_latency_s(&r) - 1.3e-6).abs() < 1e-18);
+        // Leaf capacity: 10 nodes × 2 NICs × 1 GB/s / 2 = 10 GB/s.
+        assert_eq!(n.net.link_capacity_bytes_per_sec(LinkId(320)), 10e9);
+        assert!(n.is_internode_link(LinkId(160)) && !n.is_internode_link(LinkId(159)));
+    }
+}
