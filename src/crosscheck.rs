@@ -90,24 +90,27 @@ pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outco
         ProgramWorkload::Offload(spec) => {
             offload(spec, cluster).map(|c| Outcome::Compared(c.into()))
         }
-        other => Ok(Outcome::NoWorkload {
-            kind: other.kind_name().to_string(),
-            model: model_name(other).to_string(),
-        }),
+        other => Ok(no_workload(other.kind_name())),
     }
 }
 
-/// The analytic model that matches a workload kind.
-pub fn model_name(workload: &ProgramWorkload) -> &'static str {
-    match workload {
-        ProgramWorkload::Offload(_) => "MMGP (seed 002 eq. 11)",
-        ProgramWorkload::P2p(_) => "LogGP / mHLogGP point-to-point (seed 000 eq. 1, §3.1)",
-        ProgramWorkload::Bcast(_) => "binomial-tree broadcast, mHLogGP (seed 000 eq. 3)",
-        ProgramWorkload::Stencil(_) => {
-            "stencil scalability model + Improved Roofline (seed 004 eqs. 1-5)"
-        }
-        ProgramWorkload::Hpl(_) => "HPL model and MCL-HPL (seed 001 eqs. 17-29)",
-        ProgramWorkload::Matmul(_) => "none (no analytic model for matmul)",
+/// The outcome for a kind that has a model but no simulation workload to compare yet.
+pub fn no_workload(kind: &str) -> Outcome {
+    Outcome::NoWorkload {
+        kind: kind.to_string(),
+        model: model_name(kind).to_string(),
+    }
+}
+
+/// The analytic model that matches a workload kind (`workload.kind`).
+pub fn model_name(kind: &str) -> &'static str {
+    match kind {
+        "offload" => "MMGP (seed 002 eq. 11)",
+        "p2p" => "LogGP / mHLogGP point-to-point (seed 000 eq. 1, §3.1)",
+        "bcast" => "binomial-tree broadcast, mHLogGP (seed 000 eq. 3)",
+        "stencil" => "stencil scalability model + Improved Roofline (seed 004 eqs. 1-5)",
+        "hpl" => "HPL model and MCL-HPL (seed 001 eqs. 17-29)",
+        _ => "none",
     }
 }
 
@@ -351,4 +354,246 @@ pub fn text(scenario: &str, outcome: &Outcome) -> String {
         }
     }
     s
+}
+
+/// A scenario whose workload is a program (`p2p`, `bcast`, `hpl`, `stencil`, `matmul`,
+/// `offload`), as `hetsim crosscheck` reads it.
+///
+/// This reader covers `[scenario] name, description, machine`, `[machine] nodes, gpus_per_node`
+/// and `[workload] kind, ...` with `--set` overrides; it stands in until `src/scenario.rs` loads
+/// program workloads itself.
+#[derive(Debug, Clone)]
+pub struct ProgramScenario {
+    /// `[scenario] name`.
+    pub name: String,
+    /// The machine or cluster, shaped by `[machine]`.
+    pub cluster: Cluster,
+    /// `workload.kind`.
+    pub kind: String,
+    /// The workload, when crosscheck can simulate and compare its kind (`None`: it has a model
+    /// but no simulation workload to compare yet).
+    pub workload: Option<ProgramWorkload>,
+}
+
+/// Read a program scenario from `path`, applying `overrides` (`--set KEY=VALUE`) first.
+pub fn load_scenario(
+    path: &std::path::Path,
+    overrides: &[crate::scenario::Override],
+) -> Result<ProgramScenario, InputError> {
+    let text = crate::error::read_input(path)?;
+    let locate = |e: InputError| {
+        let line = e
+            .location
+            .field
+            .as_deref()
+            .and_then(|f| line_of_field(&text, f));
+        let e = e.in_file(path);
+        match line {
+            Some(l) => e.at_line(l),
+            None => e,
+        }
+    };
+    let mut doc: toml::Table = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let err = InputError::new(format!("not a valid TOML file: {}", e.message())).in_file(path);
+        match line {
+            Some(l) => err.at_line(l),
+            None => err,
+        }
+    })?;
+    for ov in overrides {
+        apply_override(&mut doc, ov)?;
+    }
+    for key in doc.keys() {
+        if !["scenario", "machine", "workload"].contains(&key.as_str()) {
+            return Err(locate(
+                InputError::new(format!(
+                    "unknown table `{key}`: expected `scenario`, `machine` or `workload`"
+                ))
+                .at_field(key.clone()),
+            ));
+        }
+    }
+    let table = |name: &str| -> Result<toml::Table, InputError> {
+        match doc.get(name) {
+            None => Ok(toml::Table::new()),
+            Some(toml::Value::Table(t)) => Ok(t.clone()),
+            Some(_) => Err(locate(
+                InputError::new("expected a table").at_field(name.to_string()),
+            )),
+        }
+    };
+    let scenario = table("scenario")?;
+    let str_field =
+        |t: &toml::Table, section: &str, key: &str| -> Result<Option<String>, InputError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(locate(
+                    InputError::new("expected a string").at_field(format!("{section}.{key}")),
+                )),
+            }
+        };
+    for key in scenario.keys() {
+        if !["name", "description", "machine"].contains(&key.as_str()) {
+            return Err(locate(
+                InputError::new(format!(
+                    "unknown field `{key}`: expected `name`, `description` or `machine`"
+                ))
+                .at_field(format!("scenario.{key}")),
+            ));
+        }
+    }
+    let name = str_field(&scenario, "scenario", "name")?.unwrap_or_else(|| {
+        path.file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+    });
+    let Some(machine) = str_field(&scenario, "scenario", "machine")? else {
+        return Err(locate(
+            InputError::new("missing: the machine or cluster file, relative to the scenario")
+                .at_field("scenario.machine"),
+        ));
+    };
+    let machine_path = path
+        .parent()
+        .unwrap_or_else(|| std::path::Path::new("."))
+        .join(&machine);
+    let mut cluster = crate::cluster::load(&machine_path)?;
+    let shape = table("machine")?;
+    let count = |key: &str, default: u32| -> Result<u32, InputError> {
+        match shape.get(key) {
+            None => Ok(default),
+            Some(toml::Value::Integer(v)) if *v >= 0 && *v <= i64::from(u32::MAX) => Ok(*v as u32),
+            Some(v) => Err(locate(
+                InputError::new(format!("expected a whole number >= 0, got {v}"))
+                    .at_field(format!("machine.{key}")),
+            )),
+        }
+    };
+    for key in shape.keys() {
+        if !["nodes", "gpus_per_node"].contains(&key.as_str()) {
+            return Err(locate(
+                InputError::new(format!(
+                    "unknown field `{key}`: expected `nodes` or `gpus_per_node`"
+                ))
+                .at_field(format!("machine.{key}")),
+            ));
+        }
+    }
+    if !shape.is_empty() {
+        let nodes = count("nodes", cluster.nodes())?;
+        let gpus = count("gpus_per_node", cluster.gpus_per_node())?;
+        cluster = cluster.with_shape(nodes, gpus).map_err(locate)?;
+    }
+    let mut workload = table("workload")?;
+    let kind = match workload.remove("kind") {
+        Some(toml::Value::String(s)) => s,
+        Some(_) => {
+            return Err(locate(
+                InputError::new("expected a string").at_field("workload.kind"),
+            ));
+        }
+        None => {
+            return Err(locate(
+                InputError::new(format!(
+                    "missing: the workload kind, one of {}",
+                    ProgramWorkload::KINDS.join(", ")
+                ))
+                .at_field("workload.kind"),
+            ));
+        }
+    };
+    let spec = toml::Value::Table(workload);
+    fn de<T: serde::de::DeserializeOwned>(v: toml::Value) -> Result<T, InputError> {
+        v.try_into::<T>().map_err(|e| {
+            let msg = e.message().to_string();
+            let field = msg
+                .split('`')
+                .nth(1)
+                .map_or_else(|| "workload".to_string(), |f| format!("workload.{f}"));
+            InputError::new(msg).at_field(field)
+        })
+    }
+    // Only the kinds crosscheck compares are read here; the others' parameters belong to
+    // their generators and are left to them.
+    let workload = match kind.as_str() {
+        "offload" => Some(ProgramWorkload::Offload(de(spec).map_err(locate)?)),
+        k if ProgramWorkload::KINDS.contains(&k) => None,
+        other => {
+            return Err(locate(
+                InputError::new(format!(
+                    "`{other}` is not a program workload: crosscheck compares {} with their \
+                     models (task-graph workloads have no analytic model here)",
+                    ProgramWorkload::KINDS.join(", ")
+                ))
+                .at_field("workload.kind"),
+            ));
+        }
+    };
+    Ok(ProgramScenario {
+        name,
+        cluster,
+        kind,
+        workload,
+    })
+}
+
+/// Apply one `--set` override to the TOML document.
+fn apply_override(doc: &mut toml::Table, ov: &crate::scenario::Override) -> Result<(), InputError> {
+    use crate::scenario::OverrideValue;
+    let value = match &ov.value {
+        OverrideValue::Str(s) => toml::Value::String(s.clone()),
+        OverrideValue::Toml(text) => toml::from_str::<toml::Table>(&format!("v = {text}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(text.clone())),
+    };
+    let (last, parents) = ov
+        .path
+        .split_last()
+        .ok_or_else(|| InputError::new(format!("{}: empty key", ov.label)))?;
+    let mut t = doc;
+    for key in parents {
+        let entry = t
+            .entry(key.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = match entry {
+            toml::Value::Table(inner) => inner,
+            _ => {
+                return Err(InputError::new(format!(
+                    "{}: `{key}` is not a table",
+                    ov.label
+                )));
+            }
+        };
+    }
+    t.insert(last.clone(), value);
+    Ok(())
+}
+
+/// The 1-based line of `section.key` (or of `[section]`) in a TOML text, for error messages.
+fn line_of_field(text: &str, field: &str) -> Option<usize> {
+    let (section, key) = field.split_once('.').unwrap_or((field, ""));
+    let mut in_section = false;
+    let mut header = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('[') {
+            in_section = line.trim_start_matches('[').trim_end_matches(']').trim() == section;
+            if in_section {
+                header = Some(i + 1);
+            }
+            continue;
+        }
+        if in_section
+            && !key.is_empty()
+            && let Some((k, _)) = line.split_once('=')
+            && k.trim() == key
+        {
+            return Some(i + 1);
+        }
+    }
+    header
 }
