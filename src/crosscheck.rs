@@ -131,6 +131,43 @@ pub fn mmgp_params(spec: &OffloadSpec) -> Result<MmgpParams, InputError> {
     })
 }
 
+/// LogGP parameters of one host-to-host message of `bytes` bytes from node `src` to node `dst`
+/// of `cluster` (seed 000 eq. 1), read off the cluster file: `l` = the NIC latency plus the
+/// switch crossings on the way (crossbar: one; fat tree: one inside a leaf, three across the
+/// spine), `G` = 1 / NIC bandwidth, `o_s`, `o_r` = the `[overheads]` table at `bytes`, `g` = 0
+/// (the simulator has no gap beyond `o_s`). `None` for a cluster without network.
+pub fn loggp_params(
+    cluster: &Cluster,
+    src: crate::cluster::NodeId,
+    dst: crate::cluster::NodeId,
+    bytes: f64,
+) -> Option<crate::analytic::loggp::LogGp> {
+    use crate::cluster::Switch;
+    let nic = cluster.nic()?;
+    let switch_s = match cluster.switch() {
+        Switch::Crossbar { latency_s } => *latency_s,
+        Switch::FatTree {
+            nodes_per_leaf,
+            latency_s,
+            ..
+        } => {
+            let leaf = |n: crate::cluster::NodeId| n.0 / (*nodes_per_leaf).max(1);
+            if leaf(src) == leaf(dst) {
+                *latency_s
+            } else {
+                3.0 * latency_s
+            }
+        }
+    };
+    Some(crate::analytic::loggp::LogGp {
+        latency_s: nic.latency_s + switch_s,
+        send_overhead_s: cluster.overheads().send_s(bytes),
+        recv_overhead_s: cluster.overheads().recv_s(bytes),
+        gap_s: 0.0,
+        gap_per_byte_s: 1.0 / nic.bandwidth_bytes_per_sec,
+    })
+}
+
 /// Relative difference (simulated − model) / model; 0 when both are 0.
 pub fn relative_difference(simulated_s: f64, model_s: f64) -> f64 {
     if model_s == 0.0 {
