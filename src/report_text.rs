@@ -28,7 +28,6 @@ pub fn render(scenario: &Scenario, report: &RunReport, detail: Detail) -> String
 }
 
 fn write_report(s: &mut String, sc: &Scenario, r: &RunReport, detail: Detail) -> std::fmt::Result {
-    let w = &sc.workload;
     let gpus = r.workers.iter().filter(|w| w.kind == "gpu").count();
     let cpus = r.workers.len() - gpus;
     writeln!(s, "scenario     {} ({})", sc.name, sc.file.display())?;
@@ -41,16 +40,18 @@ fn write_report(s: &mut String, sc: &Scenario, r: &RunReport, detail: Detail) ->
         cpus,
         plural(cpus)
     )?;
-    writeln!(
-        s,
-        "workload     {} n={} nb={} {}: {} tasks, {:.4} GFlop",
-        w.kind_name(),
-        w.n,
-        w.nb,
-        w.precision,
-        r.tasks,
-        r.total_flops / 1e9
-    )?;
+    if let Some(w) = &sc.workload {
+        writeln!(
+            s,
+            "workload     {} n={} nb={} {}: {} tasks, {:.4} GFlop",
+            w.kind_name(),
+            w.n,
+            w.nb,
+            w.precision,
+            r.tasks,
+            r.total_flops / 1e9
+        )?;
+    }
     writeln!(
         s,
         "scheduler    {}, seed {}, sharing {}, prefetch {}",
@@ -228,6 +229,84 @@ pub fn bytes(b: f64) -> String {
     } else {
         format!("{:.3} TB", b / 1e12)
     }
+}
+
+/// Render the report of a program run (MPI-style workloads on a cluster).
+pub fn render_program(
+    sc: &Scenario,
+    cluster: &crate::cluster::Cluster,
+    r: &crate::mpi::exec::ProgramReport,
+    detail: Detail,
+) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_program(&mut s, sc, cluster, r, detail);
+    s
+}
+
+fn write_program(
+    s: &mut String,
+    sc: &Scenario,
+    c: &crate::cluster::Cluster,
+    r: &crate::mpi::exec::ProgramReport,
+    detail: Detail,
+) -> std::fmt::Result {
+    use crate::units::{format_bytes, format_secs};
+    let kind = sc.program.as_ref().map_or("?", |p| p.kind_name());
+    let flops = sc
+        .program
+        .as_ref()
+        .map_or(0.0, |p| p.generator().counted_flops());
+    writeln!(s, "scenario     {} ({})", sc.name, sc.file.display())?;
+    writeln!(
+        s,
+        "cluster      {}: {} node{} x {} GPU{} ({} of `{}`), {} ranks{}",
+        c.name(),
+        c.nodes(),
+        plural(c.nodes() as usize),
+        c.gpus_per_node(),
+        plural(c.gpus_per_node() as usize),
+        c.gpus_per_node(),
+        c.node_machine().name(),
+        c.ranks(),
+        if c.gpu_direct() { ", GPU-direct" } else { "" }
+    )?;
+    writeln!(
+        s,
+        "workload     {kind}: {} operations, {} kernels, {} messages",
+        r.ops, r.kernels, r.messages
+    )?;
+    writeln!(s, "placement    owner computes (no scheduler)")?;
+    writeln!(s, "makespan     {}", format_secs(r.makespan_s))?;
+    if flops > 0.0 && r.makespan_s > 0.0 {
+        writeln!(
+            s,
+            "performance  {:.2} GFlop/s ({:.4} GFlop counted)",
+            flops / r.makespan_s / 1e9,
+            flops / 1e9
+        )?;
+    }
+    writeln!(
+        s,
+        "network      {} in messages; {} over NICs, {} inside nodes; {} flows",
+        format_bytes(r.message_bytes),
+        format_bytes(r.internode_bytes),
+        format_bytes(r.intranode_bytes),
+        r.flows
+    )?;
+    if detail == Detail::Full && r.makespan_s > 0.0 && !r.gpu_busy_s.is_empty() {
+        let n = r.gpu_busy_s.len() as f64;
+        let gpu = r.gpu_busy_s.iter().sum::<f64>() / n / r.makespan_s;
+        let cpu = r.cpu_busy_s.iter().sum::<f64>() / n / r.makespan_s;
+        writeln!(
+            s,
+            "utilisation  GPU {:.1} %, CPU core {:.1} % (mean over ranks)",
+            100.0 * gpu,
+            100.0 * cpu
+        )?;
+        writeln!(s, "events       {}", r.events)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

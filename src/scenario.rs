@@ -35,13 +35,18 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeArray, DeTable, DeValue};
 
+use crate::cluster::Cluster;
 use crate::error::{Error, InputError, Location, line_of_offset, read_input};
 use crate::fluid::SharingMode;
 use crate::machine::Machine;
+use crate::mpi::exec::{ExecOptions, ProgramReport};
 use crate::runtime::{RunConfig, RunReport};
 use crate::sched::{self, Scheduler};
 use crate::sched::{Params, TransferEstimate};
-use crate::workload::{Kernel, Precision, TaskGraph};
+use crate::workload::{
+    BcastSpec, HplSpec, Kernel, MatmulSpec, OffloadSpec, P2pSpec, Precision, ProgramWorkload,
+    StencilSpec, TaskGraph,
+};
 
 /// One override of a scenario value by dotted path, from the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,10 +276,16 @@ pub struct Scenario {
     pub name: String,
     /// `scenario.description`.
     pub description: Option<String>,
-    /// The machine file, resolved against the scenario file's directory.
+    /// The machine or cluster file, resolved against the scenario file's directory.
     pub machine_file: PathBuf,
-    /// `[workload]`.
-    pub workload: WorkloadSpec,
+    /// `[machine] nodes`: overrides the cluster file's node count.
+    pub nodes: Option<u32>,
+    /// `[machine] gpus_per_node`: overrides the cluster file's GPUs per node.
+    pub gpus_per_node: Option<u32>,
+    /// `[workload]` of a task-graph kind (cholesky, lu, gemm); `None` for program kinds.
+    pub workload: Option<WorkloadSpec>,
+    /// `[workload]` of a program kind ([`ProgramWorkload::KINDS`]); `None` for task graphs.
+    pub program: Option<ProgramWorkload>,
     /// `[scheduler]`, `--sched` applied.
     pub scheduler: SchedulerSpec,
     /// `[run]`, `--seed` applied.
@@ -314,9 +325,62 @@ pub fn from_str<'i>(
         apply(&mut table, ov, region, value)?;
         next += len + 1;
     }
+    let program = take_program_workload(&src, &mut table)?;
     let de = toml::de::Deserializer::from(Spanned::new(span, table));
     let raw = RawScenario::deserialize(de).map_err(|e| src.toml_error(&e))?;
-    build(&src, raw, overrides)
+    build(&src, raw, program, overrides)
+}
+
+/// If `[workload] kind` names a program kind, take the `[workload]` table out of the tree and
+/// read the rest of it (without `kind`) into that kind's spec struct, whose serde derive
+/// (`deny_unknown_fields`) decides which fields exist: a generator adds a parameter by adding a
+/// field. Errors keep their spans, so they name file, line and field (or the `--set`).
+fn take_program_workload<'i>(
+    src: &Source<'_>,
+    table: &mut DeTable<'i>,
+) -> Result<Option<(ProgramWorkload, Range<usize>)>, InputError> {
+    let kind = match table.get("workload").map(|w| w.get_ref()) {
+        Some(DeValue::Table(w)) => match w.get("kind").map(|k| k.get_ref()) {
+            Some(DeValue::String(k)) => k.to_string(),
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    if !ProgramWorkload::KINDS.contains(&kind.as_str()) {
+        return Ok(None);
+    }
+    let (_, value) = table
+        .remove_entry("workload")
+        .expect("the workload table was just seen");
+    let wspan = value.span();
+    let DeValue::Table(mut w) = value.into_inner() else {
+        unreachable!("checked to be a table above")
+    };
+    let kind_span = w.get("kind").map_or(wspan.clone(), |k| k.span());
+    w.remove("kind");
+    let de = || toml::de::Deserializer::from(Spanned::new(wspan.clone(), w.clone()));
+    let prefix = |e: toml::de::Error| {
+        let mut e = src.toml_error(&e);
+        if let Some(f) = &e.location.field
+            && !f.starts_with("workload")
+        {
+            e.location.field = Some(format!("workload.{f}"));
+        }
+        if e.location.field.is_none() {
+            e.location.field = Some("workload".into());
+        }
+        e
+    };
+    let w = match kind.as_str() {
+        "p2p" => ProgramWorkload::P2p(P2pSpec::deserialize(de()).map_err(prefix)?),
+        "bcast" => ProgramWorkload::Bcast(BcastSpec::deserialize(de()).map_err(prefix)?),
+        "hpl" => ProgramWorkload::Hpl(HplSpec::deserialize(de()).map_err(prefix)?),
+        "stencil" => ProgramWorkload::Stencil(StencilSpec::deserialize(de()).map_err(prefix)?),
+        "matmul" => ProgramWorkload::Matmul(MatmulSpec::deserialize(de()).map_err(prefix)?),
+        "offload" => ProgramWorkload::Offload(OffloadSpec::deserialize(de()).map_err(prefix)?),
+        other => unreachable!("`{other}` is in ProgramWorkload::KINDS"),
+    };
+    Ok(Some((w, kind_span)))
 }
 
 /// The override's value as a spanned TOML value whose spans start at `base`, and the length of
@@ -557,7 +621,10 @@ fn key_on_line(text: &str, offset: usize) -> Option<String> {
 #[serde(deny_unknown_fields)]
 struct RawScenario {
     scenario: RawHeader,
-    workload: Spanned<RawWorkload>,
+    #[serde(default)]
+    machine: Option<RawShape>,
+    #[serde(default)]
+    workload: Option<Spanned<RawWorkload>>,
     #[serde(default)]
     scheduler: Option<RawScheduler>,
     #[serde(default)]
@@ -571,6 +638,16 @@ struct RawHeader {
     #[serde(default)]
     description: Option<String>,
     machine: Spanned<String>,
+}
+
+/// `[machine]`: the cluster's shape, overriding the cluster file's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShape {
+    #[serde(default)]
+    nodes: Option<Spanned<u32>>,
+    #[serde(default)]
+    gpus_per_node: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -623,6 +700,7 @@ pub const DEFAULT_SCHEDULER: &str = "eager";
 fn build(
     src: &Source<'_>,
     raw: RawScenario,
+    program: Option<(ProgramWorkload, Range<usize>)>,
     overrides: &[Override],
 ) -> Result<Scenario, InputError> {
     let mut origins = BTreeMap::new();
@@ -653,36 +731,46 @@ fn build(
     let dir = src.file.parent().unwrap_or(Path::new(""));
     let machine_file = dir.join(h.machine.get_ref());
 
-    // [workload]
-    let wspan = raw.workload.span();
-    let w = raw.workload.into_inner();
-    note!("workload", &wspan);
-    note!("workload.kind", &w.kind.span());
-    note!("workload.n", &w.n.span());
-    note!("workload.nb", &w.nb.span());
-    let kind: Kernel = w
-        .kind
-        .get_ref()
-        .parse()
-        .map_err(|e: InputError| src.err(&w.kind.span(), "workload.kind", e.message))?;
-    let precision = match &w.precision {
-        Some(p) => {
-            note!("workload.precision", &p.span());
-            p.get_ref()
-                .parse()
-                .map_err(|e: InputError| src.err(&p.span(), "workload.precision", e.message))?
+    // [machine]
+    let (mut nodes, mut gpus_per_node) = (None, None);
+    if let Some(m) = &raw.machine {
+        if let Some(v) = &m.nodes {
+            note!("machine.nodes", &v.span());
+            if *v.get_ref() == 0 {
+                return Err(src.err(&v.span(), "machine.nodes", "expected at least 1 node"));
+            }
+            nodes = Some(*v.get_ref());
         }
-        None => Precision::Single,
+        if let Some(v) = &m.gpus_per_node {
+            note!("machine.gpus_per_node", &v.span());
+            if *v.get_ref() == 0 {
+                return Err(src.err(
+                    &v.span(),
+                    "machine.gpus_per_node",
+                    "expected at least 1 GPU per node",
+                ));
+            }
+            gpus_per_node = Some(*v.get_ref());
+        }
+    }
+
+    // [workload]
+    let workload = match (raw.workload, &program) {
+        (_, Some((_, kspan))) => {
+            note!("workload", kspan);
+            note!("workload.kind", kspan);
+            None
+        }
+        (None, None) => {
+            return Err(InputError::new(format!(
+                "missing table [workload] (kind = one of cholesky, lu, gemm, {})",
+                ProgramWorkload::KINDS.join(", ")
+            ))
+            .in_file(src.file)
+            .at_field("workload"));
+        }
+        (Some(ws), None) => Some(graph_workload(src, ws, &mut origins)?),
     };
-    let workload = WorkloadSpec {
-        kind,
-        n: *w.n.get_ref(),
-        nb: *w.nb.get_ref(),
-        precision,
-    };
-    // The generators check n and nb; do it now, so that a bad scenario fails before the
-    // machine is loaded, with the line of the offending value.
-    check_tiling(&workload).map_err(|e| locate_with(&origins, src.file, e))?;
 
     // [scheduler]
     let s = raw.scheduler.unwrap_or_default();
@@ -807,12 +895,58 @@ fn build(
         name: h.name.into_inner(),
         description: h.description,
         machine_file,
+        nodes,
+        gpus_per_node,
         workload,
+        program: program.map(|(p, _)| p),
         scheduler: SchedulerSpec { name, options },
         run,
         overrides: overrides.to_vec(),
         origins,
     })
+}
+
+/// A task-graph `[workload]` (cholesky, lu, gemm).
+fn graph_workload(
+    src: &Source<'_>,
+    ws: Spanned<RawWorkload>,
+    origins: &mut BTreeMap<String, Location>,
+) -> Result<WorkloadSpec, InputError> {
+    macro_rules! note {
+        ($field:expr, $span:expr) => {
+            origins.insert($field.to_string(), src.location($span, &$field))
+        };
+    }
+    let wspan = ws.span();
+    let w = ws.into_inner();
+    note!("workload", &wspan);
+    note!("workload.kind", &w.kind.span());
+    note!("workload.n", &w.n.span());
+    note!("workload.nb", &w.nb.span());
+    let kind: Kernel = w
+        .kind
+        .get_ref()
+        .parse()
+        .map_err(|e: InputError| src.err(&w.kind.span(), "workload.kind", e.message))?;
+    let precision = match &w.precision {
+        Some(p) => {
+            note!("workload.precision", &p.span());
+            p.get_ref()
+                .parse()
+                .map_err(|e: InputError| src.err(&p.span(), "workload.precision", e.message))?
+        }
+        None => Precision::Single,
+    };
+    let workload = WorkloadSpec {
+        kind,
+        n: *w.n.get_ref(),
+        nb: *w.nb.get_ref(),
+        precision,
+    };
+    // The generators check n and nb; do it now, so that a bad scenario fails before the
+    // machine is loaded, with the line of the offending value.
+    check_tiling(&workload).map_err(|e| locate_with(origins, src.file, e))?;
+    Ok(workload)
 }
 
 /// Check n and nb as the generators do, without building the graph.
@@ -876,9 +1010,24 @@ impl Scenario {
         locate_with(&self.origins, &self.file, e)
     }
 
-    /// Load the scenario's machine file. Errors in the machine file name that file; a machine
-    /// file that cannot be read is reported at `scenario.machine`.
-    pub fn load_machine(&self) -> Result<Machine, InputError> {
+    /// The task-graph workload, or an error for a program scenario.
+    pub fn graph_workload(&self) -> Result<&WorkloadSpec, InputError> {
+        self.workload.as_ref().ok_or_else(|| {
+            self.locate(
+                InputError::new(format!(
+                    "workload kind `{}` is a program (MPI-style), not a task graph: run it with \
+                     `hetsim run`",
+                    self.program.as_ref().map_or("?", |p| p.kind_name())
+                ))
+                .at_field("workload.kind"),
+            )
+        })
+    }
+
+    /// Load the scenario's machine or cluster file and apply `[machine] nodes` and
+    /// `gpus_per_node`. Errors in the file name that file; a file that cannot be read is
+    /// reported at `scenario.machine`.
+    pub fn load_cluster(&self) -> Result<Cluster, InputError> {
         if !self.machine_file.is_file() {
             let why = match std::fs::metadata(&self.machine_file) {
                 Ok(_) => "it is not a file".to_string(),
@@ -893,15 +1042,124 @@ impl Scenario {
                 .at_field("scenario.machine"),
             ));
         }
-        crate::machine::load(&self.machine_file)
+        let c = crate::cluster::load(&self.machine_file)?;
+        if self.nodes.is_none() && self.gpus_per_node.is_none() {
+            return Ok(c);
+        }
+        let (n, g) = (
+            self.nodes.unwrap_or(c.nodes()),
+            self.gpus_per_node.unwrap_or(c.gpus_per_node()),
+        );
+        c.with_shape(n, g).map_err(|e| self.locate(e))
+    }
+
+    /// Load the scenario's machine file for a task-graph run: a machine file, or a cluster
+    /// file of one node (its node machine). Errors in the machine file name that file; a
+    /// machine file that cannot be read is reported at `scenario.machine`.
+    pub fn load_machine(&self) -> Result<Machine, InputError> {
+        let c = self.load_cluster()?;
+        if c.nodes() > 1 {
+            return Err(self.locate(
+                InputError::new(format!(
+                    "`{}` has {} nodes, but task-graph workloads (cholesky, lu, gemm) run on one \
+                     node under a scheduler; use machine.nodes = 1 or a program workload ({})",
+                    c.name(),
+                    c.nodes(),
+                    ProgramWorkload::KINDS.join(", ")
+                ))
+                .at_field(if self.nodes.is_some() {
+                    "machine.nodes"
+                } else {
+                    "scenario.machine"
+                }),
+            ));
+        }
+        Ok(c.node_machine().clone())
     }
 
     /// Generate the workload's task graph.
     pub fn generate(&self) -> Result<TaskGraph, InputError> {
-        let w = &self.workload;
+        let w = self.graph_workload()?;
         w.kind
             .generate(w.n, w.nb, w.precision)
             .map_err(|e| self.locate(e))
+    }
+
+    /// Load the cluster, generate the program and execute it (program scenarios).
+    pub fn run_program(&self, quiet: bool) -> Result<(Cluster, ProgramReport), Error> {
+        let Some(p) = &self.program else {
+            return Err(self
+                .locate(
+                    InputError::new("this scenario's workload is a task graph, not a program")
+                        .at_field("workload.kind"),
+                )
+                .into());
+        };
+        let cluster = self.load_cluster()?;
+        let program = p
+            .generator()
+            .generate(&cluster)
+            .map_err(|e| self.locate(e))?;
+        let opts = ExecOptions {
+            quiet,
+            sharing: self.run.sharing,
+        };
+        let report =
+            crate::mpi::exec::run(&program, &cluster, &opts).map_err(|e| self.locate(e))?;
+        Ok((cluster, report))
+    }
+
+    /// The `--json` object of a program run: `hetsim_version`, `scenario`, `workload`,
+    /// `overrides`, `machine`, `sched` ("owner-computes"), `seed`, `gpus_per_node`, `gflops`
+    /// (counted flops / makespan), then every field of the [`ProgramReport`].
+    pub fn program_json(
+        &self,
+        cluster: &Cluster,
+        report: &ProgramReport,
+    ) -> Result<serde_json::Value, Error> {
+        use serde_json::{Map, Value, json};
+        let p = self
+            .program
+            .as_ref()
+            .ok_or_else(|| Error::Internal("program_json on a task-graph scenario".into()))?;
+        let flops = p.generator().counted_flops();
+        let gflops = if report.makespan_s > 0.0 {
+            flops / report.makespan_s / 1e9
+        } else {
+            0.0
+        };
+        let mut obj = Map::new();
+        obj.insert("hetsim_version".into(), json!(env!("CARGO_PKG_VERSION")));
+        obj.insert("scenario".into(), json!(self.name));
+        obj.insert("workload".into(), json!({ "kind": p.kind_name() }));
+        obj.insert(
+            "overrides".into(),
+            Value::Array(
+                self.overrides
+                    .iter()
+                    .map(|o| Value::String(o.describe()))
+                    .collect(),
+            ),
+        );
+        obj.insert("machine".into(), json!(cluster.name()));
+        obj.insert("sched".into(), json!("owner-computes"));
+        obj.insert("seed".into(), json!(self.run.seed));
+        obj.insert("gpus_per_node".into(), json!(cluster.gpus_per_node()));
+        obj.insert("counted_flops".into(), json!(flops));
+        obj.insert("gflops".into(), json!(gflops));
+        match serde_json::to_value(report) {
+            Ok(Value::Object(fields)) => {
+                for (k, v) in fields {
+                    obj.insert(k, v);
+                }
+            }
+            _ => {
+                return Err(Error::Internal(
+                    "the program report is not a JSON object".into(),
+                ));
+            }
+        }
+        Ok(Value::Object(obj))
     }
 
     /// Build the scheduler, seeded from the run's seed.
@@ -967,7 +1225,7 @@ impl Scenario {
                 let mut e = e.in_file(&self.machine_file);
                 e.message.push_str(&format!(
                     "; or choose a tile size the models cover: the scenario has workload.nb = {}{nb}",
-                    self.workload.nb
+                    self.workload.as_ref().map_or(0, |w| w.nb)
                 ));
                 e
             }
@@ -982,13 +1240,14 @@ impl Scenario {
         let mut obj = Map::new();
         obj.insert("hetsim_version".into(), json!(env!("CARGO_PKG_VERSION")));
         obj.insert("scenario".into(), json!(self.name));
+        let w = self.graph_workload()?;
         obj.insert(
             "workload".into(),
             json!({
-                "kind": self.workload.kind_name(),
-                "n": self.workload.n,
-                "nb": self.workload.nb,
-                "precision": self.workload.precision.to_string(),
+                "kind": w.kind_name(),
+                "n": w.n,
+                "nb": w.nb,
+                "precision": w.precision.to_string(),
             }),
         );
         obj.insert(
@@ -1068,8 +1327,8 @@ seed = 4
     fn loads_and_resolves_the_machine_path() {
         let s = load_with(BASE, &[]).unwrap();
         assert_eq!(s.machine_file, Path::new("dir/m.toml"));
-        assert_eq!(s.workload.kind, Kernel::Cholesky);
-        assert_eq!(s.workload.n, 960);
+        assert_eq!(s.workload.unwrap().kind, Kernel::Cholesky);
+        assert_eq!(s.workload.unwrap().n, 960);
         assert_eq!(s.run.seed, 4);
         assert_eq!(s.scheduler.name, "eager");
     }
@@ -1086,10 +1345,10 @@ seed = 4
             ],
         )
         .unwrap();
-        assert_eq!(s.workload.n, 1920);
+        assert_eq!(s.workload.unwrap().n, 1920);
         assert_eq!(s.scheduler.name, "prio");
         assert_eq!(s.run.ncpu, Some(2));
-        assert_eq!(s.workload.precision, Precision::Double);
+        assert_eq!(s.workload.unwrap().precision, Precision::Double);
         // A missing table is created.
         let no_run = BASE.replace("[run]\nseed = 4\n", "");
         let s = load_with(&no_run, &["run.seed=9"]).unwrap();

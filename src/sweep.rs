@@ -262,14 +262,40 @@ impl Sweep {
 
     fn run_point(&self, p: &Point) -> Result<Row, Error> {
         let sc = self.scenario_for(p)?;
-        let report = sc.run().map_err(|e| match e {
+        let located = |e: Error| match e {
             Error::Input(mut e) => {
                 e.message = format!("{}: {}", self.describe(p, &sc), e.message);
                 Error::Input(e)
             }
             Error::Internal(m) => Error::Internal(format!("{}: {m}", self.describe(p, &sc))),
-        })?;
-        let w = &sc.workload;
+        };
+        if let Some(prog) = &sc.program {
+            // Program scenarios: owner computes, no scheduler; bytes are the network's (NIC
+            // and intra-node flows), tasks are the program's operations.
+            let (_, report) = sc.run_program(true).map_err(located)?;
+            let flops = prog.generator().counted_flops();
+            return Ok(Row {
+                sched: "owner-computes".into(),
+                seed: sc.run.seed,
+                values: p.values.clone(),
+                makespan_s: report.makespan_s,
+                gflops: if report.makespan_s > 0.0 {
+                    flops / report.makespan_s / 1e9
+                } else {
+                    0.0
+                },
+                gflops_starpu: None,
+                bytes_transferred: report.internode_bytes + report.intranode_bytes,
+                fetch_bytes: 0.0,
+                prefetch_bytes: 0.0,
+                writeback_bytes: 0.0,
+                evictions: 0,
+                writebacks: 0,
+                tasks: report.ops,
+            });
+        }
+        let report = sc.run().map_err(located)?;
+        let w = sc.graph_workload()?;
         let gflops_starpu = (w.kind == Kernel::Cholesky)
             .then(|| (w.n as f64).powi(3) / 3.0 / report.makespan_s / 1e9);
         Ok(Row {

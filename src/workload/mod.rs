@@ -26,11 +26,11 @@ mod offload;
 mod p2p;
 mod stencil;
 
-pub use bcast::BcastSpec;
+pub use bcast::{BcastChoice, BcastSpec};
 pub use hpl::HplSpec;
 pub use matmul::MatmulSpec;
 pub use offload::OffloadSpec;
-pub use p2p::P2pSpec;
+pub use p2p::{BufferSpec, ByteCount, P2pSpec};
 pub use stencil::StencilSpec;
 
 pub use cholesky::{
