@@ -75,6 +75,15 @@ pub struct Comparison {
 pub enum Outcome {
     /// Model and simulation, compared.
     Compared(Box<Comparison>),
+    /// The scenario falls outside what the model's parameter mapping covers: nothing compared.
+    NotComparable {
+        /// The workload kind.
+        kind: String,
+        /// The model.
+        model: String,
+        /// Why.
+        reason: String,
+    },
     /// The workload kind has a model but no simulation workload yet: nothing is compared.
     NoWorkload {
         /// The workload kind.
@@ -90,6 +99,8 @@ pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outco
         ProgramWorkload::Offload(spec) => {
             offload(spec, cluster).map(|c| Outcome::Compared(c.into()))
         }
+        ProgramWorkload::P2p(spec) => p2p(spec, cluster),
+        ProgramWorkload::Bcast(spec) => bcast_check(spec, cluster),
         other => Ok(no_workload(other.kind_name())),
     }
 }
@@ -235,6 +246,240 @@ fn offload(spec: &OffloadSpec, cluster: &Cluster) -> Result<Comparison, InputErr
     })
 }
 
+/// Staging through host memory: a violation of LogGP's single network when a buffer is on a GPU
+/// and the cluster has no GPU-direct path.
+fn staging_violation(cluster: &Cluster, device_ends: usize) -> Option<Violation> {
+    if device_ends == 0 || cluster.gpu_direct() {
+        return None;
+    }
+    Some(Violation {
+        assumption: "one network between the end points: l and G are the NIC's (seed 000 eq. 1)"
+            .into(),
+        detail: format!(
+            "{device_ends} end(s) of each message in GPU memory without GPU-direct: the bytes are \
+             staged device → host → host → device over PCIe, store and forward (mHLogGP counts \
+             this in o_sg/o_rd, seed 000 §3.1), which adds to the simulated time"
+        ),
+    })
+}
+
+fn p2p(spec: &crate::workload::P2pSpec, cluster: &Cluster) -> Result<Outcome, InputError> {
+    use crate::analytic::loggp::loggp_p2p;
+    use crate::workload::BufferSpec;
+    let program = spec.generate(cluster)?;
+    let dst = spec.receiver(cluster);
+    let (ns, _) = cluster.rank_location(RankId(spec.src));
+    let (nd, _) = cluster.rank_location(RankId(dst));
+    let k = spec.bytes.0;
+    let model_name = model_name("p2p").to_string();
+    if ns == nd {
+        return Ok(Outcome::NotComparable {
+            kind: "p2p".into(),
+            model: model_name,
+            reason: format!(
+                "ranks {} and {dst} are both on {ns}: the LogGP mapping takes l and G from the \
+                 NIC (use ranks on two nodes)",
+                spec.src
+            ),
+        });
+    }
+    let Some(params) = loggp_params(cluster, ns, nd, k) else {
+        return Ok(Outcome::NotComparable {
+            kind: "p2p".into(),
+            model: model_name,
+            reason: "the machine has no network".into(),
+        });
+    };
+    let report = run(&program, cluster, &ExecOptions::default())?;
+    let one = loggp_p2p(&params, k, 1)?;
+    let n = f64::from(spec.repeat);
+    let terms = vec![
+        Term {
+            name: "n·o_s".into(),
+            model_s: n * one.send_overhead_s,
+            simulated_s: None,
+        },
+        Term {
+            name: "n·(k−1)·G".into(),
+            model_s: n * one.transfer_s,
+            simulated_s: None,
+        },
+        Term {
+            name: "n·l".into(),
+            model_s: n * one.latency_s,
+            simulated_s: None,
+        },
+        Term {
+            name: "n·o_r".into(),
+            model_s: n * one.recv_overhead_s,
+            simulated_s: None,
+        },
+    ];
+    let model_s = n * one.total_s;
+    let device_ends =
+        usize::from(spec.from == BufferSpec::Device) + usize::from(spec.to == BufferSpec::Device);
+    let violations = staging_violation(cluster, device_ends)
+        .into_iter()
+        .collect();
+    Ok(Outcome::Compared(Box::new(Comparison {
+        model: "LogGP point-to-point (seed 000 eq. 1)".into(),
+        configuration: format!(
+            "{} message(s){} of {k} bytes, rank {} ({ns}) → rank {dst} ({nd}); l = {:.3e} s, \
+             G = {:.3e} s/B, o_s = {:.3e} s, o_r = {:.3e} s",
+            spec.repeat,
+            if spec.pingpong { " ping-pong" } else { "" },
+            spec.src,
+            params.latency_s,
+            params.gap_per_byte_s,
+            params.send_overhead_s,
+            params.recv_overhead_s
+        ),
+        terms,
+        model_s,
+        simulated_s: report.makespan_s,
+        relative_difference: relative_difference(report.makespan_s, model_s),
+        notes: vec![
+            "each message is sent after the previous one is delivered, so the model is n \
+             single-message times (no LogGP pipelining)"
+                .into(),
+        ],
+        violations,
+        report,
+    })))
+}
+
+fn bcast_check(
+    spec: &crate::workload::BcastSpec,
+    cluster: &Cluster,
+) -> Result<Outcome, InputError> {
+    use crate::analytic::loggp::{
+        BcastAlgorithm, BcastParams, MpichBcastThresholds, bcast_cost, mpich_bcast_algorithm,
+    };
+    use crate::cluster::Switch;
+    use crate::workload::BufferSpec;
+    let program = spec.generate(cluster)?;
+    let group = spec.group(cluster)?;
+    let k = spec.bytes.0;
+    let procs = group.len() as u64;
+    let algorithm = spec
+        .algorithm
+        .algorithm()
+        .unwrap_or_else(|| mpich_bcast_algorithm(procs, k, &MpichBcastThresholds::default()));
+    let nodes: Vec<crate::cluster::NodeId> =
+        group.iter().map(|r| cluster.rank_location(*r).0).collect();
+    let root_node = cluster.rank_location(RankId(spec.root)).0;
+    let other = nodes.iter().copied().find(|n| *n != root_node);
+    let model_name = model_name("bcast").to_string();
+    let (Some(other), Some(_)) = (other, cluster.nic()) else {
+        return Ok(Outcome::NotComparable {
+            kind: "bcast".into(),
+            model: model_name,
+            reason: "all ranks of the broadcast are on one node: the model's l and G are the \
+                     NIC's"
+                .into(),
+        });
+    };
+    let Some(p) = loggp_params(cluster, root_node, other, k) else {
+        unreachable!("a cluster with a NIC has LogGP parameters")
+    };
+    let report = run(&program, cluster, &ExecOptions::default())?;
+    let cost = bcast_cost(
+        &BcastParams {
+            procs,
+            bytes: k,
+            overhead_s: p.send_overhead_s + p.recv_overhead_s,
+            gap_per_byte_s: p.gap_per_byte_s,
+            latency_s: p.latency_s,
+        },
+        algorithm,
+    )?;
+    let mut violations = Vec::new();
+    let mut distinct = nodes.clone();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() < nodes.len() {
+        violations.push(Violation {
+            assumption: "P processes on P nodes, every step crossing the network (seed 000 §3.2)"
+                .into(),
+            detail: format!(
+                "{} ranks on {} nodes: ranks of one node share its NIC and exchange data inside \
+                 the node, which the model prices as network steps",
+                nodes.len(),
+                distinct.len()
+            ),
+        });
+    }
+    let device_ends = if spec.buffer == BufferSpec::Device {
+        2
+    } else {
+        0
+    };
+    violations.extend(staging_violation(cluster, device_ends));
+    if let Switch::FatTree {
+        nodes_per_leaf,
+        oversubscription,
+        ..
+    } = cluster.switch()
+    {
+        let leaves = {
+            let mut l: Vec<u32> = distinct
+                .iter()
+                .map(|n| n.0 / (*nodes_per_leaf).max(1))
+                .collect();
+            l.dedup();
+            l.len()
+        };
+        if leaves > 1 && *oversubscription > 1.0 {
+            violations.push(Violation {
+                assumption: "no contention in the network (seed 000 §3.2)".into(),
+                detail: format!(
+                    "the group spans {leaves} leaf switches with {oversubscription}:1 \
+                     oversubscribed uplinks: concurrent steps contend in the switch"
+                ),
+            });
+        }
+    }
+    if algorithm != BcastAlgorithm::Binomial {
+        violations.push(Violation {
+            assumption: "every step pays the overhead o(k) of the whole message (seed 000 §3.2)"
+                .into(),
+            detail: format!(
+                "{algorithm:?}: the simulated scatter and allgather send pieces of about k/P \
+                 bytes, each paying o_s and o_r at its own size"
+            ),
+        });
+    }
+    Ok(Outcome::Compared(Box::new(Comparison {
+        model: format!("{algorithm:?} broadcast (seed 000 §3.2, eq. 3 for the binomial tree)"),
+        configuration: format!(
+            "P = {procs} ranks, k = {k} bytes, root rank {}; o = o_s + o_r = {:.3e} s, \
+             G = {:.3e} s/B, l = {:.3e} s",
+            spec.root,
+            p.send_overhead_s + p.recv_overhead_s,
+            p.gap_per_byte_s,
+            p.latency_s
+        ),
+        terms: vec![
+            Term {
+                name: "overheads".into(),
+                model_s: cost.overhead_s,
+                simulated_s: None,
+            },
+            Term {
+                name: "network (k·G + l per step)".into(),
+                model_s: cost.network_s,
+                simulated_s: None,
+            },
+        ],
+        model_s: cost.total_s,
+        simulated_s: report.makespan_s,
+        relative_difference: relative_difference(report.makespan_s, cost.total_s),
+        notes: Vec::new(),
+        violations,
+        report,
+    })))
+}
+
 /// The MMGP assumptions an offload scenario breaks (seed 002 §3.1: data streamed and overlapped
 /// with APU computation, so an offload costs only `O_offload`).
 pub fn offload_violations(
@@ -355,6 +600,17 @@ pub fn text(scenario: &str, outcome: &Outcome) -> String {
                  no simulation workload for this model yet: nothing compared"
             );
         }
+        Outcome::NotComparable {
+            kind,
+            model,
+            reason,
+        } => {
+            let _ = writeln!(
+                s,
+                "crosscheck {scenario}: workload kind `{kind}`, model {model}\n\
+                 not compared: {reason}"
+            );
+        }
         Outcome::Compared(c) => {
             let _ = writeln!(s, "crosscheck {scenario}");
             let _ = writeln!(s, "model: {}", c.model);
@@ -391,246 +647,4 @@ pub fn text(scenario: &str, outcome: &Outcome) -> String {
         }
     }
     s
-}
-
-/// A scenario whose workload is a program (`p2p`, `bcast`, `hpl`, `stencil`, `matmul`,
-/// `offload`), as `hetsim crosscheck` reads it.
-///
-/// This reader covers `[scenario] name, description, machine`, `[machine] nodes, gpus_per_node`
-/// and `[workload] kind, ...` with `--set` overrides; it stands in until `src/scenario.rs` loads
-/// program workloads itself.
-#[derive(Debug, Clone)]
-pub struct ProgramScenario {
-    /// `[scenario] name`.
-    pub name: String,
-    /// The machine or cluster, shaped by `[machine]`.
-    pub cluster: Cluster,
-    /// `workload.kind`.
-    pub kind: String,
-    /// The workload, when crosscheck can simulate and compare its kind (`None`: it has a model
-    /// but no simulation workload to compare yet).
-    pub workload: Option<ProgramWorkload>,
-}
-
-/// Read a program scenario from `path`, applying `overrides` (`--set KEY=VALUE`) first.
-pub fn load_scenario(
-    path: &std::path::Path,
-    overrides: &[crate::scenario::Override],
-) -> Result<ProgramScenario, InputError> {
-    let text = crate::error::read_input(path)?;
-    let locate = |e: InputError| {
-        let line = e
-            .location
-            .field
-            .as_deref()
-            .and_then(|f| line_of_field(&text, f));
-        let e = e.in_file(path);
-        match line {
-            Some(l) => e.at_line(l),
-            None => e,
-        }
-    };
-    let mut doc: toml::Table = toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-        let err = InputError::new(format!("not a valid TOML file: {}", e.message())).in_file(path);
-        match line {
-            Some(l) => err.at_line(l),
-            None => err,
-        }
-    })?;
-    for ov in overrides {
-        apply_override(&mut doc, ov)?;
-    }
-    for key in doc.keys() {
-        if !["scenario", "machine", "workload"].contains(&key.as_str()) {
-            return Err(locate(
-                InputError::new(format!(
-                    "unknown table `{key}`: expected `scenario`, `machine` or `workload`"
-                ))
-                .at_field(key.clone()),
-            ));
-        }
-    }
-    let table = |name: &str| -> Result<toml::Table, InputError> {
-        match doc.get(name) {
-            None => Ok(toml::Table::new()),
-            Some(toml::Value::Table(t)) => Ok(t.clone()),
-            Some(_) => Err(locate(
-                InputError::new("expected a table").at_field(name.to_string()),
-            )),
-        }
-    };
-    let scenario = table("scenario")?;
-    let str_field =
-        |t: &toml::Table, section: &str, key: &str| -> Result<Option<String>, InputError> {
-            match t.get(key) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(locate(
-                    InputError::new("expected a string").at_field(format!("{section}.{key}")),
-                )),
-            }
-        };
-    for key in scenario.keys() {
-        if !["name", "description", "machine"].contains(&key.as_str()) {
-            return Err(locate(
-                InputError::new(format!(
-                    "unknown field `{key}`: expected `name`, `description` or `machine`"
-                ))
-                .at_field(format!("scenario.{key}")),
-            ));
-        }
-    }
-    let name = str_field(&scenario, "scenario", "name")?.unwrap_or_else(|| {
-        path.file_stem()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
-    });
-    let Some(machine) = str_field(&scenario, "scenario", "machine")? else {
-        return Err(locate(
-            InputError::new("missing: the machine or cluster file, relative to the scenario")
-                .at_field("scenario.machine"),
-        ));
-    };
-    let machine_path = path
-        .parent()
-        .unwrap_or_else(|| std::path::Path::new("."))
-        .join(&machine);
-    let mut cluster = crate::cluster::load(&machine_path)?;
-    let shape = table("machine")?;
-    let count = |key: &str, default: u32| -> Result<u32, InputError> {
-        match shape.get(key) {
-            None => Ok(default),
-            Some(toml::Value::Integer(v)) if *v >= 0 && *v <= i64::from(u32::MAX) => Ok(*v as u32),
-            Some(v) => Err(locate(
-                InputError::new(format!("expected a whole number >= 0, got {v}"))
-                    .at_field(format!("machine.{key}")),
-            )),
-        }
-    };
-    for key in shape.keys() {
-        if !["nodes", "gpus_per_node"].contains(&key.as_str()) {
-            return Err(locate(
-                InputError::new(format!(
-                    "unknown field `{key}`: expected `nodes` or `gpus_per_node`"
-                ))
-                .at_field(format!("machine.{key}")),
-            ));
-        }
-    }
-    if !shape.is_empty() {
-        let nodes = count("nodes", cluster.nodes())?;
-        let gpus = count("gpus_per_node", cluster.gpus_per_node())?;
-        cluster = cluster.with_shape(nodes, gpus).map_err(locate)?;
-    }
-    let mut workload = table("workload")?;
-    let kind = match workload.remove("kind") {
-        Some(toml::Value::String(s)) => s,
-        Some(_) => {
-            return Err(locate(
-                InputError::new("expected a string").at_field("workload.kind"),
-            ));
-        }
-        None => {
-            return Err(locate(
-                InputError::new(format!(
-                    "missing: the workload kind, one of {}",
-                    ProgramWorkload::KINDS.join(", ")
-                ))
-                .at_field("workload.kind"),
-            ));
-        }
-    };
-    let spec = toml::Value::Table(workload);
-    fn de<T: serde::de::DeserializeOwned>(v: toml::Value) -> Result<T, InputError> {
-        v.try_into::<T>().map_err(|e| {
-            let msg = e.message().to_string();
-            let field = msg
-                .split('`')
-                .nth(1)
-                .map_or_else(|| "workload".to_string(), |f| format!("workload.{f}"));
-            InputError::new(msg).at_field(field)
-        })
-    }
-    // Only the kinds crosscheck compares are read here; the others' parameters belong to
-    // their generators and are left to them.
-    let workload = match kind.as_str() {
-        "offload" => Some(ProgramWorkload::Offload(de(spec).map_err(locate)?)),
-        k if ProgramWorkload::KINDS.contains(&k) => None,
-        other => {
-            return Err(locate(
-                InputError::new(format!(
-                    "`{other}` is not a program workload: crosscheck compares {} with their \
-                     models (task-graph workloads have no analytic model here)",
-                    ProgramWorkload::KINDS.join(", ")
-                ))
-                .at_field("workload.kind"),
-            ));
-        }
-    };
-    Ok(ProgramScenario {
-        name,
-        cluster,
-        kind,
-        workload,
-    })
-}
-
-/// Apply one `--set` override to the TOML document.
-fn apply_override(doc: &mut toml::Table, ov: &crate::scenario::Override) -> Result<(), InputError> {
-    use crate::scenario::OverrideValue;
-    let value = match &ov.value {
-        OverrideValue::Str(s) => toml::Value::String(s.clone()),
-        OverrideValue::Toml(text) => toml::from_str::<toml::Table>(&format!("v = {text}"))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(text.clone())),
-    };
-    let (last, parents) = ov
-        .path
-        .split_last()
-        .ok_or_else(|| InputError::new(format!("{}: empty key", ov.label)))?;
-    let mut t = doc;
-    for key in parents {
-        let entry = t
-            .entry(key.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        t = match entry {
-            toml::Value::Table(inner) => inner,
-            _ => {
-                return Err(InputError::new(format!(
-                    "{}: `{key}` is not a table",
-                    ov.label
-                )));
-            }
-        };
-    }
-    t.insert(last.clone(), value);
-    Ok(())
-}
-
-/// The 1-based line of `section.key` (or of `[section]`) in a TOML text, for error messages.
-fn line_of_field(text: &str, field: &str) -> Option<usize> {
-    let (section, key) = field.split_once('.').unwrap_or((field, ""));
-    let mut in_section = false;
-    let mut header = None;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.starts_with('[') {
-            in_section = line.trim_start_matches('[').trim_end_matches(']').trim() == section;
-            if in_section {
-                header = Some(i + 1);
-            }
-            continue;
-        }
-        if in_section
-            && !key.is_empty()
-            && let Some((k, _)) = line.split_once('=')
-            && k.trim() == key
-        {
-            return Some(i + 1);
-        }
-    }
-    header
 }

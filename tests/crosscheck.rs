@@ -344,3 +344,77 @@ fn binomial_broadcast_agrees_on_2_to_8_nodes() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `hetsim crosscheck` end to end.
+
+use std::process::Command;
+
+fn hetsim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("run hetsim")
+}
+
+#[test]
+fn cli_compares_the_bundled_pbpi_scenario() {
+    let out = hetsim(&["crosscheck", "scenarios/offload-pbpi.toml", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &v["crosscheck"];
+    assert_eq!(c["outcome"], "compared");
+    // (4, 4) by hand: 1.28·1.3 + 370/16 + 1.72 + 70e-9 + 2e-6 + 4·0.8 = 29.70900207 s
+    let model = c["model_s"].as_f64().unwrap();
+    assert!(rel(model, 29.709_002_07).abs() < 1e-12, "{model}");
+    assert!(c["relative_difference"].as_f64().unwrap().abs() < 0.01);
+    assert_eq!(c["violations"].as_array().unwrap().len(), 0);
+    // The same run twice prints the same bytes.
+    let again = hetsim(&["crosscheck", "scenarios/offload-pbpi.toml", "--json"]);
+    assert_eq!(out.stdout, again.stdout);
+    // --set reaches the workload; a copy per offload is reported as a violation.
+    let out = hetsim(&[
+        "crosscheck",
+        "scenarios/offload-pbpi.toml",
+        "--set",
+        "workload.offload_bytes=\"64 KiB\"",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("assumptions violated:\n"), "{text}");
+    assert!(text.contains("shared link `MIC0`"), "{text}");
+}
+
+#[test]
+fn cli_bad_inputs_exit_2_with_their_own_messages() {
+    let err = |args: &[&str]| {
+        let out = hetsim(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let e = err(&[
+        "crosscheck",
+        "scenarios/offload-pbpi.toml",
+        "--set",
+        "workload.hpu_threads=5",
+    ]);
+    assert!(e.contains("m·p = 5 × 4 = 20 APUs"), "{e}");
+    let e = err(&["crosscheck", "scenarios/cholesky-mirage.toml"]);
+    assert!(
+        e.contains("task-graph workload has no analytic model"),
+        "{e}"
+    );
+    let e = err(&[
+        "crosscheck",
+        "scenarios/offload-pbpi.toml",
+        "--set",
+        "workload.gap=\"3 parsecs\"",
+    ]);
+    assert!(e.contains("workload.gap"), "{e}");
+    let e = err(&["crosscheck", "scenarios/no-such-file.toml"]);
+    assert!(e.contains("no-such-file.toml"), "{e}");
+}

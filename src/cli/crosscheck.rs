@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::crosscheck;
-use crate::scenario::Override;
+use crate::scenario::{self, Override};
+use crate::workload::ProgramWorkload;
 use crate::{Error, InputError};
 
 /// Options of `hetsim crosscheck`.
@@ -29,18 +30,26 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
         .iter()
         .map(|s| Override::parse_set(s))
         .collect::<Result<Vec<_>, InputError>>()?;
-    let sc = crosscheck::load_scenario(&args.scenario, &overrides)?;
-    let outcome = match &sc.workload {
-        Some(w) => crosscheck::crosscheck(w, &sc.cluster).map_err(|e| e.in_file(&args.scenario))?,
-        None => crosscheck::no_workload(&sc.kind),
+    let sc = scenario::load(&args.scenario, &overrides)?;
+    let Some(workload) = &sc.program else {
+        return Err(InputError::new(format!(
+            "a task-graph workload has no analytic model to cross-check: crosscheck takes the \
+             program kinds {}",
+            ProgramWorkload::KINDS.join(", ")
+        ))
+        .at_field("workload.kind"))
+        .map_err(|e| sc.locate(e).into());
     };
+    let cluster = sc.load_cluster()?;
+    let kind = workload.kind_name();
+    let outcome = crosscheck::crosscheck(workload, &cluster).map_err(|e| sc.locate(e))?;
     if args.json {
         let value = serde_json::json!({
             "scenario": sc.name,
-            "machine": sc.cluster.name(),
-            "nodes": sc.cluster.nodes(),
-            "ranks": sc.cluster.ranks(),
-            "kind": sc.kind,
+            "machine": cluster.name(),
+            "nodes": cluster.nodes(),
+            "ranks": cluster.ranks(),
+            "kind": kind,
             "crosscheck": outcome,
         });
         println!(
@@ -54,10 +63,10 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
                 &format!(
                     "{} ({} on {}, {} node(s), {} rank(s))",
                     sc.name,
-                    sc.kind,
-                    sc.cluster.name(),
-                    sc.cluster.nodes(),
-                    sc.cluster.ranks()
+                    kind,
+                    cluster.name(),
+                    cluster.nodes(),
+                    cluster.ranks()
                 ),
                 &outcome
             )
