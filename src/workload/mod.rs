@@ -151,6 +151,14 @@ pub trait ProgramGenerator {
     /// Flops counted for the GFlop/s figure, as the application reports it (HPL:
     /// 2N³/3 + 3N²/2); 0 for communication benchmarks.
     fn counted_flops(&self) -> f64;
+
+    /// Flops counted for the GFlop/s figure when the workload runs on `cluster`; the same as
+    /// [`Self::counted_flops`] unless the problem size depends on the rank count (a stencil's
+    /// weak scaling, `grid_per_rank = true`).
+    fn counted_flops_on(&self, cluster: &crate::cluster::Cluster) -> f64 {
+        let _ = cluster;
+        self.counted_flops()
+    }
 }
 
 /// The workload kinds that run as programs, each with its `[workload]` parameters.
