@@ -101,6 +101,7 @@ pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outco
         }
         ProgramWorkload::P2p(spec) => p2p(spec, cluster),
         ProgramWorkload::Bcast(spec) => bcast_check(spec, cluster),
+        ProgramWorkload::Stencil(spec) => stencil_check(spec, cluster),
         other => Ok(no_workload(other.kind_name())),
     }
 }
@@ -528,53 +529,306 @@ pub fn offload_violations(
     }
     // Copies from host memory to the APUs of node 0: do several cross one link (in one
     // direction)? A shared uplink serialises them, which eq. 11 cannot see.
-    let machine = cluster.node_machine();
-    if let Some(host) = machine.cpus().first().map(|c| c.memory) {
-        let mut users: Vec<(LinkUse, Vec<u32>)> = Vec::new();
-        for r in 0..used.min(per_node) {
-            let (_, gpu) = cluster.rank_location(RankId(r as u32));
-            let Some(g) = machine.gpus().get(gpu.index()) else {
-                continue;
-            };
-            let Some(route) = machine.route(host, g.memory) else {
-                continue;
-            };
-            if route.model.is_some() {
-                continue;
-            }
-            for hop in &route.hops {
-                let shared = machine
-                    .link(hop.link)
-                    .is_some_and(|l| l.sharing != Sharing::Fatpipe);
-                if !shared {
-                    continue;
-                }
-                let key = (hop.link, hop.direction);
-                match users.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, v)) => {
-                        if !v.contains(&(r as u32)) {
-                            v.push(r as u32)
-                        }
-                    }
-                    None => users.push((key, vec![r as u32])),
-                }
-            }
-        }
-        for ((link, _), apus) in users.iter().filter(|(_, v)| v.len() > 1) {
-            let name = machine.link(*link).map_or("?", |l| l.name.as_str());
-            out.push(Violation {
-                assumption: "each APU's traffic is independent of the others' (seed 002 \
-                             §3.1)"
-                    .into(),
-                detail: format!(
-                    "{} APUs (ranks {}) receive their copies over the shared link `{name}`",
-                    apus.len(),
-                    list(apus)
-                ),
-            });
-        }
+    let ranks: Vec<u32> = (0..used.min(per_node) as u32).collect();
+    for (name, apus) in shared_host_links(cluster, &ranks) {
+        out.push(Violation {
+            assumption: "each APU's traffic is independent of the others' (seed 002 §3.1)".into(),
+            detail: format!(
+                "{} APUs (ranks {}) receive their copies over the shared link `{name}`",
+                apus.len(),
+                list(&apus)
+            ),
+        });
     }
     Ok(out)
+}
+
+/// The links of node 0's machine that the host → GPU routes of several of `ranks` (ranks of
+/// node 0) cross in the same direction, with those ranks: a shared uplink (a PCIe switch, a
+/// memory interface) that their transfers contend for. Fatpipe links and model routes are not
+/// shared.
+pub fn shared_host_links(cluster: &Cluster, ranks: &[u32]) -> Vec<(String, Vec<u32>)> {
+    let machine = cluster.node_machine();
+    let host = match cluster.nic() {
+        Some(nic) => nic.attach,
+        None => match machine.cpus().first() {
+            Some(c) => c.memory,
+            None => return Vec::new(),
+        },
+    };
+    let mut users: Vec<(LinkUse, Vec<u32>)> = Vec::new();
+    for &r in ranks {
+        let (_, gpu) = cluster.rank_location(RankId(r));
+        let Some(g) = machine.gpus().get(gpu.index()) else {
+            continue;
+        };
+        let Some(route) = machine.route(host, g.memory) else {
+            continue;
+        };
+        if route.model.is_some() {
+            continue;
+        }
+        for hop in &route.hops {
+            let shared = machine
+                .link(hop.link)
+                .is_some_and(|l| l.sharing != Sharing::Fatpipe);
+            if !shared {
+                continue;
+            }
+            let key = (hop.link, hop.direction);
+            match users.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => {
+                    if !v.contains(&r) {
+                        v.push(r)
+                    }
+                }
+                None => users.push((key, vec![r])),
+            }
+        }
+    }
+    users
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|((link, _), v)| {
+            let name = machine.link(link).map_or("?", |l| l.name.as_str());
+            (name.to_string(), v)
+        })
+        .collect()
+}
+
+fn stencil_check(
+    spec: &crate::workload::StencilSpec,
+    cluster: &Cluster,
+) -> Result<Outcome, InputError> {
+    use crate::analytic::stencil::{BandwidthModel, StencilParams, stencil};
+    use crate::workload::StencilMethod;
+    let machine = cluster.node_machine();
+    let layout = spec.layout(cluster.ranks(), |r| {
+        let (_, gpu) = cluster.rank_location(r);
+        machine
+            .gpus()
+            .get(gpu.index())
+            .map(|g| (g.peak_flops_per_sec, g.memory_bandwidth_bytes_per_sec))
+            .unwrap_or((None, None))
+    })?;
+    let program = spec.generate(cluster)?;
+    let r = u64::from(cluster.ranks());
+    let g = u64::from(cluster.gpus_per_node());
+    // B_PCIe(s) from node 0's route host memory → GPU 0: bottleneck bandwidth and latency.
+    let host = cluster
+        .nic()
+        .map(|n| n.attach)
+        .or_else(|| machine.cpus().first().map(|c| c.memory));
+    let route = host.and_then(|h| {
+        machine
+            .gpus()
+            .first()
+            .and_then(|g0| machine.route(h, g0.memory))
+    });
+    let pcie = route.and_then(|rt| {
+        machine
+            .route_bottleneck_bytes_per_sec(rt)
+            .map(|b| BandwidthModel {
+                peak_bytes_per_sec: b,
+                latency_s: machine.route_latency_s(rt),
+            })
+    });
+    let Some(pcie) = pcie else {
+        return Ok(Outcome::NotComparable {
+            kind: "stencil".into(),
+            model: model_name("stencil").into(),
+            reason: "the node machine has no link route from host memory to GPU 0 (a transfer \
+                     model route or none): B_PCIe(s) is unknown"
+                .into(),
+        });
+    };
+    let inter_node = match (
+        cluster.nic(),
+        loggp_params(
+            cluster,
+            crate::cluster::NodeId(0),
+            crate::cluster::NodeId(1.min(cluster.nodes() - 1)),
+            1.0,
+        ),
+    ) {
+        (Some(nic), Some(p)) => BandwidthModel {
+            peak_bytes_per_sec: nic.bandwidth_bytes_per_sec,
+            latency_s: p.latency_s,
+        },
+        // One node: the inter-node term is 0 whenever R <= g; any positive rate will do.
+        _ => BandwidthModel {
+            peak_bytes_per_sec: 1.0,
+            latency_s: 0.0,
+        },
+    };
+    // The subdomain with the most halo bytes sets the step (an interior one on large grids).
+    let mut worst: Vec<f64> = Vec::new();
+    let mut worst_rank = RankId(0);
+    for rank in 0..cluster.ranks() {
+        let rid = RankId(rank);
+        let msgs: Vec<f64> = layout
+            .neighbours(rid)
+            .iter()
+            .map(|(f, _)| layout.halo_bytes(rid, *f))
+            .collect();
+        if msgs.iter().sum::<f64>() > worst.iter().sum::<f64>() {
+            worst = msgs;
+            worst_rank = rid;
+        }
+    }
+    let (nx, ny, nz) = layout.grid;
+    let points = nx as f64 * ny as f64 * nz as f64;
+    let single =
+        layout.flops_per_point / layout.secs_per_point.first().copied().unwrap_or(f64::NAN);
+    let params = StencilParams {
+        flops_per_subdomain: layout.flops_per_point * points / r as f64,
+        single_gpu_flops_per_sec: single,
+        subdomains: r,
+        gpus_per_node: g,
+        messages_bytes: worst.clone(),
+        inter_node,
+        pcie,
+    };
+    let pred = stencil(&params)?;
+    let report = run(&program, cluster, &ExecOptions::default())?;
+    let steps = spec.steps as f64;
+    let (step_s, eq) = match spec.method {
+        StencilMethod::NonOverlapping => (pred.non_overlap_step_s, "eq. 2, non-overlapping"),
+        StencilMethod::Overlapping => (pred.overlap_step_s, "eq. 4, overlapping"),
+    };
+    let model_s = steps * step_s;
+    let mut violations = Vec::new();
+    let node0: Vec<u32> = (0..cluster.gpus_per_node().min(cluster.ranks())).collect();
+    for (name, gpus) in shared_host_links(cluster, &node0) {
+        violations.push(Violation {
+            assumption: "each message crosses PCIe at B_PCIe(s) of its own (seed 004 eq. 3 \
+                         charges 2s/B_PCIe per message, no sharing between GPUs)"
+                .into(),
+            detail: format!(
+                "{} GPUs of a node (ranks {}) share the link `{name}` to host memory: their \
+                 halo copies contend, which makes the simulation slower",
+                gpus.len(),
+                list(&gpus)
+            ),
+        });
+    }
+    let neighbours = layout.neighbours(worst_rank);
+    let own_node = cluster.rank_location(worst_rank).0;
+    let local = neighbours
+        .iter()
+        .filter(|(_, n)| cluster.rank_location(*n).0 == own_node)
+        .count();
+    if r > g && local > 0 {
+        violations.push(Violation {
+            assumption: "every halo message crosses the network (seed 004 eq. 3, 2g·s/B_IB)".into(),
+            detail: format!(
+                "{local} of the {} messages of the busiest subdomain ({worst_rank}) go to a GPU of \
+                 the same node and never reach the NIC: the simulation is faster",
+                neighbours.len()
+            ),
+        });
+    }
+    if r > g && cluster.nic().is_some() {
+        violations.push(Violation {
+            assumption: "sends and receives share the node's link (seed 004 eq. 3: B_IB/2g per \
+                         GPU)"
+                .into(),
+            detail: "the cluster's NIC links are full duplex (an up and a down link): the \
+                     simulation is faster"
+                .into(),
+        });
+    }
+    if neighbours.len() > 1 {
+        violations.push(Violation {
+            assumption: "a subdomain's messages follow one another (seed 004 eq. 3 sums them)"
+                .into(),
+            detail: format!(
+                "the {} messages of a subdomain are in flight together: their latencies and \
+                 their PCIe and network steps overlap, which makes the simulation faster unless \
+                 they contend on a shared link",
+                neighbours.len()
+            ),
+        });
+    }
+    if let Some(nic) = cluster.nic()
+        && nic.count > 1
+    {
+        violations.push(Violation {
+            assumption: "the g GPUs of a node share one network link (seed 004 eq. 3, 2g/B_IB)"
+                .into(),
+            detail: format!(
+                "each node has {} NIC links: fewer GPUs share each, the simulation is faster",
+                nic.count
+            ),
+        });
+    }
+    if let crate::cluster::Switch::FatTree {
+        oversubscription, ..
+    } = cluster.switch()
+        && *oversubscription > 1.0
+        && cluster.nodes() > 1
+    {
+        violations.push(Violation {
+            assumption: "no contention in the switch (seed 004 eq. 3)".into(),
+            detail: format!(
+                "fat tree with {oversubscription}:1 oversubscribed leaf uplinks: halo traffic \
+                 between leaves contends there"
+            ),
+        });
+    }
+    let mut notes = vec![format!(
+        "Improved Roofline / calibrated single-GPU rate P = {:.4e} flop/s; B_PCIe = {:.4e} B/s + \
+         {:.3e} s; B_IB = {:.4e} B/s + {:.3e} s",
+        single,
+        pcie.peak_bytes_per_sec,
+        pcie.latency_s,
+        inter_node.peak_bytes_per_sec,
+        inter_node.latency_s
+    )];
+    if spec.method == StencilMethod::Overlapping {
+        notes.push(
+            "eq. 4 neglects the boundary kernels that run before the messages leave; the \
+             simulation runs them"
+                .into(),
+        );
+    }
+    Ok(Outcome::Compared(Box::new(Comparison {
+        model: format!(
+            "stencil scalability model (seed 004 {eq}) with the Improved Roofline (eq. 1)"
+        ),
+        configuration: format!(
+            "{nx}×{ny}×{nz} grid on {r} GPUs ({} per node, {}×{} subdomains), {} step(s); \
+             messages of the busiest subdomain: {:?} bytes",
+            g, layout.py, layout.pz, spec.steps, worst
+        ),
+        terms: vec![
+            Term {
+                name: "steps·V/P (compute)".into(),
+                model_s: steps * pred.compute_s,
+                simulated_s: report
+                    .gpu_busy_s
+                    .iter()
+                    .copied()
+                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+            },
+            Term {
+                name: "steps·Σ s·2g/B_IB(s) (network)".into(),
+                model_s: steps * pred.inter_node_s,
+                simulated_s: None,
+            },
+            Term {
+                name: "steps·Σ 2s/B_PCIe(s) (PCIe)".into(),
+                model_s: steps * pred.pcie_s,
+                simulated_s: None,
+            },
+        ],
+        model_s,
+        simulated_s: report.makespan_s,
+        relative_difference: relative_difference(report.makespan_s, model_s),
+        notes,
+        violations,
+        report,
+    })))
 }
 
 /// A link in one direction (`None` for a link shared by both directions).

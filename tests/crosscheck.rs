@@ -418,3 +418,104 @@ fn cli_bad_inputs_exit_2_with_their_own_messages() {
     let e = err(&["crosscheck", "scenarios/no-such-file.toml"]);
     assert!(e.contains("no-such-file.toml"), "{e}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Stencil (seed 004 eqs. 2-3): where the simulation differs from the model by design.
+
+fn stencil_cluster(bus_gbps: Option<f64>) -> Cluster {
+    Cluster::single_node(node(2, 8.0, bus_gbps))
+        .with_network(
+            Nic {
+                bandwidth_bytes_per_sec: 5e9,
+                latency_s: 1e-6,
+                count: 1,
+                attach: MemNodeId(0),
+            },
+            Switch::Crossbar { latency_s: 0.0 },
+            false,
+            OverheadTable::default(),
+        )
+        .unwrap()
+        .with_shape(2, 2)
+        .unwrap()
+}
+
+fn stencil_spec() -> hetsim::workload::StencilSpec {
+    // 64×256×256 points cut along z in 4 (py = 1): ranks 0-1 on node 0, 2-3 on node 1; every
+    // face is 64×256 points × 4 B = 64 KiB; 10^10 points/s per GPU.
+    toml::from_str(
+        "nx = 64\nny = 256\nnz = 256\npy = 1\npz = 4\nhalo = 1\nflops_per_point = 13\n\
+         bytes_per_boundary_point = 4\npoints_per_sec = 1e10\nsteps = 2\n\
+         method = \"non-overlapping\"\n",
+    )
+    .unwrap()
+}
+
+fn compared(w: ProgramWorkload, c: &Cluster) -> hetsim::crosscheck::Comparison {
+    match crosscheck(&w, c).unwrap() {
+        Outcome::Compared(c) => *c,
+        other => panic!("not compared: {other:?}"),
+    }
+}
+
+#[test]
+fn stencil_simulation_is_slower_than_the_model_when_gpus_share_a_pcie_uplink() {
+    // Seed 004 eq. 3 charges each message 2s/B_PCIe(s): its own PCIe link, both ways. Here the
+    // two GPUs of a node reach host memory through one shared 0.5 GB/s `Bus` (their own links
+    // are 8 GB/s), so B_PCIe = 0.5 GB/s (the route's bottleneck). The busiest subdomain, rank 1,
+    // has 2 messages: the model charges 2·2s/B. But in the simulation node 0's Bus carries
+    // every copy of both GPUs in both directions: rank 0 → 1 (out and in), rank 1 → 0 (out and
+    // in), rank 1 → 2 (out) and 2 → 1 (in): 6 crossings of s against the model's 4, so the
+    // simulation is slower, by more than the other effects (full-duplex NIC, messages in
+    // flight together) gain back: the PCIe term dominates (2.6e-4 s per message against
+    // 1e-4 s of compute).
+    let shared = stencil_cluster(Some(0.5));
+    let c = compared(ProgramWorkload::Stencil(stencil_spec()), &shared);
+    assert!(
+        c.simulated_s > c.model_s,
+        "simulated {} s, model {} s",
+        c.simulated_s,
+        c.model_s
+    );
+    assert!(
+        c.violations
+            .iter()
+            .any(|v| v.detail.contains("share the link `Bus`")),
+        "{:?}",
+        c.violations
+    );
+    // The model's step by hand (eq. 2 with eq. 3): V/P = 64·256·64 points / 1e10 = 1.048576e-4
+    // s; messages of rank 1: two of s = 65536 B; network 2g·s/B_IB = 4·65536/5e9 + latency
+    // term 4·1e-6 (B(s) = s/(s/B0 + t0), so s·2g/B(s) = 2g(s/B0 + t0)); PCIe 2s/B = 2·65536/0.5e9.
+    let net = 2.0 * (4.0 * (65536.0 / 5e9 + 1e-6));
+    let pcie = 2.0 * (2.0 * 65536.0 / 0.5e9);
+    let step = 64.0 * 256.0 * 64.0 / 1e10 + net + pcie;
+    assert!(
+        rel(c.model_s, 2.0 * step).abs() < 1e-12,
+        "{} vs {}",
+        c.model_s,
+        2.0 * step
+    );
+
+    // Control: without the shared bus (own 8 GB/s links only) the same run is faster than the
+    // model, because the NIC is full duplex, a neighbour on the same node never uses the NIC,
+    // and a subdomain's two messages travel together, while eq. 3 serialises all of them.
+    let own = stencil_cluster(None);
+    let c = compared(ProgramWorkload::Stencil(stencil_spec()), &own);
+    assert!(
+        c.simulated_s < c.model_s,
+        "{} vs {}",
+        c.simulated_s,
+        c.model_s
+    );
+    assert!(
+        !c.violations
+            .iter()
+            .any(|v| v.detail.contains("share the link"))
+    );
+    assert!(
+        c.violations
+            .iter()
+            .any(|v| v.detail.contains("full duplex"))
+    );
+}

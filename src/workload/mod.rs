@@ -31,7 +31,7 @@ pub use hpl::HplSpec;
 pub use matmul::MatmulSpec;
 pub use offload::OffloadSpec;
 pub use p2p::{BufferSpec, ByteCount, P2pSpec};
-pub use stencil::StencilSpec;
+pub use stencil::{StencilMethod, StencilSpec};
 
 pub use cholesky::{
     CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, cholesky, gemm_flops, potrf_flops, syrk_flops,
