@@ -102,6 +102,7 @@ pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outco
         ProgramWorkload::P2p(spec) => p2p(spec, cluster),
         ProgramWorkload::Bcast(spec) => bcast_check(spec, cluster),
         ProgramWorkload::Stencil(spec) => stencil_check(spec, cluster),
+        ProgramWorkload::Hpl(spec) => hpl_check(spec, cluster),
         other => Ok(no_workload(other.kind_name())),
     }
 }
@@ -805,11 +806,7 @@ fn stencil_check(
             Term {
                 name: "steps·V/P (compute)".into(),
                 model_s: steps * pred.compute_s,
-                simulated_s: report
-                    .gpu_busy_s
-                    .iter()
-                    .copied()
-                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+                simulated_s: report.gpu_busy_s.iter().copied().reduce(f64::max),
             },
             Term {
                 name: "steps·Σ s·2g/B_IB(s) (network)".into(),
@@ -829,6 +826,175 @@ fn stencil_check(
         violations,
         report,
     })))
+}
+
+fn hpl_check(spec: &crate::workload::HplSpec, cluster: &Cluster) -> Result<Outcome, InputError> {
+    use crate::analytic::hpl::{HplParams, MclHplParams, MclLayer, hpl, mcl_hpl};
+    let plan = spec.plan(cluster)?;
+    let nodes = cluster.nodes();
+    let p = loggp_params(
+        cluster,
+        crate::cluster::NodeId(0),
+        crate::cluster::NodeId(1.min(nodes.saturating_sub(1))),
+        1.0,
+    );
+    let (Some(net), Some(nic)) = (p, cluster.nic()) else {
+        return Ok(Outcome::NotComparable {
+            kind: "hpl".into(),
+            model: model_name("hpl").into(),
+            reason: "one machine without network: HPL's α and β are the interconnect's".into(),
+        });
+    };
+    let program = spec.generate(cluster)?;
+    // γ: one GPU's DGEMM rate on the trailing updates, whose smallest dimension is NB (the
+    // workload's rate model at s = NB).
+    let gamma = plan.gpu.rate_flops_per_sec(plan.nb as f64);
+    let (pp, qq) = (u64::from(plan.p), u64::from(plan.q));
+    let alpha = net.latency_s + cluster.overheads().send_s(8.0) + cluster.overheads().recv_s(8.0);
+    let base = hpl(&HplParams {
+        n: plan.n,
+        nb: plan.nb,
+        p: pp,
+        q: qq,
+        gamma_flops_per_sec: gamma,
+        alpha_s: alpha,
+        bandwidth_bytes_per_sec: nic.bandwidth_bytes_per_sec,
+    })?;
+    // MCL-HPL with two layers: each GPU with its PCIe route to host memory (1 × 1), then the
+    // interconnect over the whole P × Q grid.
+    let machine = cluster.node_machine();
+    let pcie = nic_host_gpu0(cluster).and_then(|rt| {
+        machine
+            .route_bottleneck_bytes_per_sec(rt)
+            .map(|b| (machine.route_latency_s(rt), b))
+    });
+    let mcl = match pcie {
+        Some((lat, bw)) => Some(mcl_hpl(&MclHplParams {
+            n: plan.n,
+            nb: plan.nb,
+            p: pp,
+            q: qq,
+            gamma_flops_per_sec: gamma,
+            layers: vec![
+                MclLayer {
+                    name: "pcie".into(),
+                    alpha_s: lat,
+                    bandwidth_bytes_per_sec: bw,
+                    grid_p: 1,
+                    grid_q: 1,
+                },
+                MclLayer {
+                    name: "network".into(),
+                    alpha_s: alpha,
+                    bandwidth_bytes_per_sec: nic.bandwidth_bytes_per_sec,
+                    grid_p: pp,
+                    grid_q: qq,
+                },
+            ],
+        })?),
+        None => None,
+    };
+    let report = run(&program, cluster, &ExecOptions::default())?;
+    let mut violations = Vec::new();
+    if plan.gpu.s_half > 0.0 {
+        violations.push(Violation {
+            assumption: "a constant per-process rate γ (HPL model)".into(),
+            detail: format!(
+                "the GPU DGEMM rate grows with the update size (s_half = {} elements): updates \
+                 smaller than NB run below γ, larger ones above",
+                plan.gpu.s_half
+            ),
+        });
+    }
+    if plan.cpu.is_some() {
+        violations.push(Violation {
+            assumption: "all 2N³/3 flops at γ (HPL model)".into(),
+            detail: "the panel factorisation runs on the host CPU at its own (lower) rate: the \
+                     simulation is slower"
+                .into(),
+        });
+    }
+    if spec.lookahead > 0 {
+        violations.push(Violation {
+            assumption: "computation and communication add up (HPL model: T = compute + β·… + \
+                         α·…)"
+                .into(),
+            detail: format!(
+                "look-ahead depth {}: the next panel's factorisation and broadcast overlap the \
+                 update: the simulation is faster",
+                spec.lookahead
+            ),
+        });
+    }
+    if cluster.gpus_per_node() > 1 {
+        violations.push(Violation {
+            assumption: "every process has its own link to the network (HPL model)".into(),
+            detail: format!(
+                "{} GPUs (ranks) per node share the node's NIC, and neighbours on one node talk \
+                 over the node's host memory",
+                cluster.gpus_per_node()
+            ),
+        });
+    }
+    if !cluster.gpu_direct() {
+        violations.push(Violation {
+            assumption: "one network layer (HPL model; MCL-HPL adds the PCIe layer)".into(),
+            detail: "GPU data is staged through host memory over PCIe for every message".into(),
+        });
+    }
+    let mut notes = vec![format!(
+        "γ = {:.4e} flop/s (GPU DGEMM at s = NB), α = {:.3e} s (latency + o_s + o_r of a word), \
+         bandwidth {:.4e} B/s",
+        gamma, alpha, nic.bandwidth_bytes_per_sec
+    )];
+    if let Some(m) = &mcl {
+        notes.push(format!(
+            "MCL-HPL (seed 001 eqs. 17-29, layers pcie 1×1 and network {pp}×{qq}): {:.6} s, \
+             difference of the simulation {:+.2} %",
+            m.total_s,
+            100.0 * relative_difference(report.makespan_s, m.total_s)
+        ));
+    }
+    Ok(Outcome::Compared(Box::new(Comparison {
+        model: "HPL model (HPL's scalability.html), with MCL-HPL in the notes".into(),
+        configuration: format!(
+            "N = {}, NB = {}, P × Q = {pp} × {qq} on {} node(s)",
+            plan.n, plan.nb, nodes
+        ),
+        terms: vec![
+            Term {
+                name: "2N³/(3PQγ) (compute; simulated: busiest GPU)".into(),
+                model_s: base.compute_s,
+                simulated_s: report.gpu_busy_s.iter().copied().reduce(f64::max),
+            },
+            Term {
+                name: "β·N²(3P+Q)/(2PQ) (bandwidth)".into(),
+                model_s: base.bandwidth_s,
+                simulated_s: None,
+            },
+            Term {
+                name: "α·N((NB+1)·log P + P)/NB (latency)".into(),
+                model_s: base.latency_s,
+                simulated_s: None,
+            },
+        ],
+        model_s: base.total_s,
+        simulated_s: report.makespan_s,
+        relative_difference: relative_difference(report.makespan_s, base.total_s),
+        notes,
+        violations,
+        report,
+    })))
+}
+
+/// Node 0's route from the NIC's memory node (or the first CPU's) to GPU 0.
+fn nic_host_gpu0(cluster: &Cluster) -> Option<&crate::machine::Route> {
+    let machine = cluster.node_machine();
+    let host = cluster
+        .nic()
+        .map(|n| n.attach)
+        .or_else(|| machine.cpus().first().map(|c| c.memory))?;
+    machine.route(host, machine.gpus().first()?.memory)
 }
 
 /// A link in one direction (`None` for a link shared by both directions).
