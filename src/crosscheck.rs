@@ -1034,7 +1034,12 @@ pub fn text(scenario: &str, outcome: &Outcome) -> String {
             let _ = writeln!(
                 s,
                 "relative difference (simulated - model)/model: {:+.4} %",
-                100.0 * c.relative_difference
+                // Rounding noise below 1e-9 is printed as 0, not as "-0.0000".
+                if c.relative_difference.abs() < 1e-9 {
+                    0.0
+                } else {
+                    100.0 * c.relative_difference
+                }
             );
             for n in &c.notes {
                 let _ = writeln!(s, "note: {n}");
