@@ -1056,3 +1056,116 @@ pub fn text(scenario: &str, outcome: &Outcome) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{Nic, NodeId, OverheadTable, Switch};
+    use crate::machine::MemNodeId;
+
+    /// `n` GPUs; with `bus`, every host → GPU route also crosses one shared `Bus` link.
+    fn node(n: usize, bus: bool) -> crate::machine::Machine {
+        let mut t = String::from(
+            "[machine]\nname = \"t\"\n[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\n\
+             capacity = \"1 GiB\"\n[[cpus]]\ncount = 8\nmodel = \"c\"\nmemory = \"RAM\"\n\
+             [[links]]\nname = \"Bus\"\nbandwidth = \"1 GB/s\"\n",
+        );
+        for i in 0..n {
+            let via = if bus { "\"Bus\", " } else { "" };
+            t += &format!(
+                "[[memory_nodes]]\nname = \"G{i}\"\nkind = \"gpu\"\ncapacity = \"1 GiB\"\n\
+                 [[gpus]]\nname = \"G{i}\"\nmodel = \"g\"\nmemory = \"G{i}\"\n\
+                 [[links]]\nname = \"P{i}\"\nbandwidth = \"1 GB/s\"\nsharing = \"split-duplex\"\n\
+                 [[routes]]\nsrc = \"RAM\"\ndst = \"G{i}\"\nlinks = [{via}\"P{i}_DOWN\"]\n\
+                 [[routes]]\nsrc = \"G{i}\"\ndst = \"RAM\"\nlinks = [{via}\"P{i}_UP\"]\n"
+            );
+        }
+        crate::machine::from_str(&t, "t.toml").unwrap()
+    }
+
+    fn fat_tree(nodes: u32) -> Cluster {
+        Cluster::single_node(node(1, false))
+            .with_network(
+                Nic {
+                    bandwidth_bytes_per_sec: 2e9,
+                    latency_s: 1e-6,
+                    count: 1,
+                    attach: MemNodeId(0),
+                },
+                Switch::FatTree {
+                    nodes_per_leaf: 2,
+                    oversubscription: 2.0,
+                    latency_s: 0.25e-6,
+                },
+                false,
+                OverheadTable::new(vec![(0.0, 2e-6, 3e-6), (1000.0, 4e-6, 5e-6)]).unwrap(),
+            )
+            .unwrap()
+            .with_shape(nodes, 1)
+            .unwrap()
+    }
+
+    #[test]
+    fn loggp_parameters_by_hand() {
+        let c = fat_tree(4);
+        // Same leaf (nodes 0, 1): l = 1 µs + one crossing of 0.25 µs.
+        let p = loggp_params(&c, NodeId(0), NodeId(1), 500.0).unwrap();
+        assert!((p.latency_s - 1.25e-6).abs() < 1e-18);
+        // Across the spine (nodes 0, 2): three crossings, 1.75 µs.
+        let p = loggp_params(&c, NodeId(0), NodeId(2), 500.0).unwrap();
+        assert!((p.latency_s - 1.75e-6).abs() < 1e-18);
+        assert_eq!(p.gap_per_byte_s, 0.5e-9);
+        // Overheads halfway between the rows: 3 µs and 4 µs.
+        assert!((p.send_overhead_s - 3e-6).abs() < 1e-18);
+        assert!((p.recv_overhead_s - 4e-6).abs() < 1e-18);
+        assert_eq!(p.gap_s, 0.0);
+        assert!(
+            loggp_params(
+                &Cluster::single_node(node(1, false)),
+                NodeId(0),
+                NodeId(0),
+                1.0
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn shared_links_are_found_only_where_routes_share_them() {
+        let shared = Cluster::single_node(node(3, true));
+        let found = shared_host_links(&shared, &[0, 1, 2]);
+        assert_eq!(found, vec![("Bus".to_string(), vec![0, 1, 2])]);
+        // One rank alone shares nothing.
+        assert!(shared_host_links(&shared, &[1]).is_empty());
+        let own = Cluster::single_node(node(3, false));
+        assert!(shared_host_links(&own, &[0, 1, 2]).is_empty());
+    }
+
+    #[test]
+    fn relative_difference_and_text() {
+        assert_eq!(relative_difference(1.1, 1.0), 0.10000000000000009);
+        assert_eq!(relative_difference(0.0, 0.0), 0.0);
+        assert!(relative_difference(1.0, 0.0).is_infinite());
+        let t = text(
+            "s",
+            &Outcome::NotComparable {
+                kind: "matmul".into(),
+                model: "none".into(),
+                reason: "why".into(),
+            },
+        );
+        assert!(t.contains("not compared: why"), "{t}");
+    }
+
+    #[test]
+    fn broadcast_across_oversubscribed_leaves_is_flagged() {
+        let c = fat_tree(4);
+        let spec: crate::workload::BcastSpec =
+            toml::from_str("bytes = 1024\nbuffer = \"host\"\nalgorithm = \"binomial\"\n").unwrap();
+        let Outcome::Compared(cmp) = crosscheck(&ProgramWorkload::Bcast(spec), &c).unwrap() else {
+            panic!("compared")
+        };
+        assert_eq!(cmp.violations.len(), 1, "{:?}", cmp.violations);
+        assert!(cmp.violations[0].detail.contains("2 leaf switches"));
+    }
+}

@@ -519,3 +519,59 @@ fn stencil_simulation_is_slower_than_the_model_when_gpus_share_a_pcie_uplink() {
             .any(|v| v.detail.contains("full duplex"))
     );
 }
+
+#[test]
+fn hpl_model_parameters_come_from_the_cluster_and_the_rate_model() {
+    // 4 nodes, one 8 GB/s GPU link each; NIC 3.2 GB/s, 1.5 µs; crossbar 0.1 µs; constant
+    // o_s = 2 µs, o_r = 3 µs.
+    let cluster = Cluster::single_node(node(1, 8.0, None))
+        .with_network(
+            Nic {
+                bandwidth_bytes_per_sec: NIC_BW,
+                latency_s: NIC_LAT,
+                count: 1,
+                attach: MemNodeId(0),
+            },
+            Switch::Crossbar { latency_s: SW_LAT },
+            false,
+            OverheadTable::new(vec![(1.0, 2e-6, 3e-6)]).unwrap(),
+        )
+        .unwrap()
+        .with_shape(4, 1)
+        .unwrap();
+    let spec: hetsim::workload::HplSpec = toml::from_str(
+        "n = 4000\nnb = 200\npanel = \"gpu\"\nlookahead = 1\n\
+         gpu_dgemm = { peak = \"1 Tflop/s\", e_max = 0.8, s_half = 0 }\n",
+    )
+    .unwrap();
+    let c = compared(ProgramWorkload::Hpl(spec), &cluster);
+    // By hand, HPL's model with P × Q = 2 × 2, γ = 0.8 Tflop/s (s_half = 0: constant),
+    // α = 1.5 + 0.1 + 2 + 3 µs = 6.6 µs, β = 8 B / 3.2 GB/s = 2.5 ns:
+    //   compute   2·4000³/(3·4·8e11)                = 0.0133333… s
+    //   bandwidth 2.5e-9 · 4000² · (3·2 + 2)/(2·4)  = 0.04 s
+    //   latency   6.6e-6 · 4000 · (201·log2 2 + 2)/200 = 0.026796 s
+    let want = 2.0 * 4000f64.powi(3) / (3.0 * 4.0 * 8e11) + 0.04 + 0.026796;
+    assert!(
+        rel(c.model_s, want).abs() < 1e-12,
+        "{} vs {want}",
+        c.model_s
+    );
+    // Look-ahead 1 and PCIe staging are named; the rate is constant and the panel on the GPU,
+    // so those two are not.
+    let details: Vec<&str> = c.violations.iter().map(|v| v.detail.as_str()).collect();
+    assert!(
+        details.iter().any(|d| d.contains("look-ahead depth 1")),
+        "{details:?}"
+    );
+    assert!(details.iter().any(|d| d.contains("staged")), "{details:?}");
+    assert!(!details.iter().any(|d| d.contains("s_half")), "{details:?}");
+    assert!(
+        !details.iter().any(|d| d.contains("host CPU")),
+        "{details:?}"
+    );
+    assert!(
+        c.notes.iter().any(|n| n.starts_with("MCL-HPL")),
+        "{:?}",
+        c.notes
+    );
+}
