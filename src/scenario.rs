@@ -763,10 +763,12 @@ fn build(
         }
         (None, None) => {
             return Err(InputError::new(format!(
-                "missing table [workload] (kind = one of cholesky, lu, gemm, {})",
+                "missing field `workload`: a [workload] table with kind = one of cholesky, lu, \
+                 gemm, {}",
                 ProgramWorkload::KINDS.join(", ")
             ))
             .in_file(src.file)
+            .at_line(1)
             .at_field("workload"));
         }
         (Some(ws), None) => Some(graph_workload(src, ws, &mut origins)?),

@@ -601,6 +601,12 @@ fn shipped_scenarios_run() {
             "{}",
             path.display()
         );
+        if sc.program.is_some() {
+            // Program scenarios (MPI-style, owner computes) report operations, not workers.
+            assert!(v["ops"].as_u64().unwrap() > 0, "{}", path.display());
+            assert_eq!(v["sched"].as_str(), Some("owner-computes"));
+            continue;
+        }
         let ran: u64 = v["workers"]
             .as_array()
             .unwrap()
