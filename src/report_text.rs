@@ -256,7 +256,7 @@ fn write_program(
     let flops = sc
         .program
         .as_ref()
-        .map_or(0.0, |p| p.generator().counted_flops());
+        .map_or(0.0, |p| p.generator().counted_flops_on(c));
     writeln!(s, "scenario     {} ({})", sc.name, sc.file.display())?;
     writeln!(
         s,

@@ -1124,7 +1124,7 @@ impl Scenario {
             .program
             .as_ref()
             .ok_or_else(|| Error::Internal("program_json on a task-graph scenario".into()))?;
-        let flops = p.generator().counted_flops();
+        let flops = p.generator().counted_flops_on(cluster);
         let gflops = if report.makespan_s > 0.0 {
             flops / report.makespan_s / 1e9
         } else {

@@ -272,8 +272,8 @@ impl Sweep {
         if let Some(prog) = &sc.program {
             // Program scenarios: owner computes, no scheduler; bytes are the network's (NIC
             // and intra-node flows), tasks are the program's operations.
-            let (_, report) = sc.run_program(true).map_err(located)?;
-            let flops = prog.generator().counted_flops();
+            let (cluster, report) = sc.run_program(true).map_err(located)?;
+            let flops = prog.generator().counted_flops_on(&cluster);
             return Ok(Row {
                 sched: "owner-computes".into(),
                 seed: sc.run.seed,

@@ -28,10 +28,12 @@ mod stencil;
 
 pub use bcast::{BcastChoice, BcastSpec};
 pub use hpl::HplSpec;
-pub use matmul::MatmulSpec;
+pub use matmul::{GpuInit, MatmulSpec};
 pub use offload::OffloadSpec;
 pub use p2p::{BufferSpec, ByteCount, P2pSpec};
-pub use stencil::{StencilMethod, StencilSpec};
+pub use stencil::{
+    StencilExchange, StencilLayout, StencilMethod, StencilPreset, StencilSpec, squarest,
+};
 
 pub use cholesky::{
     CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, cholesky, gemm_flops, potrf_flops, syrk_flops,

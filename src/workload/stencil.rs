@@ -115,6 +115,20 @@ pub enum StencilMethod {
     Overlapping,
 }
 
+/// How a rank sends its halo messages within a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StencilExchange {
+    /// One message after the other, each one's three steps done before the next starts: the
+    /// paper's codes copy the faces with blocking calls and its model sums the messages
+    /// (seed 004 eq. 3, `Σ_j`).
+    #[default]
+    Sequential,
+    /// All of a rank's messages at once, sharing the links (non-blocking sends, several copy
+    /// streams).
+    Concurrent,
+}
+
 /// `[workload]` with `kind = "stencil"`.
 ///
 /// Per-point figures come from `preset` unless given; without a preset `flops_per_point`,
@@ -160,6 +174,9 @@ pub struct StencilSpec {
     pub steps: u64,
     /// `"non-overlapping"` or `"overlapping"`.
     pub method: StencilMethod,
+    /// `"sequential"` (default) or `"concurrent"` halo messages.
+    #[serde(default)]
+    pub exchange: StencilExchange,
 }
 
 /// Everything [`StencilSpec::generate`] derives before building: the layout and per-point costs.
@@ -524,12 +541,13 @@ impl StencilSpec {
     }
 }
 
-/// Build the program of a layout: `steps` time steps with the given method.
+/// Build the program of a layout: `steps` time steps with the given method and exchange.
 pub fn build_program(
     layout: &StencilLayout,
     ranks: u32,
     steps: u64,
     method: StencilMethod,
+    exchange: StencilExchange,
 ) -> Program {
     let mut b = ProgramBuilder::new(ranks);
     // What each rank's next step waits for: its last kernel and its messages of the step.
@@ -560,11 +578,17 @@ pub fn build_program(
                     let (nx, ly, lz) = layout.extents(rank);
                     let k = b.kernel(kernel("stencil", nx * ly * lz), &prev);
                     next[r as usize].push(k);
+                    let mut last: Option<OpId> = None;
                     for (face, dst) in faces {
+                        let mut after = vec![k];
+                        if exchange == StencilExchange::Sequential {
+                            after.extend(last);
+                        }
                         let m = b.message(
                             Message::device(rank, dst, layout.halo_bytes(rank, face)),
-                            &[k],
+                            &after,
                         );
+                        last = Some(m);
                         next[r as usize].push(m);
                         incoming[dst.index()].push(m);
                     }
@@ -572,13 +596,19 @@ pub fn build_program(
                 StencilMethod::Overlapping => {
                     let (boundary, inner) = layout.regions(rank);
                     let mut kernels = Vec::with_capacity(faces.len() + 1);
+                    let mut last: Option<OpId> = None;
                     for ((face, dst), points) in faces.into_iter().zip(boundary) {
                         let k = b.kernel(kernel("boundary", points).with_priority(1), &prev);
                         kernels.push(k);
+                        let mut after = vec![k];
+                        if exchange == StencilExchange::Sequential {
+                            after.extend(last);
+                        }
                         let m = b.message(
                             Message::device(rank, dst, layout.halo_bytes(rank, face)),
-                            &[k],
+                            &after,
                         );
+                        last = Some(m);
                         next[r as usize].push(m);
                         incoming[dst.index()].push(m);
                     }
@@ -615,6 +645,7 @@ impl ProgramGenerator for StencilSpec {
             cluster.ranks(),
             self.steps,
             self.method,
+            self.exchange,
         ))
     }
 
@@ -761,12 +792,23 @@ mod tests {
         assert_eq!(p.ops().len(), 4 * 5);
         let flops: f64 = p.flops();
         assert_eq!(flops, 512.0 * 10.0);
-        // Each message waits only for its face's kernel.
-        for (i, o) in p.ops().iter().enumerate() {
+        // Each message waits for its face's kernel and, sequential by default, for the rank's
+        // previous message: rank 0's ops are y+ kernel (0), its message (1), z+ kernel (2),
+        // its message (3), inner (4).
+        assert_eq!(p.preds(OpId(1)), &[OpId(0)]);
+        assert_eq!(p.preds(OpId(3)), &[OpId(2), OpId(1)]);
+        assert_eq!(p.preds(OpId(4)), &[OpId(0), OpId(2)]);
+        // Concurrent: each message waits only for its face's kernel.
+        let c4 = spec(&format!(
+            "{}exchange = \"concurrent\"\n",
+            BASE.replace("non-overlapping", "overlapping")
+        ));
+        let pc = c4.generate(&c).unwrap();
+        for (i, o) in pc.ops().iter().enumerate() {
             if let Op::Message(_) = o {
-                let preds = p.preds(OpId(i as u32));
+                let preds = pc.preds(OpId(i as u32));
                 assert_eq!(preds.len(), 1);
-                let Op::Kernel(k) = p.ops()[preds[0].index()] else {
+                let Op::Kernel(k) = pc.ops()[preds[0].index()] else {
                     panic!()
                 };
                 assert_eq!(k.name, "boundary");
@@ -783,6 +825,10 @@ mod tests {
         // Step 1: k0, m0→1, k1, m1→0; step 2: k0'.
         let preds = p.preds(OpId(4));
         assert_eq!(preds, &[OpId(0), OpId(1), OpId(3)]);
+        // Non-overlapping on 2 × 2, sequential: rank 0's second message (op 2) waits for its
+        // kernel (0) and its first message (1).
+        let q = spec(BASE).generate(&node(4)).unwrap();
+        assert_eq!(q.preds(OpId(2)), &[OpId(0), OpId(1)]);
     }
 
     #[test]
@@ -935,5 +981,8 @@ mod tests {
             toml::from_str::<StencilSpec>(&BASE.replace("non-overlapping", "sideways")).is_err()
         );
         assert!(toml::from_str::<StencilSpec>(&format!("{BASE}preset = \"heat\"\n")).is_err());
+        assert!(
+            toml::from_str::<StencilSpec>(&format!("{BASE}exchange = \"parallel\"\n")).is_err()
+        );
     }
 }
