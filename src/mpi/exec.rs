@@ -7,7 +7,7 @@
 //!   first, then program order. A rank's CPU is one core of its node; it also runs the rank's
 //!   message overheads o_s and o_r, which go before queued kernels (MPI progress) but never
 //!   interrupt a running one.
-//! - A message: o_s(bytes) on the sender's CPU; then the bytes (same rank: nothing; same node:
+//! - A message: o_s(bytes) on the sender's CPU; then the bytes (same rank and buffer: nothing; same node:
 //!   the node machine's route, or staged through the NIC's RAM node; other node: three
 //!   store-and-forward flows device→host, host→host, host→device, each started when the
 //!   previous ends, or one GPU-direct flow where the cluster says so); then o_r(bytes) on the
@@ -291,7 +291,9 @@ impl Exec<'_> {
     /// The store-and-forward steps of a message.
     fn plan(&self, m: &Message) -> Result<Vec<Segment>, InputError> {
         let mut steps = Vec::new();
-        if m.src == m.dst {
+        // A rank's copy between its own device and host memory (HPL's panel copies) crosses
+        // the node's route like any intra-node message; only same-buffer self-messages are free.
+        if m.src == m.dst && m.from == m.to {
             return Ok(steps);
         }
         let (s, d) = (self.mem_of(m.src, m.from), self.mem_of(m.dst, m.to));

@@ -246,6 +246,14 @@ impl ProgramBuilder {
         self.ranks
     }
 
+    /// Reserve room for `ops` more operations with `edges` more dependency edges in all, so
+    /// that a generator that knows its size does not leave up to half its vectors unused.
+    pub fn reserve(&mut self, ops: usize, edges: usize) {
+        self.ops.reserve_exact(ops);
+        self.pred_start.reserve_exact(ops);
+        self.preds.reserve_exact(edges);
+    }
+
     /// Number of operations so far.
     pub fn len(&self) -> usize {
         self.ops.len()

@@ -1,0 +1,80 @@
+//! Scale benchmark: HPL with N = 400 000 on 256 nodes × 4 P100 (1024 ranks, a 32 × 32 grid) of
+//! the HD-PEX cluster file, simulated on one core. Prints build time, simulation time, operations,
+//! events, events/s, the program's heap bytes and the process's peak memory (VmHWM).
+//!
+//! `cargo bench --bench hpl_scale` (release profile). Optional arguments after `--`:
+//! `NODES GPUS N NB` (default 256 4 400000 384).
+
+use std::time::Instant;
+
+use hetsim::mpi::exec::{ExecOptions, run};
+use hetsim::workload::{HplSpec, ProgramGenerator};
+
+/// Peak resident memory of this process, from `/proc/self/status` (Linux), in kB.
+fn vm_hwm_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; keep only numbers.
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let get = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
+    let (nodes, gpus, n, nb) = (get(0, 256), get(1, 4), get(2, 400_000), get(3, 384));
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/calibration/hdpex-p100-cluster.toml"
+    );
+    let cluster = hetsim::cluster::load(path)
+        .and_then(|c| c.with_shape(nodes as u32, gpus as u32))
+        .expect("the HD-PEX cluster file loads");
+    // The scenario's workload table (its calibrated DGEMM models), with N and NB replaced.
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/hpl-hdpex-p100.toml"
+    ))
+    .expect("the scenario reads");
+    let mut doc: toml::Table = toml::from_str(&text).expect("the scenario parses");
+    let mut w = doc
+        .remove("workload")
+        .and_then(|w| w.as_table().cloned())
+        .expect("a [workload] table");
+    w.remove("kind");
+    w.insert("n".into(), toml::Value::Integer(n as i64));
+    w.insert("nb".into(), toml::Value::Integer(nb as i64));
+    let spec: HplSpec = w.try_into().expect("an hpl workload");
+    let t0 = Instant::now();
+    let program = spec.generate(&cluster).expect("program");
+    let build_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let report = run(&program, &cluster, &ExecOptions::default()).expect("run");
+    let sim_s = t1.elapsed().as_secs_f64();
+    println!(
+        "hpl_scale: {nodes} nodes x {gpus} GPUs, N = {n}, NB = {nb}, grid {} ranks",
+        cluster.ranks()
+    );
+    println!("  build        {build_s:.2} s");
+    println!("  simulate     {sim_s:.2} s");
+    println!("  ops          {}", program.ops().len());
+    println!("  edges        {}", program.edges());
+    println!("  events       {}", report.events);
+    println!("  events/s     {:.3e}", report.events as f64 / sim_s);
+    println!("  program heap {:.1} MB", program.heap_bytes() as f64 / 1e6);
+    println!(
+        "  peak memory  {} (VmHWM)",
+        vm_hwm_kb().map_or("unknown".into(), |k| format!("{:.1} MB", k as f64 / 1e3))
+    );
+    println!(
+        "  simulated    {:.3} s, {:.1} GFlop/s",
+        report.makespan_s,
+        spec.counted_flops() / report.makespan_s / 1e9
+    );
+}
