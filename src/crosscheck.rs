@@ -916,7 +916,17 @@ fn hpl_check(spec: &crate::workload::HplSpec, cluster: &Cluster) -> Result<Outco
             ),
         });
     }
-    if cluster.gpus_per_node() > 1 {
+    if pp * qq == 1 {
+        violations.push(Violation {
+            assumption: "the processes exchange panels and rows over the network (HPL model's \
+                         β and α terms)"
+                .into(),
+            detail: "a single process sends nothing, but β·N²(3P+Q)/(2PQ) and the α term are \
+                     not zero for P = Q = 1: the simulation is faster"
+                .into(),
+        });
+    }
+    if cluster.gpus_per_node() > 1 && nodes > 1 {
         violations.push(Violation {
             assumption: "every process has its own link to the network (HPL model)".into(),
             detail: format!(
@@ -926,7 +936,7 @@ fn hpl_check(spec: &crate::workload::HplSpec, cluster: &Cluster) -> Result<Outco
             ),
         });
     }
-    if !cluster.gpu_direct() {
+    if !cluster.gpu_direct() && pp * qq > 1 {
         violations.push(Violation {
             assumption: "one network layer (HPL model; MCL-HPL adds the PCIe layer)".into(),
             detail: "GPU data is staged through host memory over PCIe for every message".into(),

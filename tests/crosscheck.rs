@@ -133,11 +133,11 @@ fn offload_copies_over_a_shared_bus_make_the_simulation_slower_than_mmgp() {
     // computation (seed 002 §3.1): an offload costs O_offload only. Here every offload first
     // copies 64 MiB from host memory to its APU, and the 16 APUs' routes all cross one shared
     // 25.6 GB/s `Bus` (their own links are 100 GB/s). With (m, p) = (16, 1) all 16 offloads
-    // start together, after O_offload + g. Thread 0's APU is rank 0 itself, and the executor
-    // moves nothing for a message to the same rank, so 15 copies share the bus max-min fairly
-    // (each gets 25.6/15 GB/s, the own links never limit) and all end at 15·S/B_bus. The APU
-    // kernels start then, so the simulation is slower than eq. 11 by exactly
-    // 15 × 67108864 B / 25.6e9 B/s = 0.03932160 s.
+    // start together, after O_offload + g. All 16 copies (thread 0's first APU is rank 0,
+    // the HPU itself, but its copy still goes host memory → GPU memory) share the bus max-min
+    // fairly (each gets 25.6/16 GB/s; the own links never limit) and all end at 16·S/B_bus. The
+    // APU kernels start then, so the simulation is slower than eq. 11 by exactly
+    // 16 × 67108864 B / 25.6e9 B/s = 0.04194304 s.
     let cluster = Cluster::single_node(node(16, 100.0, Some(25.6)));
     let mut spec = pbpi(16, 1);
     spec.offload_bytes = Some(Box::new(toml::from_str::<Q>("v = \"64 MiB\"").unwrap().v));
@@ -147,7 +147,7 @@ fn offload_copies_over_a_shared_bus_make_the_simulation_slower_than_mmgp() {
         sim > model,
         "simulated {sim} s should exceed MMGP's {model} s"
     );
-    let extra = 15.0 * 67_108_864.0 / 25.6e9;
+    let extra = 16.0 * 67_108_864.0 / 25.6e9;
     assert!(
         ((sim - model) - extra).abs() < 1e-9,
         "excess {} s, expected {extra} s",
