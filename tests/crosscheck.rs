@@ -575,3 +575,30 @@ fn hpl_model_parameters_come_from_the_cluster_and_the_rate_model() {
         c.notes
     );
 }
+
+#[test]
+fn mhloggp_case_d_accounts_for_the_staging_copies() {
+    // mHLogGP (seed 000 §3.1, case D) adds o_sg and o_rd to LogGP: here the cross-check takes
+    // them as the PCIe copies of the node's route, k/6e9 each (no latency on the test links), so
+    // the model is eq. 1 + 2k/6e9 and agrees with the staged simulation within 1 % (it differs
+    // only by the first-byte G).
+    let cluster = network(2);
+    for k in [4096.0, 1e6, 64e6] {
+        let spec: hetsim::workload::P2pSpec = toml::from_str(&format!("bytes = {k}\n")).unwrap();
+        let c = compared(ProgramWorkload::P2p(spec), &cluster);
+        let params = loggp_params(&cluster, NodeId(0), NodeId(1), k).unwrap();
+        let want = loggp_p2p(&params, k, 1).unwrap().total_s + 2.0 * k / 6e9;
+        assert!(
+            rel(c.model_s, want).abs() < 1e-12,
+            "{k} B: {} vs {want}",
+            c.model_s
+        );
+        assert!(c.model.contains("case D"), "{}", c.model);
+        assert!(
+            c.relative_difference.abs() < 0.01,
+            "{k} B: {}",
+            c.relative_difference
+        );
+        assert!(c.violations.is_empty(), "{:?}", c.violations);
+    }
+}
