@@ -466,9 +466,10 @@ fn stencil_simulation_is_slower_than_the_model_when_gpus_share_a_pcie_uplink() {
     // has 2 messages: the model charges 2·2s/B. But in the simulation node 0's Bus carries
     // every copy of both GPUs in both directions: rank 0 → 1 (out and in), rank 1 → 0 (out and
     // in), rank 1 → 2 (out) and 2 → 1 (in): 6 crossings of s against the model's 4, so the
-    // simulation is slower, by more than the other effects (full-duplex NIC, messages in
-    // flight together) gain back: the PCIe term dominates (2.6e-4 s per message against
-    // 1e-4 s of compute).
+    // simulation is slower, by more than the other effects (full-duplex NIC, the same-node
+    // neighbour that never uses the NIC) gain back: the PCIe term dominates (2.6e-4 s per
+    // message against 1e-4 s of compute). Messages are sequential (the workload's default, as
+    // eq. 3 sums them), but the two GPUs of a node exchange at the same time.
     let shared = stencil_cluster(Some(0.5));
     let c = compared(ProgramWorkload::Stencil(stencil_spec()), &shared);
     assert!(
@@ -498,8 +499,8 @@ fn stencil_simulation_is_slower_than_the_model_when_gpus_share_a_pcie_uplink() {
     );
 
     // Control: without the shared bus (own 8 GB/s links only) the same run is faster than the
-    // model, because the NIC is full duplex, a neighbour on the same node never uses the NIC,
-    // and a subdomain's two messages travel together, while eq. 3 serialises all of them.
+    // model, because the NIC is full duplex (eq. 3's 2g shares B_IB between directions) and a
+    // neighbour on the same node never uses the NIC (eq. 3 sends every message over it).
     let own = stencil_cluster(None);
     let c = compared(ProgramWorkload::Stencil(stencil_spec()), &own);
     assert!(
