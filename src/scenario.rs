@@ -338,7 +338,7 @@ pub fn from_str<'i>(
 fn take_program_workload<'i>(
     src: &Source<'_>,
     table: &mut DeTable<'i>,
-) -> Result<Option<(ProgramWorkload, Range<usize>)>, InputError> {
+) -> Result<Option<ProgramWithSpans>, InputError> {
     let kind = match table.get("workload").map(|w| w.get_ref()) {
         Some(DeValue::Table(w)) => match w.get("kind").map(|k| k.get_ref()) {
             Some(DeValue::String(k)) => k.to_string(),
@@ -358,6 +358,12 @@ fn take_program_workload<'i>(
     };
     let kind_span = w.get("kind").map_or(wspan.clone(), |k| k.span());
     w.remove("kind");
+    // Where each parameter's value came from, so that the generator's errors (which name
+    // `workload.FIELD`) point at the line or the `--set`.
+    let fields: Vec<(String, Range<usize>)> = w
+        .iter()
+        .map(|(k, v)| (format!("workload.{}", k.get_ref()), v.span()))
+        .collect();
     let de = || toml::de::Deserializer::from(Spanned::new(wspan.clone(), w.clone()));
     let prefix = |e: toml::de::Error| {
         let mut e = src.toml_error(&e);
@@ -380,8 +386,11 @@ fn take_program_workload<'i>(
         "offload" => ProgramWorkload::Offload(OffloadSpec::deserialize(de()).map_err(prefix)?),
         other => unreachable!("`{other}` is in ProgramWorkload::KINDS"),
     };
-    Ok(Some((w, kind_span)))
+    Ok(Some((w, kind_span, fields)))
 }
+
+/// A program workload, the span of its `kind`, and its parameters' spans.
+type ProgramWithSpans = (ProgramWorkload, Range<usize>, Vec<(String, Range<usize>)>);
 
 /// The override's value as a spanned TOML value whose spans start at `base`, and the length of
 /// the region it occupies.
@@ -700,7 +709,7 @@ pub const DEFAULT_SCHEDULER: &str = "eager";
 fn build(
     src: &Source<'_>,
     raw: RawScenario,
-    program: Option<(ProgramWorkload, Range<usize>)>,
+    program: Option<ProgramWithSpans>,
     overrides: &[Override],
 ) -> Result<Scenario, InputError> {
     let mut origins = BTreeMap::new();
@@ -756,9 +765,12 @@ fn build(
 
     // [workload]
     let workload = match (raw.workload, &program) {
-        (_, Some((_, kspan))) => {
+        (_, Some((_, kspan, fields))) => {
             note!("workload", kspan);
             note!("workload.kind", kspan);
+            for (f, span) in fields {
+                note!(f, span);
+            }
             None
         }
         (None, None) => {
@@ -900,7 +912,7 @@ fn build(
         nodes,
         gpus_per_node,
         workload,
-        program: program.map(|(p, _)| p),
+        program: program.map(|(p, _, _)| p),
         scheduler: SchedulerSpec { name, options },
         run,
         overrides: overrides.to_vec(),
@@ -1323,6 +1335,48 @@ seed = 4
             .map(|s| Override::parse_set(s).unwrap())
             .collect();
         from_str(text, Path::new("dir/s.toml"), &ovs)
+    }
+
+    const P2P: &str = "\
+[scenario]
+name = \"p\"
+machine = \"c.toml\"
+
+[machine]
+nodes = 2
+
+[workload]
+kind = \"p2p\"
+bytes = \"1 MiB\"
+from = \"host\"
+";
+
+    #[test]
+    fn program_workloads_read_their_spec() {
+        let s = load_with(P2P, &["machine.gpus_per_node=3", "workload.repeat=5"]).unwrap();
+        assert!(s.workload.is_none());
+        assert_eq!((s.nodes, s.gpus_per_node), (Some(2), Some(3)));
+        let Some(ProgramWorkload::P2p(p)) = &s.program else {
+            panic!("p2p expected: {:?}", s.program)
+        };
+        assert_eq!(p.bytes.0, 1048576.0);
+        assert_eq!(p.repeat, 5);
+        assert_eq!(p.from, crate::workload::BufferSpec::Host);
+        assert!(s.generate().is_err());
+    }
+
+    #[test]
+    fn program_workload_errors_are_located() {
+        let e = load_with(&P2P.replace("from =", "frm ="), &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(11), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("workload.frm"), "{e}");
+        let e = load_with(P2P, &["workload.bytes=-3"]).unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("workload.bytes"), "{e}");
+        assert!(e.to_string().contains("--set workload.bytes=-3"), "{e}");
+        let e = load_with(P2P, &["machine.nodes=0"]).unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("machine.nodes"), "{e}");
+        let e = load_with(&P2P.replace("bytes = \"1 MiB\"\n", ""), &[]).unwrap_err();
+        assert!(e.message.contains("missing field `bytes`"), "{e}");
     }
 
     #[test]
