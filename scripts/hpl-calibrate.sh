@@ -1,14 +1,18 @@
 #!/bin/sh
 # Calibrate the P100's DGEMM asymptotic efficiency e_max on seed 001's single-GPU point ONLY:
 # 1 node, 1 GPU, N = 44 000, 3882 GFlop/s measured (validation/seed001_platform.csv).
-# Bisection on e_max in (0.5, 1]: the simulated GFlop/s increases with e_max. Every other figure
-# of scenarios/hpl-hdpex-p100.toml (peaks, PCIe, InfiniBand, s_half) stays as it is.
-# Prints the e_max to write into [workload.gpu_dgemm] and the GFlop/s it gives.
+# Bisection on e_max in (0.5, 1] (40 steps): the simulated GFlop/s increases with e_max. Every
+# other figure of scenarios/hpl-hdpex-p100.toml (peaks, PCIe, InfiniBand, s_half, NB) stays as
+# it is. Prints the e_max to write into [workload.gpu_dgemm] and the GFlop/s it gives.
 set -eu
 cd "$(dirname "$0")/.."
 target=${TARGET_GFLOPS:-3882}
-cargo build --release --quiet --example hpl_run
-run() { ./target/release/examples/hpl_run scenarios/hpl-hdpex-p100.toml 1 1 44000 "$1" | awk '{print $6}'; }
+cargo build --release --quiet --bin hetsim
+run() {
+  ./target/release/hetsim run scenarios/hpl-hdpex-p100.toml --set machine.nodes=1 \
+    --set machine.gpus_per_node=1 --set workload.n=44000 --set workload.gpu_dgemm.e_max="$1" \
+    --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["gflops"])'
+}
 lo=0.5
 hi=1.0
 i=0

@@ -393,3 +393,34 @@ fn task_graph_kinds_refuse_multi_node_clusters() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("task-graph workloads"), "{err}");
 }
+
+#[test]
+fn overheads_from_a_csv_file() {
+    // Seed 000's format: comment lines, a header, microseconds. o_s = oscn, o_r = orn.
+    let d = dir("csv");
+    std::fs::write(
+        d.join("o.csv"),
+        "# test\nmessage_bytes,oscd_ord,oscn,orn\n1,9,3,4\n1048576,9,13,24\n",
+    )
+    .unwrap();
+    let text = CLUSTER.replace(
+        "rows = [{ bytes = 1, send = \"3 us\", recv = \"4 us\" }]",
+        "csv = \"o.csv\"",
+    );
+    std::fs::write(d.join("cluster.toml"), &text).unwrap();
+    let c = cluster::load(d.join("cluster.toml")).unwrap();
+    // Halfway in size, halfway in value: (3 + 13) / 2 µs and (4 + 24) / 2 µs.
+    let mid = (1.0 + 1048576.0) / 2.0;
+    assert!((c.overheads().send_s(mid) - 8e-6).abs() < 1e-15);
+    assert!((c.overheads().recv_s(mid) - 14e-6).abs() < 1e-15);
+    // A NaN in the table: the CSV file, its line and column are named.
+    std::fs::write(
+        d.join("o.csv"),
+        "message_bytes,oscn,orn\n1,3,4\n1048576,nan,24\n",
+    )
+    .unwrap();
+    let e = cluster::load(d.join("cluster.toml")).unwrap_err();
+    assert!(e.location.file.as_ref().unwrap().ends_with("o.csv"), "{e}");
+    assert_eq!(e.location.line, Some(3), "{e}");
+    assert_eq!(e.location.field.as_deref(), Some("oscn"), "{e}");
+}
