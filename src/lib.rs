@@ -28,6 +28,7 @@ pub mod analytic;
 pub mod calibrate;
 pub mod cli;
 pub mod cluster;
+pub mod crosscheck;
 pub mod engine;
 pub mod error;
 pub mod fluid;

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod calibrate;
 mod check;
+mod crosscheck;
 mod model;
 mod net;
 mod run;
@@ -36,6 +37,8 @@ enum Command {
     /// Evaluate an analytic model from the papers (LogGP, mHLogGP, broadcast, HPL, MCL-HPL,
     /// MMGP, Improved Roofline, stencil scalability) and print the prediction and its terms.
     Model(model::ModelArgs),
+    /// Simulate a program scenario and evaluate its workload's analytic model side by side.
+    Crosscheck(crosscheck::CrosscheckArgs),
     /// Import StarPU's calibrations into machine files; show a machine's kernel models.
     Calibrate(calibrate::CalibrateArgs),
 }
@@ -54,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Model(args) => model::run(&args),
+        Command::Crosscheck(args) => crosscheck::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
     };
     match outcome {
