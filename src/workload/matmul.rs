@@ -9,9 +9,9 @@
 //!   `p` workers are ranks 1..=p (default: every other rank);
 //! - the master sends worker i its row block of A (rows `n·(i−1)/p .. n·i/p`), one blocking send
 //!   after the other, host memory to the worker's GPU memory;
-//! - then broadcasts B (n × n) from its host to the workers' GPUs by a binomial tree of
-//!   point-to-point messages (MPICH's algorithm for fewer than 8 processes or short messages;
-//!   a worker forwards from the copy staged in its host memory on the way to the GPU);
+//! - then broadcasts B (n × n) into the host memory of the workers with `MPI_Bcast`
+//!   ([`crate::mpi::collective::bcast`]: MPICH's algorithms and selection rule, from
+//!   point-to-point messages), and each worker copies it host → GPU;
 //! - each worker pays the GPU initialisation `orgb` (seed 000 Table 1: "orgb is the time of
 //!   initializing the GPU", charged on the first message a GPU receives, §3.1: o_r = o_rgb +
 //!   o_rn + o_rd) on its host core once its first message has arrived, multiplies its block on
@@ -23,6 +23,7 @@ use serde::Deserialize;
 use crate::cluster::Cluster;
 use crate::error::InputError;
 use crate::machine::format::RawQuantity;
+use crate::mpi::collective::{Bcast, bcast};
 use crate::mpi::{Buffer, Kernel, Message, OpId, Program, ProgramBuilder, RankId, Unit};
 use crate::perfmodel::{DeviceKind, DeviceSelector};
 use crate::units::{self, Kind};
@@ -77,26 +78,6 @@ fn quantity(field: &str, kind: Kind, q: &RawQuantity) -> Result<f64, InputError>
 fn part(n: u64, p: u64, i: u64) -> u64 {
     let (n, p, i) = (n as u128, p as u128, i as u128);
     (n * (i + 1) / p - n * i / p) as u64
-}
-
-/// The binomial-tree children of relative rank `r` among `size` processes, in sending order
-/// (farthest first, as MPICH's binomial broadcast sends).
-pub fn binomial_children(r: u32, size: u32) -> Vec<u32> {
-    // The masks below r's lowest set bit (all masks below `size` for the root).
-    let mut top = 1u32;
-    while top < size {
-        top <<= 1;
-    }
-    let limit = if r == 0 { top } else { r & r.wrapping_neg() };
-    let mut out = Vec::new();
-    let mut mask = limit >> 1;
-    while mask > 0 {
-        if r + mask < size {
-            out.push(r + mask);
-        }
-        mask >>= 1;
-    }
-    out
 }
 
 impl MatmulSpec {
@@ -239,27 +220,35 @@ impl ProgramGenerator for MatmulSpec {
             last = Some(id);
         }
 
-        // B by a binomial tree over the master and the workers (relative rank = rank).
+        // B by MPI_Bcast into the host buffers of the master and the workers (MPICH's algorithm
+        // and selection rule, built from point-to-point messages), then each worker copies it
+        // to its GPU.
         let b_bytes = n * n * elt;
-        let mut have: Vec<Option<OpId>> = vec![None; p as usize + 1];
-        have[0] = last;
-        for r in 0..=p {
-            // Ranks are visited in increasing order; a parent always has a smaller rank.
-            let mut after = have[r as usize];
-            for c in binomial_children(r, p + 1) {
-                let m = Message {
-                    src: RankId(r),
-                    dst: RankId(c),
-                    bytes: b_bytes,
-                    from: Buffer::Host,
-                    to: Buffer::Device,
-                };
-                let id = b.message(m, after.as_slice());
-                have[c as usize] = Some(id);
-                first_recv[c as usize].get_or_insert((id, b_bytes));
-                got[c as usize].push(id);
-                after = Some(id);
-            }
+        let group: Vec<RankId> = (0..=p).map(RankId).collect();
+        let mut ready: Vec<Option<OpId>> = vec![None; group.len()];
+        ready[0] = last;
+        let held = bcast(
+            &mut b,
+            &Bcast {
+                group: &group,
+                root: 0,
+                bytes: b_bytes,
+                buffer: Buffer::Host,
+                algorithm: None,
+            },
+            &ready,
+        );
+        for w in 1..=p {
+            let rank = RankId(w);
+            let m = Message {
+                src: rank,
+                dst: rank,
+                bytes: b_bytes,
+                from: Buffer::Host,
+                to: Buffer::Device,
+            };
+            let id = b.message(m, &[held[w as usize]]);
+            got[w as usize].push(id);
         }
 
         // Workers: GPU initialisation after the first receive, the product, the result back.
@@ -329,23 +318,12 @@ mod tests {
     }
 
     #[test]
-    fn binomial_tree_of_eight() {
-        // Root sends to 4, 2, 1; 4 to 6, 5; 2 to 3; 6 to 7; odd ranks are leaves.
-        assert_eq!(binomial_children(0, 8), vec![4, 2, 1]);
-        assert_eq!(binomial_children(4, 8), vec![6, 5]);
-        assert_eq!(binomial_children(2, 8), vec![3]);
-        assert_eq!(binomial_children(6, 8), vec![7]);
-        assert!(binomial_children(5, 8).is_empty());
-        // 5 processes: root to 4, 2, 1; 2 to 3; 4 has no child below 5.
-        assert_eq!(binomial_children(0, 5), vec![4, 2, 1]);
-        assert!(binomial_children(4, 5).is_empty());
-    }
-
-    #[test]
     fn structure_by_hand() {
         // n = 6, 3 workers on 4 ranks, single precision: A blocks of 2 rows × 6 × 4 B = 48 B;
-        // B is 6 × 6 × 4 = 144 B, sent to 3 workers by the tree (0→2, 0→1, 2→3); results 48 B.
-        // Messages: 3 + 3 + 3 = 9; kernels: 3 inits + 3 products; one join.
+        // B is 6 × 6 × 4 = 144 B, broadcast to 3 workers: 4 ranks < 8, so MPICH's binomial
+        // tree (0→2, 0→1, 2→3, farthest first) into host memory, then one host → GPU copy of
+        // 144 B on each worker; results 48 B.
+        // Messages: 3 + 3 + 3 + 3 = 12; kernels: 3 inits + 3 products; one join.
         let s = spec("n = 6\ngpu_init = \"0.1 s\"\n");
         let p = s.generate(&node(4)).unwrap();
         let mut msgs = Vec::new();
@@ -366,6 +344,9 @@ mod tests {
                 (0, 2, 144.0),
                 (0, 1, 144.0),
                 (2, 3, 144.0),
+                (1, 1, 144.0),
+                (2, 2, 144.0),
+                (3, 3, 144.0),
                 (1, 0, 48.0),
                 (2, 0, 48.0),
                 (3, 0, 48.0)
