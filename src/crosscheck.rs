@@ -37,6 +37,17 @@ pub struct Term {
     pub simulated_s: Option<f64>,
 }
 
+impl Term {
+    /// A term the simulation does not measure separately.
+    fn model(name: impl Into<String>, model_s: f64) -> Term {
+        Term {
+            name: name.into(),
+            model_s,
+            simulated_s: None,
+        }
+    }
+}
+
 /// A model assumption the scenario does not satisfy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Violation {
@@ -207,16 +218,8 @@ fn offload(spec: &OffloadSpec, cluster: &Cluster) -> Result<Comparison, InputErr
             model_s: pred.apu_parallel_s + pred.apu_serial_s,
             simulated_s: apu0_busy,
         },
-        Term {
-            name: "N·(O_offload + T_CSW + O_COL)".into(),
-            model_s: pred.overhead_s,
-            simulated_s: None,
-        },
-        Term {
-            name: "N·p·g (offload gaps)".into(),
-            model_s: pred.gap_s,
-            simulated_s: None,
-        },
+        Term::model("N·(O_offload + T_CSW + O_COL)", pred.overhead_s),
+        Term::model("N·p·g (offload gaps)", pred.gap_s),
     ];
     let notes = vec![format!(
         "the model's best configuration on {n_apu} APUs (m·p <= N_APU): (m, p) = ({}, {}), {:.6} s",
@@ -339,31 +342,11 @@ fn p2p(spec: &crate::workload::P2pSpec, cluster: &Cluster) -> Result<Outcome, In
     let n = nf + nb;
     let gpu_s = nf * (o_sg_fwd + o_rd_fwd) + nb * (o_sg_back + o_rd_back);
     let terms = vec![
-        Term {
-            name: "n·o_s (o_scn)".into(),
-            model_s: n * one.send_overhead_s,
-            simulated_s: None,
-        },
-        Term {
-            name: "n·(k−1)·G".into(),
-            model_s: n * one.transfer_s,
-            simulated_s: None,
-        },
-        Term {
-            name: "n·l".into(),
-            model_s: n * one.latency_s,
-            simulated_s: None,
-        },
-        Term {
-            name: "n·o_r (o_rn)".into(),
-            model_s: n * one.recv_overhead_s,
-            simulated_s: None,
-        },
-        Term {
-            name: "Σ o_sg + o_rd (GPU ↔ host copies)".into(),
-            model_s: gpu_s,
-            simulated_s: None,
-        },
+        Term::model("n·o_s (o_scn)", n * one.send_overhead_s),
+        Term::model("n·(k−1)·G", n * one.transfer_s),
+        Term::model("n·l", n * one.latency_s),
+        Term::model("n·o_r (o_rn)", n * one.recv_overhead_s),
+        Term::model("Σ o_sg + o_rd (GPU ↔ host copies)", gpu_s),
     ];
     let model_s = n * one.total_s + gpu_s;
     let case = match (spec.from, spec.to) {
@@ -528,16 +511,8 @@ fn bcast_check(
             p.latency_s
         ),
         terms: vec![
-            Term {
-                name: "overheads".into(),
-                model_s: cost.overhead_s,
-                simulated_s: None,
-            },
-            Term {
-                name: "network (k·G + l per step)".into(),
-                model_s: cost.network_s,
-                simulated_s: None,
-            },
+            Term::model("overheads", cost.overhead_s),
+            Term::model("network (k·G + l per step)", cost.network_s),
         ],
         model_s: cost.total_s,
         simulated_s: report.makespan_s,
@@ -874,16 +849,8 @@ fn stencil_check(
                 model_s: steps * pred.compute_s,
                 simulated_s: report.gpu_busy_s.iter().copied().reduce(f64::max),
             },
-            Term {
-                name: "steps·Σ s·2g/B_IB(s) (network)".into(),
-                model_s: steps * pred.inter_node_s,
-                simulated_s: None,
-            },
-            Term {
-                name: "steps·Σ 2s/B_PCIe(s) (PCIe)".into(),
-                model_s: steps * pred.pcie_s,
-                simulated_s: None,
-            },
+            Term::model("steps·Σ s·2g/B_IB(s) (network)", steps * pred.inter_node_s),
+            Term::model("steps·Σ 2s/B_PCIe(s) (PCIe)", steps * pred.pcie_s),
         ],
         model_s,
         simulated_s: report.makespan_s,
@@ -1043,16 +1010,8 @@ fn hpl_check(spec: &crate::workload::HplSpec, cluster: &Cluster) -> Result<Outco
                 model_s: base.compute_s,
                 simulated_s: report.gpu_busy_s.iter().copied().reduce(f64::max),
             },
-            Term {
-                name: "β·N²(3P+Q)/(2PQ) (bandwidth)".into(),
-                model_s: base.bandwidth_s,
-                simulated_s: None,
-            },
-            Term {
-                name: "α·N((NB+1)·log P + P)/NB (latency)".into(),
-                model_s: base.latency_s,
-                simulated_s: None,
-            },
+            Term::model("β·N²(3P+Q)/(2PQ) (bandwidth)", base.bandwidth_s),
+            Term::model("α·N((NB+1)·log P + P)/NB (latency)", base.latency_s),
         ],
         model_s: base.total_s,
         simulated_s: report.makespan_s,
