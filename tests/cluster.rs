@@ -424,3 +424,36 @@ fn overheads_from_a_csv_file() {
     assert_eq!(e.location.line, Some(3), "{e}");
     assert_eq!(e.location.field.as_deref(), Some("oscn"), "{e}");
 }
+
+#[test]
+fn check_summarises_a_cluster_file() {
+    // Every expected figure is CLUSTER's own text: 2 nodes × 2 GPUs, one 5 GB/s NIC with 2 us
+    // latency, a 0.5 us crossbar, one overhead row (3 us / 4 us at 1 byte).
+    let sc = setup("check", CLUSTER, "kind = \"p2p\"\nbytes = 1\n");
+    let file = sc.with_file_name("cluster.toml");
+    let out = hetsim(&["check", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "cluster testcluster",
+        "2 nodes x 2 GPUs used",
+        "= 4 ranks",
+        "NIC: 1 x 5.000 GB/s per direction, latency 2.000 us",
+        "non-blocking crossbar, latency 500.000 ns",
+        "MPI overheads: 1 rows, o_s 3.000 us / o_r 4.000 us",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    // The node machine's own summary follows.
+    assert!(text.contains("\nmachine "), "{text}");
+    // A bad cluster file is refused by check too, located, with status 2.
+    std::fs::write(&file, CLUSTER.replace("count = 1", "count = 0")).unwrap();
+    let out = hetsim(&["check", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cluster.toml:line "));
+}

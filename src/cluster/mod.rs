@@ -16,6 +16,7 @@ use crate::mpi::RankId;
 
 mod file;
 pub mod network;
+mod summary;
 
 pub use network::{ClusterNetwork, Endpoint, Segment};
 
@@ -326,6 +327,12 @@ impl Cluster {
     /// Per-message software overheads.
     pub fn overheads(&self) -> &OverheadTable {
         &self.overheads
+    }
+
+    /// The summary `hetsim check` prints: shape, network, overheads, then the node machine's.
+    /// Fails if the network cannot be built (a zero-bandwidth or missing route).
+    pub fn summary(&self) -> Result<String, InputError> {
+        summary::summary(self)
     }
 }
 
