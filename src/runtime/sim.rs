@@ -149,6 +149,7 @@ struct Sim<'a> {
     makespan: f64,
     decisions: Vec<Decision>,
     scratch_ids: Vec<u32>,
+    scratch_order: Vec<u32>,
     scratch_flows: Vec<FlowId>,
     scratch_versions: Vec<(HandleId, u32, u32)>,
     stats: Stats,
@@ -158,6 +159,9 @@ struct Sim<'a> {
     /// Lower bounds on the makespan.
     bounds: crate::trace::Bounds,
     scratch_loads: Vec<(u32, f64)>,
+    /// The worker whose task ended in the event being handled: it pops last
+    /// ([`Sim::wake_workers`]).
+    releasing: Option<WorkerId>,
 }
 
 #[derive(Debug, Default)]
@@ -424,6 +428,7 @@ impl<'a> Sim<'a> {
             link_loads,
             bounds,
             scratch_loads: Vec::new(),
+            releasing: None,
             machine,
             graph,
             kernels,
@@ -459,6 +464,7 @@ impl<'a> Sim<'a> {
             makespan: 0.0,
             decisions: Vec::new(),
             scratch_ids: Vec::new(),
+            scratch_order: Vec::new(),
             scratch_flows: Vec::new(),
             scratch_versions: Vec::new(),
             stats: Stats::default(),
@@ -582,9 +588,35 @@ impl<'a> Sim<'a> {
         self.decisions = decisions;
     }
 
+    /// Let workers with room pop, in StarPU's wake-up order (`starpu-reference.md` §1a, eager;
+    /// overheads table):
+    ///
+    /// 1. workers holding nothing, by id: they are the sleeping workers a push wakes up
+    ///    (`push_task_eager_policy` wakes one idle worker that can run the task, and that
+    ///    worker pops at once);
+    /// 2. workers already holding tasks (a GPU with a free pipeline slot), by id: they look at
+    ///    the queues when their own driver loop comes round;
+    /// 3. last, the worker whose task just ended: in StarPU its thread is still pushing the
+    ///    successors that end released (`STARPU_SIMGRID_TASK_PUSH_COST`, 1 µs each) while the
+    ///    workers it woke pop.
+    ///
+    /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
+    /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
     fn wake_workers(&mut self) {
-        for w in 0..self.workers.len() {
-            let w = WorkerId(w as u32);
+        let mut order = std::mem::take(&mut self.scratch_order);
+        order.clear();
+        let releasing = self.releasing.take();
+        let n = self.workers.len() as u32;
+        let others = (0..n).filter(|&w| Some(WorkerId(w)) != releasing);
+        order.extend(
+            others
+                .clone()
+                .filter(|&w| self.wstate[w as usize].held.is_empty()),
+        );
+        order.extend(others.filter(|&w| !self.wstate[w as usize].held.is_empty()));
+        order.extend(releasing.map(|w| w.0));
+        for &w in &order {
+            let w = WorkerId(w);
             while (self.wstate[w.index()].held.len() as u32)
                 < self.workers[w.index()].pipeline_depth
             {
@@ -602,6 +634,8 @@ impl<'a> Sim<'a> {
                 self.take(w, t);
             }
         }
+        order.clear();
+        self.scratch_order = order;
     }
 
     /// Worker `w` holds task `t`: pin and fetch its buffers.
@@ -753,6 +787,7 @@ impl<'a> Sim<'a> {
         );
         let view = view!(self);
         self.sched.task_ended(t, w, &view);
+        self.releasing = Some(w);
         for &s in self.graph.successors(t) {
             self.preds_left[s.index()] -= 1;
             if self.preds_left[s.index()] == 0 {
@@ -1241,5 +1276,57 @@ impl<'a> Sim<'a> {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::fixture::{RATES, star_machine, workers};
+    use crate::workload::{self, Precision};
+
+    /// Records which worker started each task.
+    struct WhoRan(Vec<(TaskId, WorkerId)>);
+
+    impl Observer for WhoRan {
+        fn event(&mut self, _at_s: f64, event: &SimEvent<'_>) {
+            if let SimEvent::TaskStart { task, worker, .. } = event {
+                self.0.push((*task, *worker));
+            }
+        }
+    }
+
+    /// StarPU's wake-up order on a central queue (`starpu-reference.md` §1a, eager, and the
+    /// 1 µs push cost): an idle worker woken by a push pops before the worker whose task end
+    /// released the task. Hand derivation on the 2×2-tile Cholesky, a chain
+    /// potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1), with one GPU (worker 0) and one CPU
+    /// (worker 1), both able to run everything:
+    /// - at the start both are idle and nobody released potrf(0,0): the lower id, the GPU,
+    ///   takes it;
+    /// - its end releases trsm: the CPU is idle and the GPU is the releaser, so the CPU takes
+    ///   it;
+    /// - the CPU's end releases syrk: the GPU takes it; the GPU's end releases potrf(1,1): the
+    ///   CPU takes it.
+    ///
+    /// Workers in id order first (the rule before this one) would give all four to the GPU.
+    #[test]
+    fn an_idle_worker_pops_before_the_releasing_worker() {
+        let m = star_machine(1, 2);
+        let g = workload::cholesky(2 * 960, 960, Precision::Single).unwrap();
+        let mut s = crate::sched::by_name("eager", 1).unwrap();
+        let mut who = WhoRan(Vec::new());
+        simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 1), &mut who).unwrap();
+        let names: Vec<&str> = who.0.iter().map(|&(t, _)| g.task_codelet_name(t)).collect();
+        assert_eq!(
+            names,
+            [
+                "chol_model_potrf",
+                "chol_model_trsm",
+                "chol_model_syrk",
+                "chol_model_potrf"
+            ]
+        );
+        let on: Vec<u32> = who.0.iter().map(|&(_, w)| w.0).collect();
+        assert_eq!(on, [0, 1, 0, 1]);
     }
 }
