@@ -1096,7 +1096,7 @@ impl<'a> Sim<'a> {
     fn transfer_done(&mut self, id: u32) {
         let tr = self.transfers[id as usize].take().expect("live transfer");
         self.free_transfers.push(id);
-        self.runners.finished(tr.src, tr.dst);
+        self.runners.finished(id, tr.src, tr.dst);
         self.stats.bytes += tr.bytes;
         self.stats.transfers += 1;
         match tr.kind {
