@@ -600,6 +600,10 @@ impl<'a> Sim<'a> {
     ///    successors that end released (`STARPU_SIMGRID_TASK_PUSH_COST`, 1 µs each) while the
     ///    workers it woke pop.
     ///
+    /// Each idle worker first takes one task, in that order (each push wakes one worker, and a
+    /// woken worker pops one task before its driver loop comes back for a pipeline slot);
+    /// then every worker fills its room, in the same order.
+    ///
     /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
     /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
     fn wake_workers(&mut self) {
@@ -615,23 +619,34 @@ impl<'a> Sim<'a> {
         );
         order.extend(others.filter(|&w| !self.wstate[w as usize].held.is_empty()));
         order.extend(releasing.map(|w| w.0));
-        for &w in &order {
-            let w = WorkerId(w);
-            while (self.wstate[w.index()].held.len() as u32)
-                < self.workers[w.index()].pipeline_depth
-            {
-                let view = view!(self);
-                let Some(t) = self.sched.pop(w, &view) else {
-                    break;
-                };
-                assert!(
-                    self.runnable.mean_s(t, w).is_some(),
-                    "scheduler `{}` gave task {} to worker {} that cannot run it",
-                    self.sched.name(),
-                    t.0,
-                    self.workers[w.index()].name
-                );
-                self.take(w, t);
+        // Pass 1: each woken (idle) worker takes one task; pass 2: everyone fills its room.
+        let nidle = order
+            .iter()
+            .take_while(|&&w| self.wstate[w as usize].held.is_empty())
+            .count();
+        let passes = [(nidle, 1), (order.len(), u32::MAX)];
+        for (upto, most) in passes {
+            for &w in &order[..upto] {
+                let w = WorkerId(w);
+                let mut popped = 0;
+                while popped < most
+                    && (self.wstate[w.index()].held.len() as u32)
+                        < self.workers[w.index()].pipeline_depth
+                {
+                    popped += 1;
+                    let view = view!(self);
+                    let Some(t) = self.sched.pop(w, &view) else {
+                        break;
+                    };
+                    assert!(
+                        self.runnable.mean_s(t, w).is_some(),
+                        "scheduler `{}` gave task {} to worker {} that cannot run it",
+                        self.sched.name(),
+                        t.0,
+                        self.workers[w.index()].name
+                    );
+                    self.take(w, t);
+                }
             }
         }
         order.clear();
@@ -1328,5 +1343,42 @@ mod tests {
         );
         let on: Vec<u32> = who.0.iter().map(|&(_, w)| w.0).collect();
         assert_eq!(on, [0, 1, 0, 1]);
+    }
+
+    /// One task released, then three: each idle worker takes one before anyone fills a
+    /// pipeline. By hand, with GPU0 (worker 0), GPU1 (worker 1, pipeline of 2) and one CPU
+    /// (worker 2), root A, and B1, B2, B3 each reading A's output:
+    /// - A: all idle, nobody released it: GPU0 takes it;
+    /// - A's end on GPU0 releases B1, B2, B3, pushed in that order. All three workers are
+    ///   idle; in wake-up order (GPU1, the CPU, then GPU0 the releaser) each takes one: B1 to
+    ///   GPU1, B2 to the CPU, B3 to GPU0. Nobody fills a second pipeline slot.
+    ///
+    /// Filling GPU1's pipeline first would give it B1 and B2 and leave B3 to the CPU.
+    #[test]
+    fn each_woken_worker_takes_one_task_before_pipelines_fill() {
+        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
+        let m = star_machine(2, 3);
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+        let a = b
+            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::RW)])
+            .unwrap();
+        let mut bs = Vec::new();
+        for _ in 0..3 {
+            let o = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+            let acc = [Access::new(h, AccessMode::R), Access::new(o, AccessMode::W)];
+            bs.push(b.submit(cl, 1e6, 0, &acc).unwrap());
+        }
+        let g = b.build().unwrap();
+        let mut s = crate::sched::by_name("eager", 1).unwrap();
+        let mut who = WhoRan(Vec::new());
+        simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
+        let on = |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0);
+        assert_eq!(on(a), Some(0));
+        assert_eq!(
+            bs.iter().map(|&t| on(t)).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(0)]
+        );
     }
 }
