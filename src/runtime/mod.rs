@@ -18,7 +18,10 @@
 //! - **Transfers.** Each pays `transfer_queue` (10 µs), then moves over the fluid network (or
 //!   takes its route's size-dependent model time). StarPU's serialisation holds: one transfer
 //!   at a time per (source, destination) pair, fetches ahead of prefetches; a GPU↔GPU transfer
-//!   waits for the opposite one and for transfers into either of its ends, and vice versa.
+//!   and a transfer into either of its ends are sequential, the later-submitted one waiting
+//!   for the earlier (`transfer_submit`'s counters, §1e).
+//! - **Wake-up order.** After each event, idle workers pop first, then workers holding tasks,
+//!   and the worker whose task just ended last (it is still pushing the successors).
 //! - **Kernels.** The scheduler sees mean durations ([`KernelTimes::mean_s`]); the simulation
 //!   draws each duration ([`KernelTimes::draw_s`]) from the run's seeded generator.
 

@@ -149,6 +149,7 @@ struct Sim<'a> {
     makespan: f64,
     decisions: Vec<Decision>,
     scratch_ids: Vec<u32>,
+    scratch_order: Vec<u32>,
     scratch_flows: Vec<FlowId>,
     scratch_versions: Vec<(HandleId, u32, u32)>,
     stats: Stats,
@@ -158,6 +159,9 @@ struct Sim<'a> {
     /// Lower bounds on the makespan.
     bounds: crate::trace::Bounds,
     scratch_loads: Vec<(u32, f64)>,
+    /// The worker whose task ended in the event being handled: it pops last
+    /// ([`Sim::wake_workers`]).
+    releasing: Option<WorkerId>,
 }
 
 #[derive(Debug, Default)]
@@ -425,6 +429,7 @@ impl<'a> Sim<'a> {
             link_loads,
             bounds,
             scratch_loads: Vec::new(),
+            releasing: None,
             machine,
             graph,
             kernels,
@@ -460,6 +465,7 @@ impl<'a> Sim<'a> {
             makespan: 0.0,
             decisions: Vec::new(),
             scratch_ids: Vec::new(),
+            scratch_order: Vec::new(),
             scratch_flows: Vec::new(),
             scratch_versions: Vec::new(),
             stats: Stats::default(),
@@ -583,26 +589,69 @@ impl<'a> Sim<'a> {
         self.decisions = decisions;
     }
 
+    /// Let workers with room pop, in StarPU's wake-up order (`starpu-reference.md` §1a, eager;
+    /// overheads table):
+    ///
+    /// 1. workers holding nothing, by id: they are the sleeping workers a push wakes up
+    ///    (`push_task_eager_policy` wakes one idle worker that can run the task, and that
+    ///    worker pops at once);
+    /// 2. workers already holding tasks (a GPU with a free pipeline slot), by id: they look at
+    ///    the queues when their own driver loop comes round;
+    /// 3. last, the worker whose task just ended: in StarPU its thread is still pushing the
+    ///    successors that end released (`STARPU_SIMGRID_TASK_PUSH_COST`, 1 µs each) while the
+    ///    workers it woke pop.
+    ///
+    /// Each idle worker first takes one task, in that order (each push wakes one worker, and a
+    /// woken worker pops one task before its driver loop comes back for a pipeline slot);
+    /// then every worker fills its room, in the same order.
+    ///
+    /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
+    /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
     fn wake_workers(&mut self) {
-        for w in 0..self.workers.len() {
-            let w = WorkerId(w as u32);
-            while (self.wstate[w.index()].held.len() as u32)
-                < self.workers[w.index()].pipeline_depth
-            {
-                let view = view!(self);
-                let Some(t) = self.sched.pop(w, &view) else {
-                    break;
-                };
-                assert!(
-                    self.runnable.mean_s(t, w).is_some(),
-                    "scheduler `{}` gave task {} to worker {} that cannot run it",
-                    self.sched.name(),
-                    t.0,
-                    self.workers[w.index()].name
-                );
-                self.take(w, t);
+        let mut order = std::mem::take(&mut self.scratch_order);
+        order.clear();
+        let releasing = self.releasing.take();
+        let n = self.workers.len() as u32;
+        let others = (0..n).filter(|&w| Some(WorkerId(w)) != releasing);
+        order.extend(
+            others
+                .clone()
+                .filter(|&w| self.wstate[w as usize].held.is_empty()),
+        );
+        order.extend(others.filter(|&w| !self.wstate[w as usize].held.is_empty()));
+        order.extend(releasing.map(|w| w.0));
+        // Pass 1: each woken (idle) worker takes one task; pass 2: everyone fills its room.
+        let nidle = order
+            .iter()
+            .take_while(|&&w| self.wstate[w as usize].held.is_empty())
+            .count();
+        let passes = [(nidle, 1), (order.len(), u32::MAX)];
+        for (upto, most) in passes {
+            for &w in &order[..upto] {
+                let w = WorkerId(w);
+                let mut popped = 0;
+                while popped < most
+                    && (self.wstate[w.index()].held.len() as u32)
+                        < self.workers[w.index()].pipeline_depth
+                {
+                    popped += 1;
+                    let view = view!(self);
+                    let Some(t) = self.sched.pop(w, &view) else {
+                        break;
+                    };
+                    assert!(
+                        self.runnable.mean_s(t, w).is_some(),
+                        "scheduler `{}` gave task {} to worker {} that cannot run it",
+                        self.sched.name(),
+                        t.0,
+                        self.workers[w.index()].name
+                    );
+                    self.take(w, t);
+                }
             }
         }
+        order.clear();
+        self.scratch_order = order;
     }
 
     /// Worker `w` holds task `t`: pin and fetch its buffers.
@@ -754,6 +803,7 @@ impl<'a> Sim<'a> {
         );
         let view = view!(self);
         self.sched.task_ended(t, w, &view);
+        self.releasing = Some(w);
         for &s in self.graph.successors(t) {
             self.preds_left[s.index()] -= 1;
             if self.preds_left[s.index()] == 0 {
@@ -1062,7 +1112,7 @@ impl<'a> Sim<'a> {
     fn transfer_done(&mut self, id: u32) {
         let tr = self.transfers[id as usize].take().expect("live transfer");
         self.free_transfers.push(id);
-        self.runners.finished(tr.src, tr.dst);
+        self.runners.finished(id, tr.src, tr.dst);
         self.stats.bytes += tr.bytes;
         self.stats.transfers += 1;
         match tr.kind {
@@ -1242,5 +1292,94 @@ impl<'a> Sim<'a> {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::fixture::{RATES, star_machine, workers};
+    use crate::workload::{self, Precision};
+
+    /// Records which worker started each task.
+    struct WhoRan(Vec<(TaskId, WorkerId)>);
+
+    impl Observer for WhoRan {
+        fn event(&mut self, _at_s: f64, event: &SimEvent<'_>) {
+            if let SimEvent::TaskStart { task, worker, .. } = event {
+                self.0.push((*task, *worker));
+            }
+        }
+    }
+
+    /// StarPU's wake-up order on a central queue (`starpu-reference.md` §1a, eager, and the
+    /// 1 µs push cost): an idle worker woken by a push pops before the worker whose task end
+    /// released the task. Hand derivation on the 2×2-tile Cholesky, a chain
+    /// potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1), with one GPU (worker 0) and one CPU
+    /// (worker 1), both able to run everything:
+    /// - at the start both are idle and nobody released potrf(0,0): the lower id, the GPU,
+    ///   takes it;
+    /// - its end releases trsm: the CPU is idle and the GPU is the releaser, so the CPU takes
+    ///   it;
+    /// - the CPU's end releases syrk: the GPU takes it; the GPU's end releases potrf(1,1): the
+    ///   CPU takes it.
+    ///
+    /// Workers in id order first (the rule before this one) would give all four to the GPU.
+    #[test]
+    fn an_idle_worker_pops_before_the_releasing_worker() {
+        let m = star_machine(1, 2);
+        let g = workload::cholesky(2 * 960, 960, Precision::Single).unwrap();
+        let mut s = crate::sched::by_name("eager", 1).unwrap();
+        let mut who = WhoRan(Vec::new());
+        simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 1), &mut who).unwrap();
+        let names: Vec<&str> = who.0.iter().map(|&(t, _)| g.task_codelet_name(t)).collect();
+        assert_eq!(
+            names,
+            [
+                "chol_model_potrf",
+                "chol_model_trsm",
+                "chol_model_syrk",
+                "chol_model_potrf"
+            ]
+        );
+        let on: Vec<u32> = who.0.iter().map(|&(_, w)| w.0).collect();
+        assert_eq!(on, [0, 1, 0, 1]);
+    }
+
+    /// One task released, then three: each idle worker takes one before anyone fills a
+    /// pipeline. By hand, with GPU0 (worker 0), GPU1 (worker 1, pipeline of 2) and one CPU
+    /// (worker 2), root A, and B1, B2, B3 each reading A's output:
+    /// - A: all idle, nobody released it: GPU0 takes it;
+    /// - A's end on GPU0 releases B1, B2, B3, pushed in that order. All three workers are
+    ///   idle; in wake-up order (GPU1, the CPU, then GPU0 the releaser) each takes one: B1 to
+    ///   GPU1, B2 to the CPU, B3 to GPU0. Nobody fills a second pipeline slot.
+    ///
+    /// Filling GPU1's pipeline first would give it B1 and B2 and leave B3 to the CPU.
+    #[test]
+    fn each_woken_worker_takes_one_task_before_pipelines_fill() {
+        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
+        let m = star_machine(2, 3);
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+        let a = b
+            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::RW)])
+            .unwrap();
+        let mut bs = Vec::new();
+        for _ in 0..3 {
+            let o = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+            let acc = [Access::new(h, AccessMode::R), Access::new(o, AccessMode::W)];
+            bs.push(b.submit(cl, 1e6, 0, &acc).unwrap());
+        }
+        let g = b.build().unwrap();
+        let mut s = crate::sched::by_name("eager", 1).unwrap();
+        let mut who = WhoRan(Vec::new());
+        simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
+        let on = |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0);
+        assert_eq!(on(a), Some(0));
+        assert_eq!(
+            bs.iter().map(|&t| on(t)).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(0)]
+        );
     }
 }

@@ -185,9 +185,17 @@ pub(crate) struct Transfer {
     pub version: u32,
 }
 
-/// Per-pair FIFO runners and StarPU's serialisation rules (`simgrid.c`,
-/// `transfers_are_sequential`): one transfer at a time per (source, destination); a GPU↔GPU
-/// transfer excludes the opposite pair and any transfer into either of its ends.
+/// Per-pair FIFO runners and StarPU's serialisation rules (`starpu-reference.md` §1e,
+/// `simgrid.c`, `transfers_are_sequential` and `transfer_submit`):
+///
+/// - one transfer at a time per (source, destination) pair: one FIFO runner per pair (one CUDA
+///   stream per direction), fetches ahead of prefetches;
+/// - when a transfer is submitted it must wait for every transfer submitted **before** it and
+///   still pending (queued or moving) with which it is sequential: a GPU↔GPU transfer a→b and
+///   any transfer whose destination is a or b (the crossed b→a among them), in either order of
+///   kinds. StarPU keeps this as `nwait` counters and `wake` lists fixed at submission, so a
+///   transfer is never overtaken by a conflicting one submitted after it: a GPU↔GPU copy
+///   cannot be starved by a stream of later RAM→GPU copies into one of its ends.
 #[derive(Debug)]
 pub(crate) struct Runners {
     nnodes: usize,
@@ -195,10 +203,12 @@ pub(crate) struct Runners {
     fetch: Vec<VecDeque<u32>>,
     prefetch: Vec<VecDeque<u32>>,
     busy: Vec<bool>,
-    /// Transfers in flight (queue cost included) into each node.
-    into: Vec<u32>,
-    /// GPU↔GPU transfers in flight touching each node.
-    gpu_gpu_touching: Vec<u32>,
+    /// Transfers submitted and not finished, in submission order: (id, src, dst).
+    pending: Vec<(u32, usize, usize)>,
+    /// Per transfer id: how many earlier sequential transfers it still waits for.
+    nwait: Vec<u32>,
+    /// Per transfer id: the later transfers waiting for it.
+    wake: Vec<Vec<u32>>,
 }
 
 impl Runners {
@@ -210,8 +220,9 @@ impl Runners {
             fetch: vec![VecDeque::new(); n * n],
             prefetch: vec![VecDeque::new(); n * n],
             busy: vec![false; n * n],
-            into: vec![0; n],
-            gpu_gpu_touching: vec![0; n],
+            pending: Vec::new(),
+            nwait: Vec::new(),
+            wake: Vec::new(),
         }
     }
 
@@ -219,8 +230,32 @@ impl Runners {
         src.index() * self.nnodes + dst.index()
     }
 
-    /// Queue transfer `id` on its pair.
+    /// StarPU's `transfers_are_sequential` for two transfers of different pairs (the same pair
+    /// is the runner's FIFO): a GPU↔GPU transfer against any transfer into one of its ends.
+    fn sequential(&self, new: (usize, usize), old: (usize, usize)) -> bool {
+        let gpu_gpu = |(s, d): (usize, usize)| self.gpu[s] && self.gpu[d];
+        (gpu_gpu(new) && (old.1 == new.0 || old.1 == new.1))
+            || (gpu_gpu(old) && (new.1 == old.0 || new.1 == old.1))
+    }
+
+    /// Queue transfer `id` on its pair, after the pending transfers it is sequential with.
     pub fn enqueue(&mut self, id: u32, t: &Transfer) {
+        let (s, d) = (t.src.index(), t.dst.index());
+        let i = id as usize;
+        if self.nwait.len() <= i {
+            self.nwait.resize(i + 1, 0);
+            self.wake.resize_with(i + 1, Vec::new);
+        }
+        let mut nwait = 0;
+        for k in 0..self.pending.len() {
+            let (old, os, od) = self.pending[k];
+            if (os, od) != (s, d) && self.sequential((s, d), (os, od)) {
+                self.wake[old as usize].push(id);
+                nwait += 1;
+            }
+        }
+        self.nwait[i] = nwait;
+        self.pending.push((id, s, d));
         let p = self.pair(t.src, t.dst);
         match t.kind {
             TransferKind::Prefetch => self.prefetch[p].push_back(id),
@@ -242,52 +277,108 @@ impl Runners {
         }
     }
 
-    fn allowed(&self, src: usize, dst: usize) -> bool {
-        let p = src * self.nnodes + dst;
-        if self.busy[p] {
-            return false;
-        }
-        if self.gpu[src] && self.gpu[dst] {
-            !self.busy[dst * self.nnodes + src] && self.into[src] == 0 && self.into[dst] == 0
-        } else {
-            self.gpu_gpu_touching[dst] == 0
-        }
-    }
-
-    /// Transfers that may start now, in pair order; marks them in flight.
+    /// Transfers that may start now, in pair order; marks them in flight. A pair's runner
+    /// takes its first fetch, else its first prefetch, that waits for no earlier sequential
+    /// transfer. (Taking the first free one rather than stopping at a waiting head matters:
+    /// fetches overtake prefetches on a pair, so a head may wait for a transfer that itself
+    /// waits for a prefetch queued behind that head.)
     pub fn start_ready(&mut self, out: &mut Vec<u32>) {
-        for src in 0..self.nnodes {
-            for dst in 0..self.nnodes {
-                let p = src * self.nnodes + dst;
-                if self.fetch[p].is_empty() && self.prefetch[p].is_empty() {
-                    continue;
-                }
-                if !self.allowed(src, dst) {
-                    continue;
-                }
-                let id = self.fetch[p]
-                    .pop_front()
-                    .or_else(|| self.prefetch[p].pop_front())
-                    .expect("non-empty");
-                self.busy[p] = true;
-                self.into[dst] += 1;
-                if self.gpu[src] && self.gpu[dst] {
-                    self.gpu_gpu_touching[src] += 1;
-                    self.gpu_gpu_touching[dst] += 1;
-                }
-                out.push(id);
+        for p in 0..self.nnodes * self.nnodes {
+            if self.busy[p] {
+                continue;
             }
+            let free = |q: &VecDeque<u32>| q.iter().position(|&id| self.nwait[id as usize] == 0);
+            let id = if let Some(i) = free(&self.fetch[p]) {
+                self.fetch[p].remove(i)
+            } else if let Some(i) = free(&self.prefetch[p]) {
+                self.prefetch[p].remove(i)
+            } else {
+                continue;
+            };
+            self.busy[p] = true;
+            out.push(id.expect("position in queue"));
         }
     }
 
-    /// A transfer of this pair ended.
-    pub fn finished(&mut self, src: MemNodeId, dst: MemNodeId) {
-        let (s, d) = (src.index(), dst.index());
-        self.busy[s * self.nnodes + d] = false;
-        self.into[d] -= 1;
-        if self.gpu[s] && self.gpu[d] {
-            self.gpu_gpu_touching[s] -= 1;
-            self.gpu_gpu_touching[d] -= 1;
+    /// Transfer `id` of this pair ended: free the pair and release the transfers waiting
+    /// for it.
+    pub fn finished(&mut self, id: u32, src: MemNodeId, dst: MemNodeId) {
+        let p = self.pair(src, dst);
+        self.busy[p] = false;
+        if let Some(pos) = self.pending.iter().position(|&(x, _, _)| x == id) {
+            self.pending.remove(pos);
         }
+        let woken = std::mem::take(&mut self.wake[id as usize]);
+        for &w in &woken {
+            self.nwait[w as usize] -= 1;
+        }
+        let mut woken = woken;
+        woken.clear();
+        self.wake[id as usize] = woken;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tr(src: u32, dst: u32, kind: TransferKind) -> Transfer {
+        Transfer {
+            handle: HandleId(0),
+            src: MemNodeId(src),
+            dst: MemNodeId(dst),
+            bytes: 1.0,
+            kind,
+            version: 0,
+        }
+    }
+
+    fn started(r: &mut Runners) -> Vec<u32> {
+        let mut out = Vec::new();
+        r.start_ready(&mut out);
+        out
+    }
+
+    /// StarPU's `transfer_submit` (`starpu-reference.md` §1e): a transfer waits for the
+    /// earlier pending transfers it is sequential with, and never for later ones. By hand, on
+    /// RAM (node 0) and GPUs 1 and 2:
+    /// - T0 RAM→GPU1 starts at once;
+    /// - T1 GPU2→GPU1 is GPU↔GPU into GPU1, where T0 is going: it waits for T0;
+    /// - T2 RAM→GPU2 goes into an end of the pending GPU↔GPU T1: it waits for T1, even though
+    ///   no GPU↔GPU transfer is moving yet (starting it would let it overtake T1);
+    /// - T0 ends: T1 starts; T1 ends: T2 starts.
+    #[test]
+    fn transfers_wait_for_earlier_sequential_ones_only() {
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu, MemKind::Gpu]);
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
+        assert_eq!(started(&mut r), [0]);
+        r.enqueue(1, &tr(2, 1, TransferKind::Fetch));
+        r.enqueue(2, &tr(0, 2, TransferKind::Fetch));
+        assert_eq!(started(&mut r), Vec::<u32>::new());
+        r.finished(0, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [1]);
+        r.finished(1, MemNodeId(2), MemNodeId(1));
+        assert_eq!(started(&mut r), [2]);
+        r.finished(2, MemNodeId(0), MemNodeId(2));
+        assert_eq!(started(&mut r), Vec::<u32>::new());
+    }
+
+    /// Two transfers of different pairs that touch no GPU↔GPU copy are independent, and a
+    /// pair runs one transfer at a time, fetches ahead of prefetches (§1e, one stream per
+    /// direction; §1a request lists): RAM→GPU1 and GPU1→RAM move together; a prefetch queued
+    /// on RAM→GPU1 before a fetch on the same pair goes after it.
+    #[test]
+    fn one_transfer_per_pair_fetches_first() {
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(1, &tr(1, 0, TransferKind::WriteBack));
+        assert_eq!(started(&mut r), [0, 1]);
+        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch));
+        r.enqueue(3, &tr(0, 1, TransferKind::Fetch));
+        assert_eq!(started(&mut r), Vec::<u32>::new());
+        r.finished(0, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [3]);
+        r.finished(3, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [2]);
     }
 }
