@@ -701,6 +701,8 @@ struct RawRun {
     sharing: Option<Spanned<String>>,
     #[serde(default)]
     prefetch: Option<Spanned<bool>>,
+    #[serde(default)]
+    wont_use: Option<Spanned<bool>>,
 }
 
 /// Default scheduler when `[scheduler]` names none.
@@ -901,6 +903,10 @@ fn build(
         if let Some(v) = &r.prefetch {
             note!("run.prefetch", &v.span());
             run.prefetch = *v.get_ref();
+        }
+        if let Some(v) = &r.wont_use {
+            note!("run.wont_use", &v.span());
+            run.wont_use = *v.get_ref();
         }
     }
 
@@ -1280,6 +1286,7 @@ impl Scenario {
                 "ncuda": self.run.ncuda,
                 "sharing": sharing_name(self.run.sharing),
                 "prefetch": self.run.prefetch,
+                "wont_use": self.run.wont_use,
             }),
         );
         match serde_json::to_value(report) {

@@ -23,6 +23,9 @@ struct Replica {
     version: u32,
     /// Position in its node's LRU order while unpinned: (dirty, tick).
     lru: Option<(bool, u64)>,
+    /// Marked "will not be used" (StarPU's `mc->wontuse`): filed with the clean replicas even
+    /// while it is the only valid copy, until a task uses or writes it again.
+    wont_use: bool,
 }
 
 /// Result of asking for room for a replica.
@@ -201,7 +204,7 @@ impl Memory {
     }
 
     fn lru_insert(&mut self, h: HandleId, n: MemNodeId, tick: u64) {
-        let dirty = self.is_dirty(h, n);
+        let dirty = self.is_dirty(h, n) && !self.rep(h, n).wont_use;
         let i = self.idx(h, n);
         self.replicas[i].lru = Some((dirty, tick));
         let set = if dirty {
@@ -228,6 +231,43 @@ impl Memory {
         self.lru_remove(h, n);
         let i = self.idx(h, n);
         self.replicas[i].pins += 1;
+    }
+
+    /// Hold `(h, n)` for a task: a use, which clears a "will not be used" mark as StarPU's
+    /// `_starpu_memchunk_recently_used` does (`mc->wontuse = 0`).
+    pub fn pin_for_task(&mut self, h: HandleId, n: MemNodeId) {
+        let i = self.idx(h, n);
+        self.replicas[i].wont_use = false;
+        self.pin(h, n);
+    }
+
+    /// StarPU's `_starpu_memchunk_wont_use` on every allocated device replica of `h`: the chunk
+    /// is filed with the clean ones, as the most recently used of them (`MC_LIST_PUSH_CLEAN`
+    /// inserts just ahead of the dirty chunks), so it goes before any dirty chunk. If it is
+    /// still the only valid copy when it is chosen, evicting it needs a write-back (the caller
+    /// also asks for an idle write-back). A pinned replica keeps the mark and is filed when
+    /// released.
+    pub fn mark_wont_use(&mut self, h: HandleId) {
+        for n in 0..self.nnodes {
+            let n = MemNodeId(n as u32);
+            let i = self.idx(h, n);
+            if n == self.ram || !self.replicas[i].allocated {
+                continue;
+            }
+            self.replicas[i].wont_use = true;
+            if self.replicas[i].lru.is_some() {
+                self.lru_remove(h, n);
+                self.tick += 1;
+                let tick = self.tick;
+                self.lru_insert(h, n, tick);
+            }
+        }
+    }
+
+    /// Whether `(h, n)` carries a "will not be used" mark.
+    #[cfg(test)]
+    pub fn is_wont_use(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).wont_use
     }
 
     /// Release a hold; an unpinned GPU replica becomes the most recently used.
@@ -272,6 +312,8 @@ impl Memory {
         }
         let i = self.idx(h, n);
         self.replicas[i].version = v;
+        // Written again: StarPU's `_starpu_memchunk_dirty` makes the chunk dirty.
+        self.replicas[i].wont_use = false;
         self.reclassify(h);
     }
 
@@ -301,10 +343,16 @@ impl Memory {
                 };
             };
             let victim = HandleId(victim);
+            if self.is_dirty(victim, n) {
+                // A "will not be used" chunk filed as clean still holds the only valid copy:
+                // it must reach RAM first (StarPU writes it back on eviction).
+                return Alloc::WriteBack(victim);
+            }
             self.lru_remove(victim, n);
             let vi = self.idx(victim, n);
             self.replicas[vi].allocated = false;
             self.replicas[vi].valid = false;
+            self.replicas[vi].wont_use = false;
             self.evictions[ni] += 1;
             self.evicted.push((n, victim));
             self.reclassify(victim);
@@ -339,5 +387,80 @@ impl Memory {
                 r.allocated && r.pins > 0
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{Handle, TaskGraphBuilder};
+
+    /// RAM (node 0) and one GPU (node 1) with room for two 1000-byte handles; three handles.
+    fn two_slot_gpu() -> Memory {
+        let mut b = TaskGraphBuilder::new();
+        for _ in 0..3 {
+            b.add_handle(Handle::bytes(1000)).unwrap();
+        }
+        let g = b.build().unwrap();
+        Memory::new(
+            vec![MemKind::Ram, MemKind::Gpu],
+            vec![1 << 20, 2000],
+            MemNodeId(0),
+            &g,
+        )
+    }
+
+    /// Put `h` on the GPU as its only valid copy (a task there wrote it), then release it.
+    fn dirty_on_gpu(m: &mut Memory, h: HandleId) {
+        let gpu = MemNodeId(1);
+        assert!(matches!(m.allocate(h, gpu), Alloc::Done { .. }));
+        m.pin_for_task(h, gpu);
+        m.write(h, gpu);
+        m.unpin(h, gpu);
+    }
+
+    /// StarPU's `_starpu_memchunk_wont_use` files a chunk with the clean ones, ahead of every
+    /// dirty chunk (`starpu-reference.md` §1a, eviction). By hand: h0 then h1 are written on
+    /// the GPU and released in that order, so both are dirty and h0 is the older. Making room
+    /// for h2 must write back the least recently used dirty chunk, h0 — unless h1 is marked
+    /// "will not be used": then h1 is the first candidate, and as it still holds the only
+    /// valid copy it is written back first. Once h1 is valid in RAM, it is evicted (not h0).
+    #[test]
+    fn wont_use_chunk_is_the_first_victim() {
+        let (h0, h1, h2) = (HandleId(0), HandleId(1), HandleId(2));
+        let gpu = MemNodeId(1);
+
+        let mut m = two_slot_gpu();
+        dirty_on_gpu(&mut m, h0);
+        dirty_on_gpu(&mut m, h1);
+        assert_eq!(m.allocate(h2, gpu), Alloc::WriteBack(h0));
+
+        let mut m = two_slot_gpu();
+        dirty_on_gpu(&mut m, h0);
+        dirty_on_gpu(&mut m, h1);
+        m.mark_wont_use(h1);
+        assert!(m.is_wont_use(h1, gpu));
+        assert_eq!(m.allocate(h2, gpu), Alloc::WriteBack(h1));
+        let v = m.version(h1);
+        assert!(m.arrive(h1, MemNodeId(0), v));
+        assert!(matches!(m.allocate(h2, gpu), Alloc::Done { .. }));
+        assert_eq!(m.evicted, [(gpu, h1)]);
+        assert!(m.is_valid(h0, gpu) && !m.is_valid(h1, gpu));
+        assert!(!m.is_wont_use(h1, gpu));
+    }
+
+    /// A task using the chunk again clears the mark (`_starpu_memchunk_recently_used` sets
+    /// `wontuse = 0`): h1 is then an ordinary dirty chunk, younger than h0.
+    #[test]
+    fn a_new_use_clears_wont_use() {
+        let (h0, h1, h2) = (HandleId(0), HandleId(1), HandleId(2));
+        let gpu = MemNodeId(1);
+        let mut m = two_slot_gpu();
+        dirty_on_gpu(&mut m, h0);
+        dirty_on_gpu(&mut m, h1);
+        m.mark_wont_use(h1);
+        m.pin_for_task(h1, gpu);
+        m.unpin(h1, gpu);
+        assert_eq!(m.allocate(h2, gpu), Alloc::WriteBack(h0));
     }
 }

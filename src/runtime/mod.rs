@@ -183,6 +183,9 @@ pub struct RunConfig {
     pub sharing: crate::fluid::SharingMode,
     /// Whether the scheduler's prefetch decisions are carried out.
     pub prefetch: bool,
+    /// Whether the graph's "will not be used" hints act (StarPU's `starpu_data_wont_use`:
+    /// first eviction victims and an idle-priority write-back to main memory).
+    pub wont_use: bool,
 }
 
 impl Default for RunConfig {
@@ -193,6 +196,7 @@ impl Default for RunConfig {
             ncuda: None,
             sharing: crate::fluid::SharingMode::Plain,
             prefetch: true,
+            wont_use: true,
         }
     }
 }

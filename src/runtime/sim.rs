@@ -145,6 +145,10 @@ struct Sim<'a> {
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
     alloc_free_at: Vec<f64>,
     writing_back: Vec<bool>,
+    /// "Will not be used" hints by the task whose end makes them hold (`run.wont_use`).
+    wont_use_after: FxHashMap<u32, Vec<HandleId>>,
+    /// When the last task ended (the makespan, as `starpu_task_wait_for_all` returns then).
+    last_task_end: f64,
     tasks_done: u64,
     makespan: f64,
     decisions: Vec<Decision>,
@@ -159,6 +163,8 @@ struct Sim<'a> {
     /// Lower bounds on the makespan.
     bounds: crate::trace::Bounds,
     scratch_loads: Vec<(u32, f64)>,
+    /// Per node: buffers being allocated ([`Runners::start_ready`]).
+    scratch_requesting: Vec<bool>,
     /// The worker whose task ended in the event being handled: it pops last
     /// ([`Sim::wake_workers`]).
     releasing: Option<WorkerId>,
@@ -429,6 +435,7 @@ impl<'a> Sim<'a> {
             link_loads,
             bounds,
             scratch_loads: Vec::new(),
+            scratch_requesting: Vec::new(),
             releasing: None,
             machine,
             graph,
@@ -461,6 +468,12 @@ impl<'a> Sim<'a> {
             alloc_queue: vec![VecDeque::new(); nnodes],
             alloc_free_at: vec![0.0; nnodes],
             writing_back: vec![false; graph.handles().len() * nnodes],
+            wont_use_after: if config.wont_use {
+                wont_use_by_trigger(graph)
+            } else {
+                FxHashMap::default()
+            },
+            last_task_end: 0.0,
             tasks_done: 0,
             makespan: 0.0,
             decisions: Vec::new(),
@@ -496,7 +509,9 @@ impl<'a> Sim<'a> {
         if self.tasks_done < self.graph.num_tasks() as u64 {
             return Err(self.deadlock().into());
         }
-        self.makespan = self.now;
+        // The run ends when the last task does: idle write-backs still moving are not part of
+        // it (StarPU's example stops its clock after `starpu_task_wait_for_all`).
+        self.makespan = self.last_task_end;
         // Final write-back: leave every handle valid in RAM, as unregistering does in StarPU.
         let ram = self.memory.ram();
         let pending: Vec<HandleId> = self.memory.not_in_ram().collect();
@@ -560,6 +575,13 @@ impl<'a> Sim<'a> {
             }
             Event::TransferGo(id) => self.transfer_go(id),
             Event::TransferDone(id) => self.transfer_done(id),
+        }
+        if matches!(
+            ev,
+            Event::AllocDone { .. } | Event::PrefetchAllocDone { .. }
+        ) {
+            // An allocation ended: an idle transfer of that node may start now.
+            self.start_transfers();
         }
     }
 
@@ -665,7 +687,7 @@ impl<'a> Sim<'a> {
         let accesses = self.graph.accesses(t);
         self.buffers_left[t.index()] = accesses.len() as u32;
         for (i, a) in accesses.iter().enumerate() {
-            self.memory.pin(a.handle, node);
+            self.memory.pin_for_task(a.handle, node);
             if self.memory.is_allocated(a.handle, node) {
                 self.buffer_allocated(t, i as u32);
             } else {
@@ -792,7 +814,13 @@ impl<'a> Sim<'a> {
             self.memory.unpin(a.handle, node);
         }
         self.tasks_done += 1;
+        self.last_task_end = self.now;
         self.wstate[w.index()].tasks += 1;
+        if let Some(hs) = self.wont_use_after.remove(&t.0) {
+            for h in hs {
+                self.wont_use(h);
+            }
+        }
         self.obs.event(
             self.now,
             &SimEvent::TaskEnd {
@@ -958,12 +986,36 @@ impl<'a> Sim<'a> {
     fn write_back(&mut self, victim: HandleId, node: MemNodeId) {
         let key = self.replica_key(victim, node);
         if self.writing_back[key] {
+            // Already on its way, perhaps at idle priority: now it is needed.
+            self.promote_prefetch(victim, self.memory.ram());
             return;
         }
         self.writing_back[key] = true;
         self.stats.writebacks += 1;
         let ram = self.memory.ram();
         self.start_copy(victim, node, ram, TransferKind::WriteBack);
+    }
+
+    /// A "will not be used" hint holds (StarPU's `_starpu_data_wont_use`): mark the device
+    /// replicas of `h` as first eviction victims and, if main memory has no valid copy, ask
+    /// for an idle-priority copy there (`starpu_data_idle_prefetch_on_node(home)`).
+    fn wont_use(&mut self, h: HandleId) {
+        self.memory.mark_wont_use(h);
+        let ram = self.memory.ram();
+        if self.memory.is_valid(h, ram) || self.memory.is_loading(h, ram) {
+            return;
+        }
+        let src = self.memory.best_source(h, ram, &self.estimates);
+        if src == ram || self.estimates.hops(src, ram).len() != 1 {
+            return;
+        }
+        let key = self.replica_key(h, src);
+        if self.writing_back[key] {
+            return;
+        }
+        self.writing_back[key] = true;
+        self.stats.writebacks += 1;
+        self.enqueue_transfer_at(h, src, ram, TransferKind::WriteBack, true);
     }
 
     fn prefetch(&mut self, task: TaskId, worker: WorkerId) {
@@ -1009,6 +1061,7 @@ impl<'a> Sim<'a> {
                 .or_default()
                 .push(Waiter::Forward(dst, kind));
             if self.memory.is_loading(h, b) {
+                self.promote_prefetch(h, b);
                 return;
             }
         }
@@ -1022,6 +1075,18 @@ impl<'a> Sim<'a> {
         dst: MemNodeId,
         kind: TransferKind,
     ) {
+        self.enqueue_transfer_at(h, src, dst, kind, false);
+    }
+
+    /// Queue a one-hop copy, at idle priority if `idle`.
+    fn enqueue_transfer_at(
+        &mut self,
+        h: HandleId,
+        src: MemNodeId,
+        dst: MemNodeId,
+        kind: TransferKind,
+        idle: bool,
+    ) {
         let tr = Transfer {
             handle: h,
             src,
@@ -1029,6 +1094,7 @@ impl<'a> Sim<'a> {
             bytes: self.memory.size(h) as f64,
             kind,
             version: self.memory.version(h),
+            idle,
         };
         self.memory.pin(h, src);
         if !self.memory.is_loading(h, dst) {
@@ -1050,23 +1116,39 @@ impl<'a> Sim<'a> {
         self.start_transfers();
     }
 
+    /// Someone needs `h` on `node` now: a prefetch or idle copy of it queued there moves
+    /// ahead with the fetches (StarPU raises a request's priority when a more urgent one asks
+    /// for the same copy).
     fn promote_prefetch(&mut self, h: HandleId, node: MemNodeId) {
         let found = self.transfers.iter().enumerate().find_map(|(i, t)| {
             t.as_ref()
-                .filter(|t| t.handle == h && t.dst == node && t.kind == TransferKind::Prefetch)
+                .filter(|t| {
+                    t.handle == h && t.dst == node && (t.kind == TransferKind::Prefetch || t.idle)
+                })
                 .map(|_| i as u32)
         });
         if let Some(id) = found {
             let tr = self.transfers[id as usize].clone().expect("found");
             if self.runners.promote(id, &tr) {
-                self.transfers[id as usize].as_mut().expect("found").kind = TransferKind::Fetch;
+                let t = self.transfers[id as usize].as_mut().expect("found");
+                if t.kind == TransferKind::Prefetch {
+                    t.kind = TransferKind::Fetch;
+                }
+                t.idle = false;
             }
         }
     }
 
     fn start_transfers(&mut self) {
         let mut ready = std::mem::take(&mut self.scratch_ids);
-        self.runners.start_ready(&mut ready);
+        let mut requesting = std::mem::take(&mut self.scratch_requesting);
+        requesting.clear();
+        requesting.extend(
+            (0..self.memory.nnodes())
+                .map(|n| !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > self.now),
+        );
+        self.runners.start_ready(&mut ready, &requesting);
+        self.scratch_requesting = requesting;
         let queue = self.machine.runtime().transfer_queue_s;
         for &id in &ready {
             self.cal.schedule(self.now + queue, Event::TransferGo(id));
@@ -1295,6 +1377,19 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// The "will not be used" hints of `graph` keyed by the task whose end makes them hold (the
+/// last writer before each hint, [`TaskGraph::wont_use_triggers`]). Hints with no writer
+/// before them concern data that is only in main memory: nothing to do.
+fn wont_use_by_trigger(graph: &TaskGraph) -> FxHashMap<u32, Vec<HandleId>> {
+    let mut map: FxHashMap<u32, Vec<HandleId>> = FxHashMap::default();
+    for (hint, trig) in graph.wont_use_hints().iter().zip(graph.wont_use_triggers()) {
+        if let Some(t) = trig {
+            map.entry(t.0).or_default().push(hint.handle);
+        }
+    }
+    map
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1380,6 +1475,97 @@ mod tests {
         assert_eq!(
             bs.iter().map(|&t| on(t)).collect::<Vec<_>>(),
             [Some(1), Some(2), Some(0)]
+        );
+    }
+
+    /// Records transfer starts (time, handle, kind, source) and task ends (time, task).
+    #[derive(Default)]
+    struct Log {
+        starts: Vec<(f64, HandleId, TransferKind, MemNodeId)>,
+        ends: Vec<(f64, TaskId)>,
+    }
+
+    impl Observer for Log {
+        fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
+            match event {
+                SimEvent::TransferStart {
+                    handle, kind, src, ..
+                } => self.starts.push((at_s, *handle, *kind, *src)),
+                SimEvent::TaskEnd { task, .. } => self.ends.push((at_s, *task)),
+                _ => {}
+            }
+        }
+    }
+
+    /// StarPU's `starpu_data_wont_use` (`_starpu_data_wont_use`, an idle prefetch to the home
+    /// node once the last writer before the hint is done). One GPU (pipeline 2), no CPU
+    /// worker, eager. Tasks in submission order:
+    /// - A writes h0 (W, no fetch), 1e8 flops = 1 ms on the 100 GFlop/s GPU; then the hint
+    ///   `wont_use(h0)`;
+    /// - C reads h2 and h3, 8 MB each in RAM: 8 ms each on the 1 GB/s link, one at a time.
+    ///
+    /// The GPU takes A, then C into its second pipeline slot; C's copies of h2 and h3 are
+    /// requested while A runs (h3 queued behind h2). A's end (about 1.2 ms, after its
+    /// allocation) makes the hint hold: h0's only valid copy is on the GPU, so a write-back
+    /// GPU→RAM is requested at idle priority. GPU1 still has h3 waiting, so the write-back
+    /// must not start before h3 does (≈ 8 ms later, when h2 is through), and it does not
+    /// delay h3: both start at the same instant. With `run.wont_use = false` h0 stays on the
+    /// GPU until the final write-back after the last task.
+    #[test]
+    fn wont_use_writes_back_at_idle_priority_after_the_writer() {
+        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
+        let m = star_machine(1, 1);
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let h0 = b.add_handle(Handle::bytes(1000)).unwrap();
+        let h2 = b.add_handle(Handle::bytes(8_000_000)).unwrap();
+        let h3 = b.add_handle(Handle::bytes(8_000_000)).unwrap();
+        let a = b
+            .submit(cl, 1e8, 0, &[Access::new(h0, AccessMode::W)])
+            .unwrap();
+        b.wont_use(h0).unwrap();
+        let reads = [
+            Access::new(h2, AccessMode::R),
+            Access::new(h3, AccessMode::R),
+        ];
+        let c = b.submit(cl, 1e6, 0, &reads).unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(g.wont_use_triggers(), [Some(a)]);
+
+        let run = |wont_use: bool| {
+            let mut s = crate::sched::by_name("eager", 1).unwrap();
+            let mut log = Log::default();
+            let cfg = RunConfig {
+                wont_use,
+                ..workers(0, 1)
+            };
+            let r = simulate_observed(&m, &g, &RATES, s.as_mut(), &cfg, &mut log).unwrap();
+            (r, log)
+        };
+        let (report, log) = run(true);
+        let end = |t: TaskId| log.ends.iter().find(|e| e.1 == t).unwrap().0;
+        let start = |h: HandleId| log.starts.iter().find(|e| e.1 == h).unwrap();
+        let (wb_at, _, wb_kind, wb_src) = *start(h0);
+        assert_eq!(wb_kind, TransferKind::WriteBack);
+        assert_eq!(wb_src, MemNodeId(1));
+        assert!(wb_at > end(a), "write-back before the writer ended");
+        let (h2_at, ..) = *start(h2);
+        let (h3_at, ..) = *start(h3);
+        assert!(h3_at - h2_at > 7e-3, "h3 waits for h2 on the link");
+        assert!(end(a) < h3_at, "A ends while h3 is still queued");
+        assert_eq!(
+            wb_at, h3_at,
+            "the idle write-back starts when the queue empties"
+        );
+        assert!(wb_at < end(c), "it happens during the run, not at the end");
+        assert_eq!(report.writebacks, 1);
+
+        let (_, off) = run(false);
+        let c_end = off.ends.iter().find(|e| e.1 == c).unwrap().0;
+        let wb = off.starts.iter().find(|e| e.1 == h0).unwrap();
+        assert!(
+            wb.0 >= c_end,
+            "without the hint h0 goes back only at the end"
         );
     }
 }

@@ -183,6 +183,9 @@ pub(crate) struct Transfer {
     pub bytes: f64,
     pub kind: TransferKind,
     pub version: u32,
+    /// Queued at idle priority (StarPU's `STARPU_IDLEFETCH`): it starts only when its device
+    /// has no fetch or prefetch waiting. Cleared when a fetch needs it.
+    pub idle: bool,
 }
 
 /// Per-pair FIFO runners and StarPU's serialisation rules (`starpu-reference.md` §1e,
@@ -202,6 +205,7 @@ pub(crate) struct Runners {
     gpu: Vec<bool>,
     fetch: Vec<VecDeque<u32>>,
     prefetch: Vec<VecDeque<u32>>,
+    idle: Vec<VecDeque<u32>>,
     busy: Vec<bool>,
     /// Transfers submitted and not finished, in submission order: (id, src, dst).
     pending: Vec<(u32, usize, usize)>,
@@ -219,6 +223,7 @@ impl Runners {
             gpu: kinds.iter().map(|&k| k == MemKind::Gpu).collect(),
             fetch: vec![VecDeque::new(); n * n],
             prefetch: vec![VecDeque::new(); n * n],
+            idle: vec![VecDeque::new(); n * n],
             busy: vec![false; n * n],
             pending: Vec::new(),
             nwait: Vec::new(),
@@ -258,6 +263,7 @@ impl Runners {
         self.pending.push((id, s, d));
         let p = self.pair(t.src, t.dst);
         match t.kind {
+            _ if t.idle => self.idle[p].push_back(id),
             TransferKind::Prefetch => self.prefetch[p].push_back(id),
             _ => self.fetch[p].push_back(id),
         }
@@ -267,9 +273,14 @@ impl Runners {
     /// was still queued.
     pub fn promote(&mut self, id: u32, t: &Transfer) -> bool {
         let p = self.pair(t.src, t.dst);
-        match self.prefetch[p].iter().position(|&x| x == id) {
+        let queue = if t.idle {
+            &mut self.idle[p]
+        } else {
+            &mut self.prefetch[p]
+        };
+        match queue.iter().position(|&x| x == id) {
             Some(pos) => {
-                self.prefetch[p].remove(pos);
+                queue.remove(pos);
                 self.fetch[p].push_back(id);
                 true
             }
@@ -277,12 +288,31 @@ impl Runners {
         }
     }
 
+    /// Whether a fetch or prefetch waits on a pair that starts or ends at `node`: StarPU
+    /// serves a node's idle requests only when its fetch and prefetch lists are empty
+    /// (`starpu-reference.md` §1a, "three priority lists").
+    fn has_requests(&self, node: usize) -> bool {
+        (0..self.nnodes).any(|m| {
+            let out = node * self.nnodes + m;
+            let inc = m * self.nnodes + node;
+            !self.fetch[out].is_empty()
+                || !self.prefetch[out].is_empty()
+                || !self.fetch[inc].is_empty()
+                || !self.prefetch[inc].is_empty()
+        })
+    }
+
     /// Transfers that may start now, in pair order; marks them in flight. A pair's runner
-    /// takes its first fetch, else its first prefetch, that waits for no earlier sequential
+    /// takes its first fetch, else its first prefetch, else (if its device has no fetch or
+    /// prefetch waiting on any pair) its first idle transfer, that waits for no earlier sequential
     /// transfer. (Taking the first free one rather than stopping at a waiting head matters:
     /// fetches overtake prefetches on a pair, so a head may wait for a transfer that itself
     /// waits for a prefetch queued behind that head.)
-    pub fn start_ready(&mut self, out: &mut Vec<u32>) {
+    ///
+    /// `requesting[n]` says that node `n` has requests the runners do not see yet (buffers
+    /// being allocated for a fetch or prefetch: StarPU's request is in the node's list while
+    /// it allocates); an idle transfer of that node waits for them too.
+    pub fn start_ready(&mut self, out: &mut Vec<u32>, requesting: &[bool]) {
         for p in 0..self.nnodes * self.nnodes {
             if self.busy[p] {
                 continue;
@@ -292,6 +322,14 @@ impl Runners {
                 self.fetch[p].remove(i)
             } else if let Some(i) = free(&self.prefetch[p]) {
                 self.prefetch[p].remove(i)
+            } else if let Some(i) = free(&self.idle[p]) {
+                // An idle copy is handled by its device (the source of a write-back).
+                let (s, d) = (p / self.nnodes, p % self.nnodes);
+                let dev = if self.gpu[s] { s } else { d };
+                if requesting[dev] || self.has_requests(dev) {
+                    continue;
+                }
+                self.idle[p].remove(i)
             } else {
                 continue;
             };
@@ -330,12 +368,13 @@ mod tests {
             bytes: 1.0,
             kind,
             version: 0,
+            idle: false,
         }
     }
 
     fn started(r: &mut Runners) -> Vec<u32> {
         let mut out = Vec::new();
-        r.start_ready(&mut out);
+        r.start_ready(&mut out, &[false; 3][..r.nnodes]);
         out
     }
 
@@ -380,5 +419,36 @@ mod tests {
         assert_eq!(started(&mut r), [3]);
         r.finished(3, MemNodeId(0), MemNodeId(1));
         assert_eq!(started(&mut r), [2]);
+    }
+
+    /// StarPU's idle request list (`starpu-reference.md` §1a, "three priority lists"): an
+    /// idle copy GPU1→RAM waits while its device has a fetch or prefetch queued, even on the
+    /// other direction, and starts once that list is empty; a fetch that needs it moves it
+    /// ahead. By hand, on RAM (node 0) and GPU1:
+    /// - T0 RAM→GPU1 fetch starts; T1 RAM→GPU1 fetch is queued behind it;
+    /// - T2 GPU1→RAM idle: its pair is free, but T1 waits on GPU1: it does not start;
+    /// - T0 ends: T1 starts and GPU1 has nothing queued: T2 starts with it;
+    /// - T3 GPU1→RAM idle, then T4 RAM→GPU1 prefetch queued behind T1: T3 waits (pair busy
+    ///   with T2, and then T4 is queued); promoted, T3 starts as soon as T2 ends.
+    #[test]
+    fn idle_transfers_wait_for_an_empty_request_list() {
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
+        let idle = |src, dst| Transfer {
+            idle: true,
+            ..tr(src, dst, TransferKind::WriteBack)
+        };
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(1, &tr(0, 1, TransferKind::Fetch));
+        assert_eq!(started(&mut r), [0]);
+        r.enqueue(2, &idle(1, 0));
+        assert_eq!(started(&mut r), Vec::<u32>::new());
+        r.finished(0, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [1, 2]);
+        r.enqueue(3, &idle(1, 0));
+        r.enqueue(4, &tr(0, 1, TransferKind::Prefetch));
+        r.finished(2, MemNodeId(1), MemNodeId(0));
+        assert_eq!(started(&mut r), Vec::<u32>::new());
+        assert!(r.promote(3, &idle(1, 0)));
+        assert_eq!(started(&mut r), [3]);
     }
 }

@@ -67,6 +67,10 @@ fn task_count(t: u64) -> u64 {
 ///             gemm(m,n,k)  R A(m,k), R A(n,k), RW A(m,n)   priority 2T − 2k − m − n
 /// ```
 ///
+/// After the trsm loop the example calls `starpu_data_wont_use(A(k,k))`, and after each syrk
+/// and its gemm loop `starpu_data_wont_use(A(n,k))`; the graph carries these as
+/// [`TaskGraphBuilder::wont_use`] hints at the same places.
+///
 /// StarPU uses these numbers when the scheduler accepts any integer priority (`dmdas`, `dmdap`,
 /// `dmdasd`, `prio` and the modular priority schedulers set the bounds to `INT_MIN..INT_MAX`).
 /// Other schedulers keep StarPU's default bounds (0..0) and ignore priorities, so one set of
@@ -124,6 +128,8 @@ pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, Inpu
                 &[Access::new(a(k, k), R), Access::new(a(m, k), RW)],
             )?;
         }
+        // cholesky_implicit.c: `starpu_data_wont_use(sdatakk)` once the panel is submitted.
+        b.wont_use(a(k, k))?;
         for nn in k + 1..t {
             b.submit(
                 syrk,
@@ -143,6 +149,9 @@ pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, Inpu
                     ],
                 )?;
             }
+            // cholesky_implicit.c: `starpu_data_wont_use(sdatank)` after the updates that read
+            // A(n,k) at step k (the gemms of earlier columns read it as their A(m,k)).
+            b.wont_use(a(nn, k))?;
         }
     }
     debug_assert_eq!(b.num_tasks(), ntasks);
@@ -191,5 +200,35 @@ mod tests {
         assert_eq!(g.task(super::super::TaskId(0)).priority, 2);
         assert_eq!(g.handles().len(), 1);
         assert_eq!(g.handles()[0].size_bytes, 100 * 100 * 8);
+    }
+
+    /// Where `cholesky_implicit.c` calls `starpu_data_wont_use`, by hand for T = 3 tiles:
+    /// step 0: A(0,0) after the trsms, A(1,0) after syrk(1,0) and gemm(2,1,0), A(2,0) after
+    /// syrk(2,0); step 1: A(1,1), then A(2,1); step 2: A(2,2). Each waits for the last writer
+    /// before it: potrf(k) for A(k,k), trsm(n,k) for A(n,k).
+    #[test]
+    fn wont_use_hints_follow_cholesky_implicit() {
+        let g = cholesky(960 * 3, 960, Precision::Single).unwrap();
+        let tile = |h: HandleId| {
+            let t = g.handle(h).tile.unwrap();
+            (t.row, t.col)
+        };
+        let hints: Vec<(u32, u32)> = g.wont_use_hints().iter().map(|w| tile(w.handle)).collect();
+        assert_eq!(hints, [(0, 0), (1, 0), (2, 0), (1, 1), (2, 1), (2, 2)]);
+        // Submission order (T = 3): potrf0 trsm10 trsm20 syrk10 gemm210 syrk20 potrf1 trsm21
+        // syrk21 potrf2 = tasks 0..=9.
+        let after: Vec<u32> = g.wont_use_hints().iter().map(|w| w.after.0).collect();
+        assert_eq!(after, [2, 4, 5, 7, 8, 9]);
+        let trig: Vec<&str> = g
+            .wont_use_triggers()
+            .iter()
+            .map(|t| g.task_codelet_name(t.unwrap()))
+            .collect();
+        assert_eq!(
+            trig,
+            [
+                CHOL_POTRF, CHOL_TRSM, CHOL_TRSM, CHOL_POTRF, CHOL_TRSM, CHOL_POTRF
+            ]
+        );
     }
 }

@@ -175,9 +175,54 @@ pub struct TaskGraph {
     succ_offsets: Vec<u32>,
     succ: Vec<TaskId>,
     pred_count: Vec<u32>,
+    wont_use: Vec<WontUse>,
+}
+
+/// A "will not be used" hint on a handle, placed in submission order right after task `after`
+/// (StarPU's `starpu_data_wont_use`, called by the application between two submissions).
+///
+/// StarPU implements the call as a sequentially consistent *read* acquisition of the handle
+/// (`starpu_data_acquire_on_node_cb_sequential_consistency_quick(.., STARPU_R, ..)` in
+/// `src/datawizard/interfaces/data_interface.c`): like a reading task submitted at that point,
+/// it waits only for the last task submitted before it that *writes* the handle — readers run
+/// concurrently with it. The runtime then marks the handle's device replicas as first eviction
+/// victims and asks for an idle-priority copy to main memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WontUse {
+    /// The handle that will not be used soon.
+    pub handle: HandleId,
+    /// The hint comes after this task in submission order.
+    pub after: TaskId,
 }
 
 impl TaskGraph {
+    /// The "will not be used" hints, in submission order.
+    pub fn wont_use_hints(&self) -> &[WontUse] {
+        &self.wont_use
+    }
+
+    /// For each hint of [`TaskGraph::wont_use_hints`], in order, the task it waits for: the last
+    /// task submitted before the hint that writes the handle, or `None` if no task before it
+    /// writes the handle (the hint then holds from the start). O(accesses + hints).
+    pub fn wont_use_triggers(&self) -> Vec<Option<TaskId>> {
+        let mut last_writer: Vec<Option<TaskId>> = vec![None; self.handles.len()];
+        let mut out = Vec::with_capacity(self.wont_use.len());
+        let mut next_task = 0usize;
+        for hint in &self.wont_use {
+            while next_task <= hint.after.index() {
+                let t = TaskId(next_task as u32);
+                for a in self.accesses(t) {
+                    if a.mode.writes() {
+                        last_writer[a.handle.index()] = Some(t);
+                    }
+                }
+                next_task += 1;
+            }
+            out.push(last_writer[hint.handle.index()]);
+        }
+        out
+    }
+
     /// Number of tasks.
     pub fn num_tasks(&self) -> usize {
         self.tasks.len()
@@ -350,6 +395,8 @@ pub struct TaskGraphBuilder {
     preds: Vec<TaskId>,
     /// Whether explicit dependencies were added (then a cycle check is needed).
     explicit: bool,
+    /// "Will not be used" hints, in submission order.
+    wont_use: Vec<WontUse>,
 }
 
 impl TaskGraphBuilder {
@@ -529,6 +576,31 @@ impl TaskGraphBuilder {
         Ok(())
     }
 
+    /// Say that `handle` will not be used soon, at this point of the submission order (after
+    /// the last task submitted): StarPU's `starpu_data_wont_use`. See [`WontUse`] for when the
+    /// hint takes effect. A hint before any task is submitted is an error (it would hold from
+    /// the start and say nothing).
+    pub fn wont_use(&mut self, handle: HandleId) -> Result<(), InputError> {
+        if handle.index() >= self.handles.len() {
+            return Err(InputError::new(format!(
+                "wont-use hint on unknown handle {} (only {} handles are registered)",
+                handle.0,
+                self.handles.len()
+            )));
+        }
+        let Some(last) = self.tasks.len().checked_sub(1) else {
+            return Err(InputError::new(format!(
+                "wont-use hint on handle {} before any task is submitted",
+                handle.0
+            )));
+        };
+        self.wont_use.push(WontUse {
+            handle,
+            after: TaskId(last as u32),
+        });
+        Ok(())
+    }
+
     /// Freeze the graph. Fails if explicit dependencies made a cycle.
     pub fn build(self) -> Result<TaskGraph, InputError> {
         if self.explicit {
@@ -566,6 +638,7 @@ impl TaskGraphBuilder {
             succ_offsets,
             succ,
             pred_count,
+            wont_use: self.wont_use,
         })
     }
 }
@@ -761,5 +834,39 @@ mod tests {
         let g = b.build().unwrap();
         assert_eq!(g.successors(TaskId(0)), &[TaskId(1), TaskId(3)]);
         g.check_acyclic().unwrap();
+    }
+
+    /// A hint waits for the last writer submitted before it, not for readers (StarPU's
+    /// `starpu_data_wont_use` is a sequentially consistent read acquisition): W0 writes h,
+    /// R1 reads it, hint, W2 writes it, hint → triggers W0 then W2. A hint on a handle no
+    /// earlier task writes has no trigger.
+    #[test]
+    fn wont_use_waits_for_the_last_writer_before_it() {
+        let (mut b, c, h) = setup(2);
+        let w0 = b
+            .submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::W)])
+            .unwrap();
+        b.submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::R)])
+            .unwrap();
+        b.wont_use(h[0]).unwrap();
+        b.wont_use(h[1]).unwrap();
+        let w2 = b
+            .submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::RW)])
+            .unwrap();
+        b.wont_use(h[0]).unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(g.wont_use_triggers(), [Some(w0), None, Some(w2)]);
+        assert_eq!(g.wont_use_hints()[0].after, TaskId(1));
+    }
+
+    #[test]
+    fn bad_wont_use_hints_are_errors() {
+        let (mut b, c, h) = setup(1);
+        let e = b.wont_use(h[0]).unwrap_err().to_string();
+        assert!(e.contains("before any task"), "{e}");
+        b.submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::W)])
+            .unwrap();
+        let e = b.wont_use(HandleId(7)).unwrap_err().to_string();
+        assert!(e.contains("unknown handle 7"), "{e}");
     }
 }

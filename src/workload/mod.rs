@@ -42,7 +42,7 @@ pub use cholesky::{
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
     Access, AccessMode, CodeletId, Handle, HandleId, Task, TaskGraph, TaskGraphBuilder, TaskId,
-    Tile,
+    Tile, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
 
