@@ -645,14 +645,7 @@ fn stencil_check(
     use crate::analytic::stencil::{BandwidthModel, StencilParams, stencil};
     use crate::workload::StencilMethod;
     let machine = cluster.node_machine();
-    let layout = spec.layout(cluster.ranks(), |r| {
-        let (_, gpu) = cluster.rank_location(r);
-        machine
-            .gpus()
-            .get(gpu.index())
-            .map(|g| (g.peak_flops_per_sec, g.memory_bandwidth_bytes_per_sec))
-            .unwrap_or((None, None))
-    })?;
+    let layout = spec.layout_on(cluster)?;
     let program = spec.generate(cluster)?;
     let r = u64::from(cluster.ranks());
     let g = u64::from(cluster.gpus_per_node());

@@ -337,6 +337,20 @@ impl StencilSpec {
         }
     }
 
+    /// [`StencilSpec::layout`] on `cluster`: its ranks, each with its GPU's peaks from the node
+    /// file.
+    pub fn layout_on(&self, cluster: &Cluster) -> Result<StencilLayout, InputError> {
+        let machine = cluster.node_machine();
+        self.layout(cluster.ranks(), |r| {
+            let (_, gpu) = cluster.rank_location(r);
+            machine
+                .gpus()
+                .get(gpu.index())
+                .map(|g| (g.peak_flops_per_sec, g.memory_bandwidth_bytes_per_sec))
+                .unwrap_or((None, None))
+        })
+    }
+
     /// Check the parameters against `ranks` and derive the layout; `gpu_peaks(r)` gives rank
     /// r's GPU peaks `(flop/s, bytes/s)` when known.
     pub fn layout(
@@ -631,15 +645,7 @@ pub fn build_program(
 
 impl ProgramGenerator for StencilSpec {
     fn generate(&self, cluster: &Cluster) -> Result<Program, InputError> {
-        let machine = cluster.node_machine();
-        let layout = self.layout(cluster.ranks(), |r| {
-            let (_, gpu) = cluster.rank_location(r);
-            machine
-                .gpus()
-                .get(gpu.index())
-                .map(|g| (g.peak_flops_per_sec, g.memory_bandwidth_bytes_per_sec))
-                .unwrap_or((None, None))
-        })?;
+        let layout = self.layout_on(cluster)?;
         Ok(build_program(
             &layout,
             cluster.ranks(),
