@@ -71,6 +71,14 @@ pub fn main() -> ExitCode {
 
 /// Diagnostics go to stderr, filtered by `RUST_LOG` (default: warnings), so stdout stays clean
 /// for results.
+/// `v` as one line of JSON, newline included (the `--json` output of `run` and `model`).
+fn json_line(v: &serde_json::Value) -> crate::Result<String> {
+    let mut s = serde_json::to_string(v)
+        .map_err(|e| crate::Error::Internal(format!("cannot write JSON: {e}")))?;
+    s.push('\n');
+    Ok(s)
+}
+
 fn init_logging() {
     use tracing_subscriber::{EnvFilter, fmt};
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::json_line;
 use crate::analytic::hpl::{self, HplParams, MclHplParams, MclLayer};
 use crate::analytic::loggp::{
     self, BcastAlgorithm, BcastParams, Device, LogGp, MhLogGpCalibration, MpichBcastThresholds,
@@ -1138,13 +1139,6 @@ pub fn render(args: &ModelArgs) -> crate::Result<String> {
     } else {
         Ok(text_sweep(kind, &params, &key, &rows))
     }
-}
-
-fn json_line(v: &serde_json::Value) -> crate::Result<String> {
-    let mut s =
-        serde_json::to_string(v).map_err(|e| Error::Internal(format!("cannot write JSON: {e}")))?;
-    s.push('\n');
-    Ok(s)
 }
 
 fn text_single(p: &Params, ev: &Evaluation) -> String {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use super::json_line;
 use crate::report_text::{self, Detail};
 use crate::runtime::Observer;
 use crate::scenario::{self, Override};
@@ -147,20 +148,20 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
     let report = sc.run_observed(&mut writers.observers())?;
     writers.finish()?;
     let text = if args.json {
-        let value = sc.json(&report)?;
-        let mut line = serde_json::to_string(&value)
-            .map_err(|e| Error::Internal(format!("cannot write JSON: {e}")))?;
-        line.push('\n');
-        line
+        json_line(&sc.json(&report)?)?
     } else {
-        let detail = if args.quiet {
-            Detail::Summary
-        } else {
-            Detail::Full
-        };
-        report_text::render(&sc, &report, detail)
+        report_text::render(&sc, &report, detail(args))
     };
     write_stdout(&text)
+}
+
+/// How much of the text report to print: the summary with `--quiet`.
+fn detail(args: &RunArgs) -> Detail {
+    if args.quiet {
+        Detail::Summary
+    } else {
+        Detail::Full
+    }
 }
 
 /// A program scenario (p2p, bcast, hpl, stencil, ...): execute it on its cluster and print.
@@ -179,18 +180,9 @@ fn run_program(args: &RunArgs, sc: &scenario::Scenario) -> crate::Result<()> {
     }
     let (cluster, report) = sc.run_program(args.quiet || args.json)?;
     let text = if args.json {
-        let value = sc.program_json(&cluster, &report)?;
-        let mut line = serde_json::to_string(&value)
-            .map_err(|e| Error::Internal(format!("cannot write JSON: {e}")))?;
-        line.push('\n');
-        line
+        json_line(&sc.program_json(&cluster, &report)?)?
     } else {
-        let detail = if args.quiet {
-            Detail::Summary
-        } else {
-            Detail::Full
-        };
-        report_text::render_program(sc, &cluster, &report, detail)
+        report_text::render_program(sc, &cluster, &report, detail(args))
     };
     write_stdout(&text)
 }
