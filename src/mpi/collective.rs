@@ -98,14 +98,26 @@ impl Ctx<'_, '_> {
     }
 
     /// MPICH's binomial tree: relative rank vr receives from vr − mask (mask its lowest set
-    /// bit), then sends to vr + mask for the masks below, largest first.
+    /// bit), then sends to vr + mask for the masks below, largest first. The whole message
+    /// goes down every edge.
     fn binomial(&mut self, bytes: f64) {
+        self.tree(|_| bytes);
+    }
+
+    /// MPICH's binomial scatter of n pieces of `chunk` bytes: the same tree, vr receiving the
+    /// pieces of its subtree [vr, vr + subtree) from its parent.
+    fn scatter(&mut self, chunk: f64) {
+        self.tree(|pieces| pieces as f64 * chunk);
+    }
+
+    /// Walk the binomial tree from the root; the edge to a child whose subtree holds `pieces`
+    /// ranks carries `edge_bytes(pieces)`.
+    fn tree(&mut self, edge_bytes: impl Fn(usize) -> f64) {
         let n = self.n();
-        let mut order = Vec::new();
         // Process senders in order of the round they receive in, so dependencies exist
         // before use: relative ranks sorted by number of trailing zeros is not enough; a BFS
         // by round is: round r receivers are vr with highest set bit at position r-1.
-        order.push(0usize);
+        let mut order = vec![0usize];
         let mut i = 0;
         while i < order.len() {
             let vr = order[i];
@@ -119,36 +131,9 @@ impl Ctx<'_, '_> {
             let top = if vr == 0 { n.next_power_of_two() } else { mask };
             let mut m = top >> 1;
             while m > 0 {
-                if vr + m < n {
-                    let op = self.send(vr, vr + m, bytes);
-                    self.received(vr + m, op);
-                    order.push(vr + m);
-                }
-                m >>= 1;
-            }
-        }
-    }
-
-    /// MPICH's binomial scatter of n pieces of `chunk` bytes: vr receives the pieces of its
-    /// subtree [vr, vr + subtree) from its parent.
-    fn scatter(&mut self, chunk: f64) {
-        let n = self.n();
-        let mut order = vec![0usize];
-        let mut i = 0;
-        while i < order.len() {
-            let vr = order[i];
-            i += 1;
-            let mut mask = 1usize;
-            while mask < n && vr & mask == 0 {
-                mask <<= 1;
-            }
-            let top = if vr == 0 { n.next_power_of_two() } else { mask };
-            let mut m = top >> 1;
-            while m > 0 {
                 let child = vr + m;
                 if child < n {
-                    let pieces = m.min(n - child);
-                    let op = self.send(vr, child, pieces as f64 * chunk);
+                    let op = self.send(vr, child, edge_bytes(m.min(n - child)));
                     self.received(child, op);
                     order.push(child);
                 }
