@@ -242,13 +242,7 @@ mod tests {
     }
 
     fn messages(p: &Program) -> Vec<(u32, u32, f64)> {
-        p.ops()
-            .iter()
-            .filter_map(|o| match o {
-                Op::Message(m) => Some((m.src.0, m.dst.0, m.bytes)),
-                _ => None,
-            })
-            .collect()
+        p.messages().map(|m| (m.src.0, m.dst.0, m.bytes)).collect()
     }
 
     /// Longest chain of messages ending at each op (the number of communication rounds if

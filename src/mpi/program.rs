@@ -193,6 +193,14 @@ impl Program {
         &self.succs[self.succ_start[i] as usize..self.succ_start[i + 1] as usize]
     }
 
+    /// The messages, in program order.
+    pub fn messages(&self) -> impl Iterator<Item = &Message> {
+        self.ops.iter().filter_map(|o| match o {
+            Op::Message(m) => Some(m),
+            _ => None,
+        })
+    }
+
     /// Total number of dependency edges.
     pub fn edges(&self) -> usize {
         self.preds.len()

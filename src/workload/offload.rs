@@ -402,14 +402,7 @@ mod tests {
         let mut s = spec(PBPI_4X4);
         s.offload_bytes = Some(Box::new(RawQuantity::Text("1 MiB".into())));
         let prog = s.generate(&cluster).unwrap();
-        let msgs: Vec<_> = prog
-            .ops()
-            .iter()
-            .filter_map(|o| match o {
-                Op::Message(m) => Some(*m),
-                _ => None,
-            })
-            .collect();
+        let msgs: Vec<_> = prog.messages().copied().collect();
         assert_eq!(msgs.len(), 16);
         assert!(
             msgs.iter()

@@ -710,13 +710,7 @@ mod tests {
                         flops_per_point = 10\nbytes_per_point = 20\nbytes_per_boundary_point = 4\n";
 
     fn messages(p: &Program) -> Vec<(u32, u32, f64)> {
-        p.ops()
-            .iter()
-            .filter_map(|o| match o {
-                Op::Message(m) => Some((m.src.0, m.dst.0, m.bytes)),
-                _ => None,
-            })
-            .collect()
+        p.messages().map(|m| (m.src.0, m.dst.0, m.bytes)).collect()
     }
 
     #[test]
