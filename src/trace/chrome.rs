@@ -162,22 +162,10 @@ impl<W: Write> ChromeWriter<W> {
         }
         let t = self.last_ns;
         self.flush_windows(t);
-        {
-            let ChromeWriter {
-                sink,
-                any,
-                links_open,
-                links_pid,
-                links,
-                windows,
-                ..
-            } = self;
-            let mut emit = |at, l, v| {
-                link_counter(&mut sink.buf, any, links_open, *links_pid, links, at, l, v)
-            };
+        self.with_link_windows(|windows, mut emit| {
             windows.close_partial(t, &mut emit);
             windows.final_values(t, &mut emit);
-        }
+        });
         self.close_links();
         for id in 0..self.open.len() {
             if let Some(o) = self.open[id].take() {
@@ -186,6 +174,26 @@ impl<W: Write> ChromeWriter<W> {
         }
         self.sink.buf.extend_from_slice(b"\n]}\n");
         self.closed = true;
+    }
+
+    /// Run `f` on the link windows with an emitter that writes link-counter events: the
+    /// windows and the output buffer are borrowed from `self` side by side.
+    fn with_link_windows(
+        &mut self,
+        f: impl FnOnce(&mut LinkWindows, &mut dyn FnMut(u64, u32, u64)),
+    ) {
+        let ChromeWriter {
+            sink,
+            any,
+            links_open,
+            links_pid,
+            links,
+            windows,
+            ..
+        } = self;
+        let mut emit =
+            |at, l, v| link_counter(&mut sink.buf, any, links_open, *links_pid, links, at, l, v);
+        f(windows, &mut emit);
     }
 
     /// Start an event: the separator, then `{"ph":"<ph>"`.
@@ -627,21 +635,11 @@ impl<W: Write> Observer for ChromeWriter<W> {
                 self.arrivals[handle.index() * self.nnodes + node.index()].0 = 0;
             }
             SimEvent::LinkLoads { changed } => {
-                let ChromeWriter {
-                    sink,
-                    any,
-                    links_open,
-                    links_pid,
-                    links,
-                    windows,
-                    ..
-                } = self;
-                let mut emit = |at, l, v| {
-                    link_counter(&mut sink.buf, any, links_open, *links_pid, links, at, l, v)
-                };
-                for &(link, bytes_per_sec) in changed {
-                    windows.set(t, link, bytes_per_sec, &mut emit);
-                }
+                self.with_link_windows(|windows, mut emit| {
+                    for &(link, bytes_per_sec) in changed {
+                        windows.set(t, link, bytes_per_sec, &mut emit);
+                    }
+                });
                 self.close_links();
             }
             _ => {}
