@@ -214,12 +214,8 @@ impl<W: Write> ChromeWriter<W> {
         bounds: &super::Bounds,
     ) {
         self.started = true;
-        let links = if self.link_res == LinkResolution::Off {
-            &[][..]
-        } else {
-            links
-        };
-        self.windows = LinkWindows::new(self.link_res, links.len(), bounds);
+        let (windows, links) = LinkWindows::for_run(self.link_res, links, bounds);
+        self.windows = windows;
         self.nnodes = machine.memory_nodes().len();
         self.links_pid = self.nnodes as u32 + 1;
         self.codelets = graph.codelet_names().iter().map(|n| json(n)).collect();

@@ -102,6 +102,21 @@ pub(crate) struct LinkWindows {
 }
 
 impl LinkWindows {
+    /// Windows for the run's `links` at resolution `res`, and the links the writer traces:
+    /// none when link tracing is off.
+    pub fn for_run<'a>(
+        res: LinkResolution,
+        links: &'a [String],
+        bounds: &stats::Bounds,
+    ) -> (Self, &'a [String]) {
+        let links = if res == LinkResolution::Off {
+            &[][..]
+        } else {
+            links
+        };
+        (LinkWindows::new(res, links.len(), bounds), links)
+    }
+
     pub fn new(res: LinkResolution, nlinks: usize, bounds: &stats::Bounds) -> Self {
         let window_s = match res {
             LinkResolution::Off | LinkResolution::Exact => 0.0,

@@ -289,12 +289,8 @@ impl<W: Write> PajeWriter<W> {
         bounds: &super::Bounds,
     ) {
         self.started = true;
-        let links = if self.links == LinkResolution::Off {
-            &[][..]
-        } else {
-            links
-        };
-        self.windows = LinkWindows::new(self.links, links.len(), bounds);
+        let (windows, links) = LinkWindows::for_run(self.links, links, bounds);
+        self.windows = windows;
         self.nnodes = machine.memory_nodes().len();
         self.nlinks = links.len();
         self.worker_node = workers.iter().map(|w| w.memory.0).collect();
