@@ -522,20 +522,25 @@ fn missing_table() {
     assert_eq!(v["tasks"].as_u64(), Some(cholesky_tasks(2)));
 }
 
+/// `hetsim run` on the test scenario with `extra` arguments and stdout/stderr piped; a larger
+/// run (n = 3840), so that output is still being written when the pipe closes.
+fn spawn_piped(extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_hetsim"))
+        .arg("run")
+        .arg(scenario())
+        .args(extra)
+        .args(["--set", "workload.n=3840"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hetsim")
+}
+
 #[test]
 fn closed_stdout_pipe_is_not_an_error() {
     for extra in [&[][..], &["--json"][..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-            .arg("run")
-            .arg(scenario())
-            .args(extra)
-            // A larger run, so that output is still being written when the pipe closes.
-            .args(["--set", "workload.n=3840"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn hetsim");
+        let mut child = spawn_piped(extra);
         let mut first = String::new();
         {
             let out = child.stdout.take().expect("stdout");
@@ -556,16 +561,7 @@ fn closed_stdout_pipe_is_not_an_error() {
 #[test]
 fn stdout_closed_before_the_first_write_is_not_an_error() {
     for extra in [&[][..], &["--json"][..]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-            .arg("run")
-            .arg(scenario())
-            .args(extra)
-            .args(["--set", "workload.n=3840"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn hetsim");
+        let mut child = spawn_piped(extra);
         drop(child.stdout.take());
         let out = child.wait_with_output().expect("wait");
         let err = stderr(&out);
