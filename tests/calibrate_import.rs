@@ -694,14 +694,15 @@ fn idgraf_pci_tree_binds_only_below_the_shared_host_link() {
     assert!((f - (4.0 * mb100 / host + 11e-6)).abs() < 2e-6, "{f}");
     assert!(t > 1.08 * f, "tree {t} s, flat {f} s");
 
-    // A GEMM (10x10 tiles of 960, single) on those four GPUs (ncuda = 4: CUDA0-3) with every
-    // input fetched from RAM (no GPU-GPU routes in either version), eager: transfer-bound, and
-    // measurably slower on the tree.
+    // A whole GEMM (10x10 tiles of 960, single) does not show the tree so plainly: on CUDA0-3
+    // the tree/flat makespan ratio is 0.978 (eager), 1.005 (dmda), 1.016 (ws), 1.013 (random):
+    // each GPU fetches the inputs of one popped task at a time (StarPU's driver) and at most
+    // two prefetches per pair are pending, so the links are rarely all busy at once and which
+    // GPU gets which tile matters as much as the bandwidth. It is printed, not asserted.
     let (tree_np, flat_np) = (idgraf_variant(false, false), idgraf_variant(true, false));
     let t = gemm_makespan(&tree_np, 4, "eager");
     let f = gemm_makespan(&flat_np, 4, "eager");
     eprintln!("idgraf GEMM on CUDA0-3, eager: tree {t:.4} s, flat {f:.4} s");
-    assert!(t > 1.03 * f, "tree {t} s, flat {f} s");
     // With all eight GPUs the same GEMM is as fast on both: Host binds.
     let t8 = gemm_makespan(&tree_np, 8, "eager");
     let f8 = gemm_makespan(&flat_np, 8, "eager");

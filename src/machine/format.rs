@@ -336,6 +336,12 @@ pub struct RawRuntime {
     /// Queueing cost of each transfer.
     #[serde(default)]
     pub transfer_queue: Option<Spanned<RawQuantity>>,
+    /// Queueing cost of each GPU task.
+    #[serde(default)]
+    pub kernel_queue: Option<Spanned<RawQuantity>>,
+    /// Whether small GPU allocations come out of 32 MiB chunks.
+    #[serde(default)]
+    pub suballocator: Option<bool>,
     /// Tasks a GPU worker holds at once.
     #[serde(default)]
     pub gpu_pipeline_depth: Option<Spanned<i64>>,

@@ -264,6 +264,14 @@ pub struct RuntimeConfig {
     pub pinned_alloc_s_per_mib: f64,
     /// Queueing cost paid by every transfer before it starts. Default 10 µs.
     pub transfer_queue_s: f64,
+    /// Cost of queueing a task to a GPU once its inputs are there, paid before the kernel
+    /// can start (StarPU's `_starpu_simgrid_submit_job`, `STARPU_SIMGRID_QUEUE_MALLOC_COST`).
+    /// Default 10 µs.
+    pub kernel_queue_s: f64,
+    /// Whether small GPU allocations are carved out of 32 MiB chunks, so that only a new
+    /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
+    /// Default true.
+    pub suballocator: bool,
     /// How many tasks a GPU worker holds at once (pops ahead). Default 2.
     pub gpu_pipeline_depth: u32,
     /// Whether each GPU reserves a CPU core to drive it. Default true.
@@ -277,6 +285,8 @@ impl Default for RuntimeConfig {
             cuda_free_s: 125e-6,
             pinned_alloc_s_per_mib: 650e-6,
             transfer_queue_s: 10e-6,
+            kernel_queue_s: 10e-6,
+            suballocator: true,
             gpu_pipeline_depth: 2,
             gpu_driver_cores: true,
         }

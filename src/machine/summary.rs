@@ -114,6 +114,20 @@ pub(super) fn summary(m: &Machine) -> String {
         "  transfer queueing {}",
         format_secs(rt.transfer_queue_s)
     );
+    let _ = writeln!(
+        out,
+        "  GPU kernel queueing {}",
+        format_secs(rt.kernel_queue_s)
+    );
+    let _ = writeln!(
+        out,
+        "  GPU suballocator: {}",
+        if rt.suballocator {
+            "allocations up to 4 MiB share 32 MiB chunks"
+        } else {
+            "off (one cudaMalloc per allocation)"
+        }
+    );
     let _ = writeln!(out, "  GPU pipeline depth {}", rt.gpu_pipeline_depth);
     let _ = writeln!(
         out,

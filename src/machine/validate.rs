@@ -731,6 +731,14 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
             "transfer_queue",
             &mut runtime.transfer_queue_s,
         )?;
+        secs(
+            &rt.kernel_queue,
+            "kernel_queue",
+            &mut runtime.kernel_queue_s,
+        )?;
+        if let Some(b) = rt.suballocator {
+            runtime.suballocator = b;
+        }
         if let Some(d) = &rt.gpu_pipeline_depth {
             let v = *d.get_ref();
             if !(1..=MAX_PIPELINE_DEPTH).contains(&v) {

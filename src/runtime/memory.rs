@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use crate::machine::{MemKind, MemNodeId};
 use crate::workload::{HandleId, TaskGraph};
 
+use super::suballoc::{ChunkId, Suballocator};
 use super::transfer::Estimates;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,6 +27,8 @@ struct Replica {
     /// Marked "will not be used" (StarPU's `mc->wontuse`): filed with the clean replicas even
     /// while it is the only valid copy, until a task uses or writes it again.
     wont_use: bool,
+    /// The suballocator chunk its memory comes from, if any.
+    chunk: Option<ChunkId>,
 }
 
 /// Result of asking for room for a replica.
@@ -57,13 +60,22 @@ pub(crate) struct Memory {
     clean: Vec<BTreeSet<(u64, u32)>>,
     dirty: Vec<BTreeSet<(u64, u32)>>,
     tick: u64,
+    /// Per node, the suballocator of a GPU node when it is on (empty otherwise).
+    suballoc: Vec<Option<Suballocator>>,
     /// Replicas evicted by the last allocations, for the observer (drained by the caller).
     pub evicted: Vec<(MemNodeId, HandleId)>,
 }
 
 impl Memory {
-    /// Every handle valid and allocated in `ram`.
-    pub fn new(kinds: Vec<MemKind>, capacity: Vec<u64>, ram: MemNodeId, graph: &TaskGraph) -> Self {
+    /// Every handle valid and allocated in `ram`. With `suballocator`, GPU nodes carve small
+    /// allocations out of chunks ([`Suballocator`]).
+    pub fn new(
+        kinds: Vec<MemKind>,
+        capacity: Vec<u64>,
+        ram: MemNodeId,
+        graph: &TaskGraph,
+        suballocator: bool,
+    ) -> Self {
         let nnodes = kinds.len();
         let sizes: Vec<u64> = graph.handles().iter().map(|h| h.size_bytes).collect();
         let mut replicas = vec![Replica::default(); sizes.len() * nnodes];
@@ -74,7 +86,12 @@ impl Memory {
         }
         let mut used = vec![0; nnodes];
         used[ram.index()] = sizes.iter().sum();
+        let suballoc = kinds
+            .iter()
+            .map(|&k| (suballocator && k == MemKind::Gpu).then(Suballocator::default))
+            .collect();
         Memory {
+            suballoc,
             nnodes,
             kinds,
             ram,
@@ -331,10 +348,15 @@ impl Memory {
                 self.peak[ni] = self.peak[ni].max(self.used[ni]);
                 let i = self.idx(h, n);
                 self.replicas[i].allocated = true;
-                return Alloc::Done {
-                    malloc: true,
-                    frees,
+                let malloc = match &mut self.suballoc[ni] {
+                    Some(s) if Suballocator::serves(size) => {
+                        let (chunk, new) = s.carve(size);
+                        self.replicas[i].chunk = Some(chunk);
+                        new
+                    }
+                    _ => true,
                 };
+                return Alloc::Done { malloc, frees };
             }
             let Some(&(_, victim)) = self.clean[ni].first() else {
                 return match self.dirty[ni].first() {
@@ -353,6 +375,7 @@ impl Memory {
             self.replicas[vi].allocated = false;
             self.replicas[vi].valid = false;
             self.replicas[vi].wont_use = false;
+            let chunk = self.replicas[vi].chunk.take();
             self.evictions[ni] += 1;
             self.evicted.push((n, victim));
             self.reclassify(victim);
@@ -361,13 +384,18 @@ impl Memory {
                 // Same size: StarPU reuses the chunk without a new cudaMalloc.
                 let i = self.idx(h, n);
                 self.replicas[i].allocated = true;
+                self.replicas[i].chunk = chunk;
                 return Alloc::Done {
                     malloc: false,
                     frees,
                 };
             }
             self.used[ni] -= vsize;
-            frees += 1;
+            match (chunk, &mut self.suballoc[ni]) {
+                // Back to its chunk, which StarPU keeps: no cudaFree.
+                (Some(c), Some(s)) => s.release(c, vsize),
+                _ => frees += 1,
+            }
         }
     }
 
@@ -407,6 +435,7 @@ mod tests {
             vec![1 << 20, 2000],
             MemNodeId(0),
             &g,
+            false,
         )
     }
 

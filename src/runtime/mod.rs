@@ -32,6 +32,7 @@ mod memory;
 pub mod observe;
 pub mod report;
 mod sim;
+mod suballoc;
 mod transfer;
 
 pub use observe::{Observer, SimEvent};
@@ -405,7 +406,13 @@ pub(crate) mod fixture {
                 loads: vec![WorkerLoad::default(); workers.len()],
                 workers,
                 runnable,
-                memory: memory::Memory::new(kinds, caps, ram, graph),
+                memory: memory::Memory::new(
+                    kinds,
+                    caps,
+                    ram,
+                    graph,
+                    machine.runtime().suballocator,
+                ),
                 estimates: transfer::Estimates::new(machine, ram, gpus),
             }
         }

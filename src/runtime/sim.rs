@@ -81,11 +81,18 @@ enum Event {
     /// A device allocation (cudaMalloc) for a task's buffer finished.
     AllocDone { task: TaskId, access: u32 },
     /// A device allocation for a prefetch finished.
-    PrefetchAllocDone { handle: HandleId, node: MemNodeId },
+    PrefetchAllocDone {
+        handle: HandleId,
+        node: MemNodeId,
+        priority: i32,
+    },
     /// A transfer paid its queueing cost and starts moving bytes.
     TransferGo(u32),
     /// A transfer on a model route ended.
     TransferDone(u32),
+    /// A GPU task whose inputs are all there has been queued to its device (StarPU charges
+    /// `kernel_queue` to the driver thread in `_starpu_simgrid_submit_job`).
+    KernelQueued(TaskId),
 }
 
 /// Who waits for a replica to become valid.
@@ -93,8 +100,9 @@ enum Event {
 enum Waiter {
     /// One buffer of a popped task.
     Task(TaskId),
-    /// A staged copy: once RAM is valid, continue to this node.
-    Forward(MemNodeId, TransferKind),
+    /// A staged copy: once RAM is valid, continue to this node (kind and priority of the
+    /// request).
+    Forward(MemNodeId, TransferKind, i32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +152,8 @@ struct Sim<'a> {
     waiters: FxHashMap<usize, Vec<Waiter>>,
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
     alloc_free_at: Vec<f64>,
+    /// When the machine-wide device allocator is free.
+    device_alloc_free_at: f64,
     writing_back: Vec<bool>,
     /// "Will not be used" hints by the task whose end makes them hold (`run.wont_use`).
     wont_use_after: FxHashMap<u32, Vec<HandleId>>,
@@ -168,6 +178,8 @@ struct Sim<'a> {
     /// The worker whose task ended in the event being handled: it pops last
     /// ([`Sim::wake_workers`]).
     releasing: Option<WorkerId>,
+    /// Tasks pushed since workers last popped.
+    pushed_now: u32,
 }
 
 #[derive(Debug, Default)]
@@ -391,7 +403,13 @@ impl<'a> Sim<'a> {
             .iter()
             .map(|m| m.capacity_bytes)
             .collect();
-        let memory = Memory::new(kinds.clone(), capacity, ram, graph);
+        let memory = Memory::new(
+            kinds.clone(),
+            capacity,
+            ram,
+            graph,
+            machine.runtime().suballocator,
+        );
         if memory.used(ram) > memory.capacity(ram) {
             return Err(InputError::new(format!(
                 "the workload's data ({} bytes) does not fit in the RAM of machine `{}` ({} bytes)",
@@ -437,6 +455,7 @@ impl<'a> Sim<'a> {
             scratch_loads: Vec::new(),
             scratch_requesting: Vec::new(),
             releasing: None,
+            pushed_now: 0,
             machine,
             graph,
             kernels,
@@ -467,6 +486,7 @@ impl<'a> Sim<'a> {
             waiters: FxHashMap::default(),
             alloc_queue: vec![VecDeque::new(); nnodes],
             alloc_free_at: vec![0.0; nnodes],
+            device_alloc_free_at: 0.0,
             writing_back: vec![false; graph.handles().len() * nnodes],
             wont_use_after: if config.wont_use {
                 wont_use_by_trigger(graph)
@@ -518,7 +538,7 @@ impl<'a> Sim<'a> {
         for h in pending {
             self.stats.writebacks += 1;
             let src = self.memory.best_source(h, ram, &self.estimates);
-            self.start_copy(h, src, ram, TransferKind::WriteBack);
+            self.start_copy(h, src, ram, TransferKind::WriteBack, 0);
         }
         self.event_loop();
         for w in 0..self.workers.len() {
@@ -566,15 +586,20 @@ impl<'a> Sim<'a> {
         match ev {
             Event::TaskEnd(w) => self.task_end(w),
             Event::AllocDone { task, access } => self.buffer_allocated(task, access),
-            Event::PrefetchAllocDone { handle, node } => {
+            Event::PrefetchAllocDone {
+                handle,
+                node,
+                priority,
+            } => {
                 self.memory.unpin(handle, node);
                 if !self.memory.is_valid(handle, node) && !self.memory.is_loading(handle, node) {
                     let src = self.memory.best_source(handle, node, &self.estimates);
-                    self.start_copy(handle, src, node, TransferKind::Prefetch);
+                    self.start_copy(handle, src, node, TransferKind::Prefetch, priority);
                 }
             }
             Event::TransferGo(id) => self.transfer_go(id),
             Event::TransferDone(id) => self.transfer_done(id),
+            Event::KernelQueued(t) => self.buffer_ready(t),
         }
         if matches!(
             ev,
@@ -595,6 +620,7 @@ impl<'a> Sim<'a> {
         };
         self.sched.push(task, &view, &mut decisions);
         self.decisions = decisions;
+        self.pushed_now += 1;
     }
 
     /// Carry out the scheduler's decisions in the order it made them.
@@ -611,21 +637,24 @@ impl<'a> Sim<'a> {
         self.decisions = decisions;
     }
 
-    /// Let workers with room pop, in StarPU's wake-up order (`starpu-reference.md` §1a, eager;
-    /// overheads table):
+    /// Let workers with room pop, in the order StarPU's simulated driver threads reach their
+    /// pop (`starpu-reference.md` §1a eager and the overheads table; `driver_cuda.c`,
+    /// `driver_cpu.c`):
     ///
-    /// 1. workers holding nothing, by id: they are the sleeping workers a push wakes up
-    ///    (`push_task_eager_policy` wakes one idle worker that can run the task, and that
-    ///    worker pops at once);
-    /// 2. workers already holding tasks (a GPU with a free pipeline slot), by id: they look at
-    ///    the queues when their own driver loop comes round;
-    /// 3. last, the worker whose task just ended: in StarPU its thread is still pushing the
-    ///    successors that end released (`STARPU_SIMGRID_TASK_PUSH_COST`, 1 µs each) while the
-    ///    workers it woke pop.
+    /// - the thread that ended a task pushes the `k` successors it released one after the
+    ///   other (`STARPU_SIMGRID_TASK_PUSH_COST`, 1 µs each); push `j` wakes the first sleeping
+    ///   worker by id (one holding no task; a GPU with a kernel in flight is not asleep),
+    ///   which pops after one datawizard progress call (1 µs per memory node it drives: 1 µs
+    ///   for a CPU core, 2 µs for a GPU's driver, which also drives RAM), at `j + 1` or
+    ///   `j + 2` µs;
+    /// - the releasing worker pops after its pushes and its own progress call, at `k + 1` or
+    ///   `k + 2` µs.
     ///
-    /// Each idle worker first takes one task, in that order (each push wakes one worker, and a
-    /// woken worker pops one task before its driver loop comes back for a pipeline slot);
-    /// then every worker fills its room, in the same order.
+    /// Workers are numbered GPUs first, so the woken ones pop in id order (a CPU woken after
+    /// a GPU at best ties with it) and the releasing one after them (at best a tie it loses
+    /// on id). Each of these takes one task in that order; then every worker with room fills
+    /// it, the woken ones first, then the others by id (they pop when their driver loop comes
+    /// round).
     ///
     /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
     /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
@@ -633,29 +662,33 @@ impl<'a> Sim<'a> {
         let mut order = std::mem::take(&mut self.scratch_order);
         order.clear();
         let releasing = self.releasing.take();
+        let pushes = std::mem::take(&mut self.pushed_now) as usize;
         let n = self.workers.len() as u32;
         let others = (0..n).filter(|&w| Some(WorkerId(w)) != releasing);
         order.extend(
             others
                 .clone()
-                .filter(|&w| self.wstate[w as usize].held.is_empty()),
+                .filter(|&w| self.is_asleep(WorkerId(w)))
+                .take(pushes),
         );
-        order.extend(others.filter(|&w| !self.wstate[w as usize].held.is_empty()));
+        let woken = order.len();
         order.extend(releasing.map(|w| w.0));
-        // Pass 1: each woken (idle) worker takes one task; pass 2: everyone fills its room.
-        let nidle = order
-            .iter()
-            .take_while(|&&w| self.wstate[w as usize].held.is_empty())
-            .count();
-        let passes = [(nidle, 1), (order.len(), u32::MAX)];
+        let nwoken = order.len();
+        let mut skipped = 0;
+        for w in others {
+            if skipped < woken && self.is_asleep(WorkerId(w)) {
+                skipped += 1;
+            } else {
+                order.push(w);
+            }
+        }
+        // Pass 1: each woken worker takes one task; pass 2: everyone fills its room.
+        let passes = [(nwoken, 1), (order.len(), u32::MAX)];
         for (upto, most) in passes {
             for &w in &order[..upto] {
                 let w = WorkerId(w);
                 let mut popped = 0;
-                while popped < most
-                    && (self.wstate[w.index()].held.len() as u32)
-                        < self.workers[w.index()].pipeline_depth
-                {
+                while popped < most && self.has_room(w) {
                     popped += 1;
                     let view = view!(self);
                     let Some(t) = self.sched.pop(w, &view) else {
@@ -676,6 +709,23 @@ impl<'a> Sim<'a> {
         self.scratch_order = order;
     }
 
+    /// Whether worker `w` holds no task: its driver thread sleeps, and a push may wake it
+    /// (`starpu_wake_worker` wakes only a sleeping worker; a GPU with a kernel in flight is
+    /// not one, it comes back when its driver loop does).
+    fn is_asleep(&self, w: WorkerId) -> bool {
+        self.wstate[w.index()].held.is_empty()
+    }
+
+    /// Whether worker `w` may pop: it holds fewer tasks than its pipeline depth and none of
+    /// them is still fetching its inputs. StarPU's driver pops only when no task is
+    /// transferring (`_starpu_get_multi_worker_task` skips a worker whose `task_transferring`
+    /// is set), so a GPU fetches the inputs of one popped task at a time.
+    fn has_room(&self, w: WorkerId) -> bool {
+        let held = &self.wstate[w.index()].held;
+        (held.len() as u32) < self.workers[w.index()].pipeline_depth
+            && held.iter().all(|t| self.buffers_left[t.index()] == 0)
+    }
+
     /// Worker `w` holds task `t`: pin and fetch its buffers.
     fn take(&mut self, w: WorkerId, t: TaskId) {
         let ws = &mut self.wstate[w.index()];
@@ -685,7 +735,13 @@ impl<'a> Sim<'a> {
         self.account(w);
         let node = self.workers[w.index()].memory;
         let accesses = self.graph.accesses(t);
-        self.buffers_left[t.index()] = accesses.len() as u32;
+        // A GPU task also waits for its submission to the device, counted as one more input.
+        let queued = u32::from(self.kernel_queue_s(w) > 0.0);
+        self.buffers_left[t.index()] = accesses.len() as u32 + queued;
+        if accesses.is_empty() && queued > 0 {
+            self.cal
+                .schedule(self.now + self.kernel_queue_s(w), Event::KernelQueued(t));
+        }
         for (i, a) in accesses.iter().enumerate() {
             self.memory.pin_for_task(a.handle, node);
             if self.memory.is_allocated(a.handle, node) {
@@ -712,16 +768,33 @@ impl<'a> Sim<'a> {
             .push(Waiter::Task(t));
         if !self.memory.is_loading(a.handle, node) {
             let src = self.memory.best_source(a.handle, node, &self.estimates);
-            self.start_copy(a.handle, src, node, TransferKind::Fetch);
+            let priority = self.graph.task(t).priority;
+            self.start_copy(a.handle, src, node, TransferKind::Fetch, priority);
         } else {
             self.promote_prefetch(a.handle, node);
         }
     }
 
     fn buffer_ready(&mut self, t: TaskId) {
+        let w = WorkerId(self.task_worker[t.index()]);
         self.buffers_left[t.index()] -= 1;
-        if self.buffers_left[t.index()] == 0 {
-            self.try_start(WorkerId(self.task_worker[t.index()]));
+        match self.buffers_left[t.index()] {
+            0 => self.try_start(w),
+            // Only the submission is left: the inputs are all there, the driver queues it.
+            1 if self.kernel_queue_s(w) > 0.0 => {
+                let at = self.now + self.kernel_queue_s(w);
+                self.cal.schedule(at, Event::KernelQueued(t));
+            }
+            _ => {}
+        }
+    }
+
+    /// What queueing a task to worker `w`'s device costs: `kernel_queue` on a GPU, nothing on
+    /// a CPU core (which runs its tasks synchronously).
+    fn kernel_queue_s(&self, w: WorkerId) -> f64 {
+        match self.workers[w.index()].kind {
+            WorkerKind::Gpu => self.machine.runtime().kernel_queue_s,
+            WorkerKind::Cpu => 0.0,
         }
     }
 
@@ -919,8 +992,8 @@ impl<'a> Sim<'a> {
                 Alloc::Done { malloc, frees } => {
                     self.alloc_queue[node.index()].pop_front();
                     let cost = self.allocated(node, h, malloc, frees);
-                    if cost > 0.0 {
-                        let at = self.allocator_done_at(node, cost);
+                    let at = self.allocator_done_at(node, cost);
+                    if at > self.now {
                         self.cal
                             .schedule(at, Event::AllocDone { task: t, access: i });
                     } else {
@@ -964,10 +1037,16 @@ impl<'a> Sim<'a> {
         cost
     }
 
-    /// A device allocates one chunk at a time: the date an allocation of `cost` started now
-    /// (or when the allocator is free) ends.
+    /// The date an allocation of `cost` on `node` asked for now ends. A node's allocations end
+    /// in the order they were asked for (its driver handles its requests one after the other),
+    /// and the ones that cost something happen one at a time on the whole machine (StarPU
+    /// takes one global `cuda_alloc_mutex` around cudaMalloc and cudaFree).
     fn allocator_done_at(&mut self, node: MemNodeId, cost: f64) -> f64 {
-        let at = self.alloc_free_at[node.index()].max(self.now) + cost;
+        if cost <= 0.0 {
+            return self.alloc_free_at[node.index()].max(self.now);
+        }
+        let at = self.device_alloc_free_at.max(self.now) + cost;
+        self.device_alloc_free_at = at;
         self.alloc_free_at[node.index()] = at;
         at
     }
@@ -993,7 +1072,8 @@ impl<'a> Sim<'a> {
         self.writing_back[key] = true;
         self.stats.writebacks += 1;
         let ram = self.memory.ram();
-        self.start_copy(victim, node, ram, TransferKind::WriteBack);
+        // Someone waits for the room: ahead of every other request of the pair.
+        self.start_copy(victim, node, ram, TransferKind::WriteBack, i32::MAX);
     }
 
     /// A "will not be used" hint holds (StarPU's `_starpu_data_wont_use`): mark the device
@@ -1015,11 +1095,12 @@ impl<'a> Sim<'a> {
         }
         self.writing_back[key] = true;
         self.stats.writebacks += 1;
-        self.enqueue_transfer_at(h, src, ram, TransferKind::WriteBack, true);
+        self.enqueue_transfer_at(h, src, ram, TransferKind::WriteBack, true, 0);
     }
 
     fn prefetch(&mut self, task: TaskId, worker: WorkerId) {
         let node = self.workers[worker.index()].memory;
+        let priority = self.graph.task(task).priority;
         for a in self.graph.accesses(task) {
             let h = a.handle;
             if !a.mode.reads() || self.memory.is_valid(h, node) || self.memory.is_loading(h, node) {
@@ -1027,7 +1108,7 @@ impl<'a> Sim<'a> {
             }
             if self.memory.is_allocated(h, node) {
                 let src = self.memory.best_source(h, node, &self.estimates);
-                self.start_copy(h, src, node, TransferKind::Prefetch);
+                self.start_copy(h, src, node, TransferKind::Prefetch, priority);
                 continue;
             }
             // A prefetch takes room only if it can without waiting or writing back.
@@ -1038,8 +1119,14 @@ impl<'a> Sim<'a> {
                     let cost = self.allocated(node, h, malloc, frees);
                     self.memory.pin(h, node);
                     let at = self.allocator_done_at(node, cost);
-                    self.cal
-                        .schedule(at, Event::PrefetchAllocDone { handle: h, node });
+                    self.cal.schedule(
+                        at,
+                        Event::PrefetchAllocDone {
+                            handle: h,
+                            node,
+                            priority,
+                        },
+                    );
                 }
                 Alloc::WriteBack(_) | Alloc::Blocked => {}
             }
@@ -1049,7 +1136,14 @@ impl<'a> Sim<'a> {
     // --- Transfers --------------------------------------------------------------------------
 
     /// Copy `h` from `src` to `dst` (staged through RAM if there is no direct route).
-    fn start_copy(&mut self, h: HandleId, src: MemNodeId, dst: MemNodeId, kind: TransferKind) {
+    fn start_copy(
+        &mut self,
+        h: HandleId,
+        src: MemNodeId,
+        dst: MemNodeId,
+        kind: TransferKind,
+        priority: i32,
+    ) {
         let hops = self.estimates.hops(src, dst);
         let (a, b) = hops[0];
         if hops.len() > 1 {
@@ -1059,23 +1153,13 @@ impl<'a> Sim<'a> {
             self.waiters
                 .entry(self.replica_key(h, b))
                 .or_default()
-                .push(Waiter::Forward(dst, kind));
+                .push(Waiter::Forward(dst, kind, priority));
             if self.memory.is_loading(h, b) {
                 self.promote_prefetch(h, b);
                 return;
             }
         }
-        self.enqueue_transfer(h, a, b, kind);
-    }
-
-    fn enqueue_transfer(
-        &mut self,
-        h: HandleId,
-        src: MemNodeId,
-        dst: MemNodeId,
-        kind: TransferKind,
-    ) {
-        self.enqueue_transfer_at(h, src, dst, kind, false);
+        self.enqueue_transfer_at(h, a, b, kind, false, priority);
     }
 
     /// Queue a one-hop copy, at idle priority if `idle`.
@@ -1086,6 +1170,7 @@ impl<'a> Sim<'a> {
         dst: MemNodeId,
         kind: TransferKind,
         idle: bool,
+        priority: i32,
     ) {
         let tr = Transfer {
             handle: h,
@@ -1095,6 +1180,7 @@ impl<'a> Sim<'a> {
             kind,
             version: self.memory.version(h),
             idle,
+            priority,
         };
         self.memory.pin(h, src);
         if !self.memory.is_loading(h, dst) {
@@ -1228,7 +1314,7 @@ impl<'a> Sim<'a> {
         } else if self.waiters.contains_key(&self.replica_key(h, dst)) {
             // Written meanwhile: fetch the new version for whoever still waits.
             let src = self.memory.best_source(h, dst, &self.estimates);
-            self.start_copy(h, src, dst, TransferKind::Fetch);
+            self.start_copy(h, src, dst, TransferKind::Fetch, i32::MAX);
         }
         self.start_transfers();
         for n in 0..self.memory.nnodes() {
@@ -1243,12 +1329,12 @@ impl<'a> Sim<'a> {
         for w in list {
             match w {
                 Waiter::Task(t) => self.buffer_ready(t),
-                Waiter::Forward(dst, kind) => {
+                Waiter::Forward(dst, kind, priority) => {
                     // The staged copy's second hop; the destination was pinned for it.
                     self.memory.unpin(h, dst);
                     self.memory.set_loading(h, dst, false);
                     if !self.memory.is_valid(h, dst) {
-                        self.enqueue_transfer(h, node, dst, kind);
+                        self.enqueue_transfer_at(h, node, dst, kind, false, priority);
                     }
                 }
             }
@@ -1478,10 +1564,12 @@ mod tests {
         );
     }
 
-    /// Records transfer starts (time, handle, kind, source) and task ends (time, task).
+    /// Records transfer starts (time, handle, kind, source), transfer ends (time, handle) and
+    /// task ends (time, task).
     #[derive(Default)]
     struct Log {
         starts: Vec<(f64, HandleId, TransferKind, MemNodeId)>,
+        arrivals: Vec<(f64, HandleId)>,
         ends: Vec<(f64, TaskId)>,
     }
 
@@ -1491,6 +1579,7 @@ mod tests {
                 SimEvent::TransferStart {
                     handle, kind, src, ..
                 } => self.starts.push((at_s, *handle, *kind, *src)),
+                SimEvent::TransferEnd { handle, .. } => self.arrivals.push((at_s, *handle)),
                 SimEvent::TaskEnd { task, .. } => self.ends.push((at_s, *task)),
                 _ => {}
             }
@@ -1507,10 +1596,11 @@ mod tests {
     /// The GPU takes A, then C into its second pipeline slot; C's copies of h2 and h3 are
     /// requested while A runs (h3 queued behind h2). A's end (about 1.2 ms, after its
     /// allocation) makes the hint hold: h0's only valid copy is on the GPU, so a write-back
-    /// GPU→RAM is requested at idle priority. GPU1 still has h3 waiting, so the write-back
-    /// must not start before h3 does (≈ 8 ms later, when h2 is through), and it does not
-    /// delay h3: both start at the same instant. With `run.wont_use = false` h0 stays on the
-    /// GPU until the final write-back after the last task.
+    /// GPU→RAM is requested at idle priority. StarPU's driver handles a node's idle requests
+    /// only when none of its requests is pending (`_starpu_check_that_no_data_request_is_pending`
+    /// over every peer): GPU1 still has h2 and h3 in flight, so the write-back is submitted
+    /// the instant h3 arrives (≈ 16 ms) and moves 10 µs later, still before C ends. With `run.wont_use = false` h0 stays
+    /// on the GPU until the final write-back after the last task.
     #[test]
     fn wont_use_writes_back_at_idle_priority_after_the_writer() {
         use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
@@ -1553,9 +1643,12 @@ mod tests {
         let (h3_at, ..) = *start(h3);
         assert!(h3_at - h2_at > 7e-3, "h3 waits for h2 on the link");
         assert!(end(a) < h3_at, "A ends while h3 is still queued");
-        assert_eq!(
-            wb_at, h3_at,
-            "the idle write-back starts when the queue empties"
+        let h3_arrival = log.arrivals.iter().find(|e| e.1 == h3).unwrap().0;
+        assert!(h3_arrival - h3_at > 7e-3, "h3 takes 8 ms");
+        // Submitted when h3 arrives; it moves after its 10 µs of queueing.
+        assert!(
+            (wb_at - (h3_arrival + 10e-6)).abs() < 1e-12,
+            "the idle write-back starts when GPU1 has nothing pending: {wb_at} vs {h3_arrival}"
         );
         assert!(wb_at < end(c), "it happens during the run, not at the end");
         assert_eq!(report.writebacks, 1);

@@ -186,26 +186,56 @@ pub(crate) struct Transfer {
     /// Queued at idle priority (StarPU's `STARPU_IDLEFETCH`): it starts only when its device
     /// has no fetch or prefetch waiting. Cleared when a fetch needs it.
     pub idle: bool,
+    /// The request's priority (the priority of the task it is for); higher goes first within
+    /// a request list.
+    pub priority: i32,
 }
 
-/// Per-pair FIFO runners and StarPU's serialisation rules (`starpu-reference.md` §1e,
-/// `simgrid.c`, `transfers_are_sequential` and `transfer_submit`):
+/// StarPU's limits on the requests of one (handling node, peer, direction) that may be
+/// submitted and not yet finished (`MAX_PENDING_REQUESTS_PER_NODE`, `..._PREFETCH_...`,
+/// `..._IDLE_...` in `data_request.h`; `starpu-reference.md` §1a): a fetch is submitted while
+/// fewer than 5 are pending, a prefetch while fewer than 2, an idle request while none is.
+const MAX_PENDING: [u32; 3] = [5, 2, 1];
+
+/// Request lists: fetch, prefetch, idle.
+const FETCH: usize = 0;
+const PREFETCH: usize = 1;
+const IDLE: usize = 2;
+
+/// A queued request: highest priority first, then first come first served.
+type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
+
+/// StarPU's two stages between a data request and the bytes moving (`starpu-reference.md`
+/// §1a "three priority lists" and §1e):
 ///
-/// - one transfer at a time per (source, destination) pair: one FIFO runner per pair (one CUDA
-///   stream per direction), fetches ahead of prefetches;
-/// - when a transfer is submitted it must wait for every transfer submitted **before** it and
-///   still pending (queued or moving) with which it is sequential: a GPU↔GPU transfer a→b and
-///   any transfer whose destination is a or b (the crossed b→a among them), in either order of
-///   kinds. StarPU keeps this as `nwait` counters and `wake` lists fixed at submission, so a
-///   transfer is never overtaken by a conflicting one submitted after it: a GPU↔GPU copy
-///   cannot be starved by a stream of later RAM→GPU copies into one of its ends.
+/// 1. **Request lists.** Each (source, destination) pair — which is one (handling node, peer,
+///    direction) of `data_request.c`: a GPU handles the copies into it and out of it to RAM —
+///    has a fetch, a prefetch and an idle list, each ordered by priority. Requests are
+///    submitted from the fetch list while fewer than 5 of the pair's are pending, then from
+///    the prefetch list while fewer than 2 are, then from the idle list while none is and the
+///    handling node has no other request queued or pending. A fetch that needs a queued
+///    prefetch moves it to the fetch list; once submitted it keeps its place.
+/// 2. **Submitted transfers** (`simgrid.c`, `transfer_submit`): one transfer at a time per
+///    pair, first submitted first served (one CUDA stream per direction); and a transfer
+///    waits for every transfer submitted **before** it and still pending with which it is
+///    sequential: a GPU↔GPU transfer a→b and any transfer whose destination is a or b (the
+///    crossed b→a among them), in either order of kinds. StarPU keeps this as `nwait`
+///    counters and `wake` lists fixed at submission, so a transfer is never overtaken by a
+///    conflicting one submitted after it.
 #[derive(Debug)]
 pub(crate) struct Runners {
     nnodes: usize,
     gpu: Vec<bool>,
-    fetch: Vec<VecDeque<u32>>,
-    prefetch: Vec<VecDeque<u32>>,
-    idle: Vec<VecDeque<u32>>,
+    /// Per pair, the fetch, prefetch and idle request lists.
+    requests: Vec<[std::collections::BTreeSet<RequestKey>; 3]>,
+    /// Per transfer id still in a request list: which list, and its key there.
+    queued: Vec<Option<(usize, RequestKey)>>,
+    /// Requests made so far (the first-come order).
+    seq: u64,
+    /// Per pair, submitted transfers not started yet, in submission order.
+    submitted: Vec<VecDeque<u32>>,
+    /// Per pair, submitted transfers not finished.
+    npending: Vec<u32>,
     busy: Vec<bool>,
     /// Transfers submitted and not finished, in submission order: (id, src, dst).
     pending: Vec<(u32, usize, usize)>,
@@ -221,9 +251,11 @@ impl Runners {
         Runners {
             nnodes: n,
             gpu: kinds.iter().map(|&k| k == MemKind::Gpu).collect(),
-            fetch: vec![VecDeque::new(); n * n],
-            prefetch: vec![VecDeque::new(); n * n],
-            idle: vec![VecDeque::new(); n * n],
+            requests: (0..n * n).map(|_| Default::default()).collect(),
+            queued: Vec::new(),
+            seq: 0,
+            submitted: vec![VecDeque::new(); n * n],
+            npending: vec![0; n * n],
             busy: vec![false; n * n],
             pending: Vec::new(),
             nwait: Vec::new(),
@@ -235,6 +267,13 @@ impl Runners {
         src.index() * self.nnodes + dst.index()
     }
 
+    /// The node whose driver handles a pair's requests: the destination if it is a GPU (copies
+    /// into a GPU, from RAM or from a peer), else the source (a GPU's copies back to RAM).
+    fn handler(&self, p: usize) -> usize {
+        let (s, d) = (p / self.nnodes, p % self.nnodes);
+        if self.gpu[d] { d } else { s }
+    }
+
     /// StarPU's `transfers_are_sequential` for two transfers of different pairs (the same pair
     /// is the runner's FIFO): a GPU↔GPU transfer against any transfer into one of its ends.
     fn sequential(&self, new: (usize, usize), old: (usize, usize)) -> bool {
@@ -243,14 +282,48 @@ impl Runners {
             || (gpu_gpu(old) && (new.1 == old.0 || new.1 == old.1))
     }
 
-    /// Queue transfer `id` on its pair, after the pending transfers it is sequential with.
+    /// Queue the request for transfer `id` in its pair's fetch, prefetch or idle list.
     pub fn enqueue(&mut self, id: u32, t: &Transfer) {
-        let (s, d) = (t.src.index(), t.dst.index());
         let i = id as usize;
         if self.nwait.len() <= i {
             self.nwait.resize(i + 1, 0);
             self.wake.resize_with(i + 1, Vec::new);
+            self.queued.resize(i + 1, None);
         }
+        let list = match t.kind {
+            _ if t.idle => IDLE,
+            TransferKind::Prefetch => PREFETCH,
+            _ => FETCH,
+        };
+        self.seq += 1;
+        let key = (std::cmp::Reverse(t.priority), self.seq, id);
+        let p = self.pair(t.src, t.dst);
+        self.requests[p][list].insert(key);
+        self.queued[i] = Some((list, key));
+        // Submitted at once if the limits allow, so that requests made one after the other
+        // are submitted in that order (idle requests wait for `start_ready`).
+        self.submit_requests(p, None);
+    }
+
+    /// A fetch now needs a queued prefetch or idle request: move it to the fetch list.
+    /// Returns whether it was still queued (a submitted one keeps its place).
+    pub fn promote(&mut self, id: u32, t: &Transfer) -> bool {
+        let p = self.pair(t.src, t.dst);
+        match self.queued[id as usize] {
+            Some((list, key)) if list != FETCH => {
+                self.requests[p][list].remove(&key);
+                self.requests[p][FETCH].insert(key);
+                self.queued[id as usize] = Some((FETCH, key));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Hand request `id` of pair `p` to the transfer stage, after the pending transfers it is
+    /// sequential with.
+    fn submit(&mut self, p: usize, id: u32) {
+        let (s, d) = (p / self.nnodes, p % self.nnodes);
         let mut nwait = 0;
         for k in 0..self.pending.len() {
             let (old, os, od) = self.pending[k];
@@ -259,82 +332,65 @@ impl Runners {
                 nwait += 1;
             }
         }
-        self.nwait[i] = nwait;
+        self.nwait[id as usize] = nwait;
+        self.queued[id as usize] = None;
         self.pending.push((id, s, d));
-        let p = self.pair(t.src, t.dst);
-        match t.kind {
-            _ if t.idle => self.idle[p].push_back(id),
-            TransferKind::Prefetch => self.prefetch[p].push_back(id),
-            _ => self.fetch[p].push_back(id),
-        }
+        self.submitted[p].push_back(id);
+        self.npending[p] += 1;
     }
 
-    /// A fetch now needs a queued prefetch: move it ahead with the fetches. Returns whether it
-    /// was still queued.
-    pub fn promote(&mut self, id: u32, t: &Transfer) -> bool {
-        let p = self.pair(t.src, t.dst);
-        let queue = if t.idle {
-            &mut self.idle[p]
-        } else {
-            &mut self.prefetch[p]
-        };
-        match queue.iter().position(|&x| x == id) {
-            Some(pos) => {
-                queue.remove(pos);
-                self.fetch[p].push_back(id);
-                true
+    /// Submit pair `p`'s requests, fetches first, as far as the limits allow; idle requests
+    /// only when `requesting` is given (see [`Runners::start_ready`]).
+    fn submit_requests(&mut self, p: usize, requesting: Option<&[bool]>) {
+        for list in [FETCH, PREFETCH, IDLE] {
+            while self.npending[p] < MAX_PENDING[list] {
+                if list == IDLE {
+                    let h = self.handler(p);
+                    if requesting.is_none_or(|r| r[h]) || self.handles_requests(h) {
+                        break;
+                    }
+                }
+                let Some((_, _, id)) = self.requests[p][list].pop_first() else {
+                    break;
+                };
+                self.submit(p, id);
             }
-            None => false,
         }
     }
 
-    /// Whether a fetch or prefetch waits on a pair that starts or ends at `node`: StarPU
-    /// serves a node's idle requests only when its fetch and prefetch lists are empty
-    /// (`starpu-reference.md` §1a, "three priority lists").
-    fn has_requests(&self, node: usize) -> bool {
-        (0..self.nnodes).any(|m| {
-            let out = node * self.nnodes + m;
-            let inc = m * self.nnodes + node;
-            !self.fetch[out].is_empty()
-                || !self.prefetch[out].is_empty()
-                || !self.fetch[inc].is_empty()
-                || !self.prefetch[inc].is_empty()
+    /// Whether node `n` handles any queued fetch or prefetch request or any pending transfer:
+    /// then its idle requests wait.
+    fn handles_requests(&self, n: usize) -> bool {
+        (0..self.nnodes * self.nnodes).any(|p| {
+            self.handler(p) == n
+                && (self.npending[p] > 0
+                    || !self.requests[p][FETCH].is_empty()
+                    || !self.requests[p][PREFETCH].is_empty())
         })
     }
 
-    /// Transfers that may start now, in pair order; marks them in flight. A pair's runner
-    /// takes its first fetch, else its first prefetch, else (if its device has no fetch or
-    /// prefetch waiting on any pair) its first idle transfer, that waits for no earlier sequential
-    /// transfer. (Taking the first free one rather than stopping at a waiting head matters:
-    /// fetches overtake prefetches on a pair, so a head may wait for a transfer that itself
-    /// waits for a prefetch queued behind that head.)
+    /// Submit what the request lists allow, then start the transfers that may start now, in
+    /// pair order, and mark them in flight. A pair starts its first submitted transfer that
+    /// waits for no earlier sequential one.
     ///
-    /// `requesting[n]` says that node `n` has requests the runners do not see yet (buffers
+    /// `requesting[n]` says that node `n` has requests the lists do not hold yet (buffers
     /// being allocated for a fetch or prefetch: StarPU's request is in the node's list while
-    /// it allocates); an idle transfer of that node waits for them too.
+    /// it allocates); an idle request of that node waits for them too.
     pub fn start_ready(&mut self, out: &mut Vec<u32>, requesting: &[bool]) {
+        for p in 0..self.nnodes * self.nnodes {
+            self.submit_requests(p, Some(requesting));
+        }
         for p in 0..self.nnodes * self.nnodes {
             if self.busy[p] {
                 continue;
             }
-            let free = |q: &VecDeque<u32>| q.iter().position(|&id| self.nwait[id as usize] == 0);
-            let id = if let Some(i) = free(&self.fetch[p]) {
-                self.fetch[p].remove(i)
-            } else if let Some(i) = free(&self.prefetch[p]) {
-                self.prefetch[p].remove(i)
-            } else if let Some(i) = free(&self.idle[p]) {
-                // An idle copy is handled by its device (the source of a write-back).
-                let (s, d) = (p / self.nnodes, p % self.nnodes);
-                let dev = if self.gpu[s] { s } else { d };
-                if requesting[dev] || self.has_requests(dev) {
-                    continue;
-                }
-                self.idle[p].remove(i)
-            } else {
+            let q = &self.submitted[p];
+            let Some(i) = q.iter().position(|&id| self.nwait[id as usize] == 0) else {
                 continue;
             };
+            let id = self.submitted[p].remove(i).expect("position in queue");
             self.busy[p] = true;
-            out.push(id.expect("position in queue"));
+            out.push(id);
         }
     }
 
@@ -343,6 +399,7 @@ impl Runners {
     pub fn finished(&mut self, id: u32, src: MemNodeId, dst: MemNodeId) {
         let p = self.pair(src, dst);
         self.busy[p] = false;
+        self.npending[p] -= 1;
         if let Some(pos) = self.pending.iter().position(|&(x, _, _)| x == id) {
             self.pending.remove(pos);
         }
@@ -369,6 +426,7 @@ mod tests {
             kind,
             version: 0,
             idle: false,
+            priority: 0,
         }
     }
 
@@ -402,53 +460,92 @@ mod tests {
         assert_eq!(started(&mut r), Vec::<u32>::new());
     }
 
-    /// Two transfers of different pairs that touch no GPU↔GPU copy are independent, and a
-    /// pair runs one transfer at a time, fetches ahead of prefetches (§1e, one stream per
-    /// direction; §1a request lists): RAM→GPU1 and GPU1→RAM move together; a prefetch queued
-    /// on RAM→GPU1 before a fetch on the same pair goes after it.
+    /// Two transfers of different pairs that touch no GPU↔GPU copy are independent; a pair
+    /// runs one transfer at a time, first submitted first served (§1e, one stream per
+    /// direction); the request lists decide what is submitted (§1a: at most 5 pending with
+    /// a fetch, 2 with a prefetch, highest priority first). By hand, on RAM (node 0) and GPU1:
+    /// - T0 RAM→GPU1 fetch and T1 GPU1→RAM write-back move together;
+    /// - T2 RAM→GPU1 prefetch: 1 pending on the pair, under 2: submitted, queued behind T0;
+    /// - T3 prefetch: 2 pending: it stays in the prefetch list; T4 prefetch of higher priority
+    ///   goes ahead of it there;
+    /// - T5 fetch: 2 pending, under 5: submitted behind T2 (it does not overtake a submitted
+    ///   prefetch);
+    /// - T0 ends: T2 starts (3 pending → 2: no prefetch submitted); T2 ends: T5 starts, and
+    ///   with 1 pending T4 (the higher priority) is submitted, T3 still waits; T5 ends: T4
+    ///   starts and T3 is submitted; T4 ends: T3 starts.
     #[test]
-    fn one_transfer_per_pair_fetches_first() {
+    fn request_lists_feed_one_fifo_per_pair() {
         let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
         r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
         r.enqueue(1, &tr(1, 0, TransferKind::WriteBack));
         assert_eq!(started(&mut r), [0, 1]);
         r.enqueue(2, &tr(0, 1, TransferKind::Prefetch));
-        r.enqueue(3, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch));
+        let urgent = Transfer {
+            priority: 7,
+            ..tr(0, 1, TransferKind::Prefetch)
+        };
+        r.enqueue(4, &urgent);
+        r.enqueue(5, &tr(0, 1, TransferKind::Fetch));
         assert_eq!(started(&mut r), Vec::<u32>::new());
         r.finished(0, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [2]);
+        r.finished(2, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [5]);
+        r.finished(5, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [4]);
+        r.finished(4, MemNodeId(0), MemNodeId(1));
         assert_eq!(started(&mut r), [3]);
-        r.finished(3, MemNodeId(0), MemNodeId(1));
+    }
+
+    /// A fetch that needs a prefetch still in the list moves it to the fetch list, where the
+    /// limit is 5: it is submitted at once. By hand: T0 fetch moving, T1 and T2 prefetches
+    /// (T1 submitted, T2 listed), T2 promoted: submitted behind T1.
+    #[test]
+    fn a_promoted_prefetch_is_submitted_under_the_fetch_limit() {
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(1, &tr(0, 1, TransferKind::Prefetch));
+        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch));
+        assert_eq!(started(&mut r), [0]);
+        assert!(r.promote(2, &tr(0, 1, TransferKind::Prefetch)));
+        assert!(
+            !r.promote(1, &tr(0, 1, TransferKind::Prefetch)),
+            "already submitted"
+        );
+        assert_eq!(started(&mut r), Vec::<u32>::new());
+        r.finished(0, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [1]);
+        r.finished(1, MemNodeId(0), MemNodeId(1));
         assert_eq!(started(&mut r), [2]);
     }
 
-    /// StarPU's idle request list (`starpu-reference.md` §1a, "three priority lists"): an
-    /// idle copy GPU1→RAM waits while its device has a fetch or prefetch queued, even on the
-    /// other direction, and starts once that list is empty; a fetch that needs it moves it
-    /// ahead. By hand, on RAM (node 0) and GPU1:
-    /// - T0 RAM→GPU1 fetch starts; T1 RAM→GPU1 fetch is queued behind it;
-    /// - T2 GPU1→RAM idle: its pair is free, but T1 waits on GPU1: it does not start;
-    /// - T0 ends: T1 starts and GPU1 has nothing queued: T2 starts with it;
-    /// - T3 GPU1→RAM idle, then T4 RAM→GPU1 prefetch queued behind T1: T3 waits (pair busy
-    ///   with T2, and then T4 is queued); promoted, T3 starts as soon as T2 ends.
+    /// StarPU's idle request list (§1a, "three priority lists"; `datawizard.c` handles a
+    /// node's idle requests only when none of its requests is pending on any peer): the
+    /// handler of GPU1→RAM is GPU1, which also handles RAM→GPU1. By hand:
+    /// - T0 RAM→GPU1 fetch starts; T1 GPU1→RAM idle: GPU1 has T0 pending: it waits;
+    /// - T0 ends: nothing pending on GPU1: T1 starts;
+    /// - T2 GPU1→RAM idle while T1 moves: the pair has one pending, the idle limit is 1:
+    ///   it waits; T3 RAM→GPU1 prefetch starts; T1 ends: T3 still pending, T2 waits;
+    /// - promoted by a fetch, T2 is submitted at once and starts (its pair is free).
     #[test]
-    fn idle_transfers_wait_for_an_empty_request_list() {
+    fn idle_requests_wait_until_their_node_has_nothing_pending() {
         let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
         let idle = |src, dst| Transfer {
             idle: true,
             ..tr(src, dst, TransferKind::WriteBack)
         };
         r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
-        r.enqueue(1, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(1, &idle(1, 0));
         assert_eq!(started(&mut r), [0]);
-        r.enqueue(2, &idle(1, 0));
-        assert_eq!(started(&mut r), Vec::<u32>::new());
         r.finished(0, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [1, 2]);
-        r.enqueue(3, &idle(1, 0));
-        r.enqueue(4, &tr(0, 1, TransferKind::Prefetch));
-        r.finished(2, MemNodeId(1), MemNodeId(0));
-        assert_eq!(started(&mut r), Vec::<u32>::new());
-        assert!(r.promote(3, &idle(1, 0)));
+        assert_eq!(started(&mut r), [1]);
+        r.enqueue(2, &idle(1, 0));
+        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch));
         assert_eq!(started(&mut r), [3]);
+        r.finished(1, MemNodeId(1), MemNodeId(0));
+        assert_eq!(started(&mut r), Vec::<u32>::new());
+        assert!(r.promote(2, &idle(1, 0)));
+        assert_eq!(started(&mut r), [2]);
     }
 }
