@@ -6,22 +6,31 @@
 //! - **Workers.** One per GPU and one per CPU core used for computing; by default each GPU
 //!   reserves a core to drive it. Workers are numbered GPUs first, then CPU cores. A worker runs
 //!   one task at a time; a GPU worker holds up to `gpu_pipeline_depth` (2) popped tasks, so the
-//!   next task's inputs move while the current one runs. Tasks run in the order popped.
+//!   next task's inputs move while the current one runs, but it pops only when none of the
+//!   tasks it holds is still fetching (StarPU's driver fetches one popped task at a time). A
+//!   GPU task pays `kernel_queue` (10 µs) between its inputs being there and its kernel
+//!   starting. Tasks run in the order popped.
 //! - **Data.** Every handle starts valid in RAM. Replicas follow MSI: a read copies a valid
 //!   replica to the worker's memory node; a write leaves the writer's replica the only valid one.
 //!   A GPU↔GPU copy uses the machine's direct route if there is one, otherwise it is staged
 //!   through RAM (two transfers, RAM becomes valid too).
-//! - **Memory.** GPU memory is allocated on first use, paying `cuda_malloc` (175 µs) per new
-//!   chunk, one allocation at a time per device; chunks of evicted replicas are reused for data
-//!   of the same size. When a GPU is full the least recently used unpinned replica is evicted,
-//!   clean ones first; a replica holding the only valid copy is written back to RAM first.
-//! - **Transfers.** Each pays `transfer_queue` (10 µs), then moves over the fluid network (or
-//!   takes its route's size-dependent model time). StarPU's serialisation holds: one transfer
-//!   at a time per (source, destination) pair, fetches ahead of prefetches; a GPU↔GPU transfer
-//!   and a transfer into either of its ends are sequential, the later-submitted one waiting
-//!   for the earlier (`transfer_submit`'s counters, §1e).
-//! - **Wake-up order.** After each event, idle workers pop first, then workers holding tasks,
-//!   and the worker whose task just ended last (it is still pushing the successors).
+//! - **Memory.** GPU memory is allocated on first use. Allocations of at most 4 MiB come out of
+//!   32 MiB chunks (StarPU's suballocator), so only a new chunk pays `cuda_malloc` (175 µs);
+//!   paid allocations happen one at a time on the whole machine, and a node's allocations end
+//!   in the order asked for. Chunks of evicted replicas are reused for data of the same size.
+//!   When a GPU is full the least recently used unpinned replica is evicted, clean ones first;
+//!   a replica holding the only valid copy is written back to RAM first.
+//! - **Requests and transfers.** Each (source, destination) pair has fetch, prefetch and idle
+//!   request lists ordered by task priority; a request is submitted while fewer than 5 (fetch),
+//!   2 (prefetch) or 1 (idle, and only when the handling node has nothing pending) of the
+//!   pair's are pending. A submitted transfer pays `transfer_queue` (10 µs), then moves over
+//!   the fluid network (or takes its route's size-dependent model time), one at a time per
+//!   pair in submission order; a GPU↔GPU transfer and a transfer into either of its ends are
+//!   sequential, the later-submitted one waiting for the earlier (`transfer_submit`'s
+//!   counters, §1e).
+//! - **Wake-up order.** After each event, each task pushed wakes one sleeping worker (holding
+//!   no task), lowest id first; the woken workers pop one task each in id order, then the
+//!   worker whose task end released the tasks, then everyone fills its room.
 //! - **Kernels.** The scheduler sees mean durations ([`KernelTimes::mean_s`]); the simulation
 //!   draws each duration ([`KernelTimes::draw_s`]) from the run's seeded generator.
 
