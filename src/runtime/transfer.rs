@@ -232,6 +232,8 @@ pub(crate) struct Runners {
     queued: Vec<Option<(usize, RequestKey)>>,
     /// Requests made so far (the first-come order).
     seq: u64,
+    /// Pairs with a request in a list, so that submitting looks only at them.
+    listed: std::collections::BTreeSet<usize>,
     /// Per pair, submitted transfers not started yet, in submission order.
     submitted: Vec<VecDeque<u32>>,
     /// Per pair, submitted transfers not finished.
@@ -254,6 +256,7 @@ impl Runners {
             requests: (0..n * n).map(|_| Default::default()).collect(),
             queued: Vec::new(),
             seq: 0,
+            listed: std::collections::BTreeSet::new(),
             submitted: vec![VecDeque::new(); n * n],
             npending: vec![0; n * n],
             busy: vec![false; n * n],
@@ -300,6 +303,7 @@ impl Runners {
         let p = self.pair(t.src, t.dst);
         self.requests[p][list].insert(key);
         self.queued[i] = Some((list, key));
+        self.listed.insert(p);
         // Submitted at once if the limits allow, so that requests made one after the other
         // are submitted in that order (idle requests wait for `start_ready`).
         self.submit_requests(p, None);
@@ -356,6 +360,9 @@ impl Runners {
                 self.submit(p, id);
             }
         }
+        if self.requests[p].iter().all(|l| l.is_empty()) {
+            self.listed.remove(&p);
+        }
     }
 
     /// Whether node `n` handles any queued fetch or prefetch request or any pending transfer:
@@ -377,8 +384,10 @@ impl Runners {
     /// being allocated for a fetch or prefetch: StarPU's request is in the node's list while
     /// it allocates); an idle request of that node waits for them too.
     pub fn start_ready(&mut self, out: &mut Vec<u32>, requesting: &[bool]) {
-        for p in 0..self.nnodes * self.nnodes {
+        let mut next = self.listed.first().copied();
+        while let Some(p) = next {
             self.submit_requests(p, Some(requesting));
+            next = self.listed.range(p + 1..).next().copied();
         }
         for p in 0..self.nnodes * self.nnodes {
             if self.busy[p] {
