@@ -342,6 +342,15 @@ pub struct RawRuntime {
     /// Whether small GPU allocations come out of 32 MiB chunks.
     #[serde(default)]
     pub suballocator: Option<bool>,
+    /// Pending requests per pair under which a fetch is submitted.
+    #[serde(default)]
+    pub max_pending_fetches: Option<Spanned<i64>>,
+    /// Pending requests per pair under which a prefetch is submitted.
+    #[serde(default)]
+    pub max_pending_prefetches: Option<Spanned<i64>>,
+    /// Pending requests per pair under which an idle request is submitted.
+    #[serde(default)]
+    pub max_pending_idle: Option<Spanned<i64>>,
     /// Tasks a GPU worker holds at once.
     #[serde(default)]
     pub gpu_pipeline_depth: Option<Spanned<i64>>,

@@ -272,6 +272,10 @@ pub struct RuntimeConfig {
     /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
     /// Default true.
     pub suballocator: bool,
+    /// How many requests of one (source, destination) pair may be submitted and unfinished
+    /// for a fetch, a prefetch or an idle request to be submitted (StarPU's
+    /// `MAX_PENDING_REQUESTS_PER_NODE` and siblings). Default 5 / 2 / 1.
+    pub pending_limits: PendingLimits,
     /// How many tasks a GPU worker holds at once (pops ahead). Default 2.
     pub gpu_pipeline_depth: u32,
     /// Whether each GPU reserves a CPU core to drive it. Default true.
@@ -287,8 +291,32 @@ impl Default for RuntimeConfig {
             transfer_queue_s: 10e-6,
             kernel_queue_s: 10e-6,
             suballocator: true,
+            pending_limits: PendingLimits::default(),
             gpu_pipeline_depth: 2,
             gpu_driver_cores: true,
+        }
+    }
+}
+
+/// StarPU's limits on pending data requests per (handling node, peer, direction)
+/// (`src/datawizard/data_request.h`; `starpu-reference.md` §1a gives 5 / 2 / 1 for StarPU 1.4,
+/// the 2020 header 20 / 10 / 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingLimits {
+    /// A fetch is submitted while fewer than this many are pending.
+    pub fetch: u32,
+    /// A prefetch is submitted while fewer than this many are pending.
+    pub prefetch: u32,
+    /// An idle request is submitted while fewer than this many are pending.
+    pub idle: u32,
+}
+
+impl Default for PendingLimits {
+    fn default() -> Self {
+        PendingLimits {
+            fetch: 5,
+            prefetch: 2,
+            idle: 1,
         }
     }
 }

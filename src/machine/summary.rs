@@ -128,6 +128,12 @@ pub(super) fn summary(m: &Machine) -> String {
             "off (one cudaMalloc per allocation)"
         }
     );
+    let l = rt.pending_limits;
+    let _ = writeln!(
+        out,
+        "  pending requests per pair: fetch < {}, prefetch < {}, idle < {}",
+        l.fetch, l.prefetch, l.idle
+    );
     let _ = writeln!(out, "  GPU pipeline depth {}", rt.gpu_pipeline_depth);
     let _ = writeln!(
         out,

@@ -24,7 +24,8 @@ use crate::units::{self, Kind};
 
 /// Upper bounds that keep ids in `u32` and catch typos such as `count = 1200000`.
 const MAX_ITEMS: usize = 1 << 20;
-const MAX_PIPELINE_DEPTH: i64 = 1024;
+/// Largest pipeline depth or pending-request limit accepted in `[runtime]`.
+const MAX_COUNT: i64 = 1024;
 
 struct Ctx<'a> {
     text: &'a str,
@@ -739,19 +740,51 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         if let Some(b) = rt.suballocator {
             runtime.suballocator = b;
         }
-        if let Some(d) = &rt.gpu_pipeline_depth {
-            let v = *d.get_ref();
-            if !(1..=MAX_PIPELINE_DEPTH).contains(&v) {
-                return Err(ctx.err(
-                    d.span(),
-                    "runtime.gpu_pipeline_depth",
-                    format!(
-                        "expected a pipeline depth between 1 and {MAX_PIPELINE_DEPTH}, found {v}"
-                    ),
-                ));
+        // A count between 1 and MAX_COUNT, or an error naming the field.
+        let count = |c: &Option<Spanned<i64>>,
+                     f: &str,
+                     what: &str,
+                     slot: &mut u32|
+         -> Result<(), InputError> {
+            if let Some(c) = c {
+                let v = *c.get_ref();
+                if !(1..=MAX_COUNT).contains(&v) {
+                    return Err(ctx.err(
+                        c.span(),
+                        format!("runtime.{f}"),
+                        format!("expected {what} between 1 and {MAX_COUNT}, found {v}"),
+                    ));
+                }
+                *slot = v as u32;
             }
-            runtime.gpu_pipeline_depth = v as u32;
-        }
+            Ok(())
+        };
+        count(
+            &rt.gpu_pipeline_depth,
+            "gpu_pipeline_depth",
+            "a pipeline depth",
+            &mut runtime.gpu_pipeline_depth,
+        )?;
+        let limits = &mut runtime.pending_limits;
+        let what = "a number of pending requests";
+        count(
+            &rt.max_pending_fetches,
+            "max_pending_fetches",
+            what,
+            &mut limits.fetch,
+        )?;
+        count(
+            &rt.max_pending_prefetches,
+            "max_pending_prefetches",
+            what,
+            &mut limits.prefetch,
+        )?;
+        count(
+            &rt.max_pending_idle,
+            "max_pending_idle",
+            what,
+            &mut limits.idle,
+        )?;
         if let Some(b) = rt.gpu_driver_cores {
             runtime.gpu_driver_cores = b;
         }
@@ -1289,7 +1322,7 @@ fn model(ctx: &Ctx<'_>, m: &Spanned<RawModel>, field: &str) -> Result<TransferMo
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Direction, MemKind, Sharing, TransferModel, from_str};
+    use super::super::{Direction, MemKind, PendingLimits, Sharing, TransferModel, from_str};
 
     /// One RAM, one GPU, links "Host", "Bus" (split-duplex) and "Peer"; routes appended by
     /// each test.
@@ -1377,14 +1410,35 @@ symmetric = true
         assert_eq!(rt.cuda_free_s, 125e-6);
         assert_eq!(rt.transfer_queue_s, 10e-6);
         assert_eq!(rt.gpu_pipeline_depth, 2);
+        assert_eq!(rt.kernel_queue_s, 10e-6);
+        assert!(rt.suballocator);
+        assert_eq!(
+            rt.pending_limits,
+            PendingLimits {
+                fetch: 5,
+                prefetch: 2,
+                idle: 1
+            }
+        );
         assert!(rt.gpu_driver_cores);
         // 650 us per MiB: 10 MiB take 6.5 ms.
         assert!((rt.pinned_alloc_secs(10.0 * 1_048_576.0) - 6.5e-3).abs() < 1e-15);
         let m = with(&format!(
             "{BOTH_ROUTES}[runtime]\ncuda_free = \"750 us\"\ngpu_pipeline_depth = 4\n\
-             gpu_driver_cores = false\npinned_alloc_per_mib = 0\n"
+             gpu_driver_cores = false\npinned_alloc_per_mib = 0\nkernel_queue = \"0 s\"\n\
+             suballocator = false\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n"
         ))
         .unwrap();
+        assert_eq!(m.runtime().kernel_queue_s, 0.0);
+        assert!(!m.runtime().suballocator);
+        assert_eq!(
+            m.runtime().pending_limits,
+            PendingLimits {
+                fetch: 20,
+                prefetch: 10,
+                idle: 1
+            }
+        );
         assert_eq!(m.runtime().cuda_free_s, 750e-6);
         assert_eq!(m.runtime().gpu_pipeline_depth, 4);
         assert!(!m.runtime().gpu_driver_cores);
@@ -1393,6 +1447,18 @@ symmetric = true
         assert_eq!(
             e.location.field.as_deref(),
             Some("runtime.gpu_pipeline_depth")
+        );
+        let e = err(&format!(
+            "{BOTH_ROUTES}[runtime]\nmax_pending_prefetches = 0\n"
+        ));
+        assert_eq!(
+            e.location.field.as_deref(),
+            Some("runtime.max_pending_prefetches")
+        );
+        assert!(
+            e.to_string()
+                .contains("expected a number of pending requests between 1 and 1024, found 0"),
+            "{e}"
         );
     }
 

@@ -467,7 +467,7 @@ impl<'a> Sim<'a> {
             cal: Calendar::new(),
             platform: Platform::new(machine, config.sharing),
             estimates: Estimates::new(machine, ram, gpus_used),
-            runners: Runners::new(&kinds),
+            runners: Runners::new(&kinds, machine.runtime().pending_limits),
             memory,
             transfers: Vec::new(),
             free_transfers: Vec::new(),

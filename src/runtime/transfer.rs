@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use crate::fluid::{self, FluidNetwork};
-use crate::machine::{Machine, MemKind, MemNodeId, TransferModel};
+use crate::machine::{Machine, MemKind, MemNodeId, PendingLimits, TransferModel};
 use crate::workload::HandleId;
 
 /// How bytes travel from one node to another in one hop.
@@ -191,12 +191,6 @@ pub(crate) struct Transfer {
     pub priority: i32,
 }
 
-/// StarPU's limits on the requests of one (handling node, peer, direction) that may be
-/// submitted and not yet finished (`MAX_PENDING_REQUESTS_PER_NODE`, `..._PREFETCH_...`,
-/// `..._IDLE_...` in `data_request.h`; `starpu-reference.md` §1a): a fetch is submitted while
-/// fewer than 5 are pending, a prefetch while fewer than 2, an idle request while none is.
-const MAX_PENDING: [u32; 3] = [5, 2, 1];
-
 /// Request lists: fetch, prefetch, idle.
 const FETCH: usize = 0;
 const PREFETCH: usize = 1;
@@ -213,7 +207,8 @@ type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
 ///    has a fetch, a prefetch and an idle list, each ordered by priority. Requests are
 ///    submitted from the fetch list while fewer than 5 of the pair's are pending, then from
 ///    the prefetch list while fewer than 2 are, then from the idle list while none is and the
-///    handling node has no other request queued or pending. A fetch that needs a queued
+///    handling node has no other request queued or pending (StarPU 1.4's limits, the
+///    defaults of [`PendingLimits`]). A fetch that needs a queued
 ///    prefetch moves it to the fetch list; once submitted it keeps its place.
 /// 2. **Submitted transfers** (`simgrid.c`, `transfer_submit`): one transfer at a time per
 ///    pair, first submitted first served (one CUDA stream per direction); and a transfer
@@ -232,6 +227,9 @@ pub(crate) struct Runners {
     queued: Vec<Option<(usize, RequestKey)>>,
     /// Requests made so far (the first-come order).
     seq: u64,
+    /// Per list (fetch, prefetch, idle): submit while fewer than this many of the pair's
+    /// requests are pending (`runtime.max_pending_*`).
+    limits: [u32; 3],
     /// Pairs with a request in a list, so that submitting looks only at them.
     listed: std::collections::BTreeSet<usize>,
     /// Per pair, submitted transfers not started yet, in submission order.
@@ -248,9 +246,10 @@ pub(crate) struct Runners {
 }
 
 impl Runners {
-    pub fn new(kinds: &[MemKind]) -> Self {
+    pub fn new(kinds: &[MemKind], limits: PendingLimits) -> Self {
         let n = kinds.len();
         Runners {
+            limits: [limits.fetch, limits.prefetch, limits.idle],
             nnodes: n,
             gpu: kinds.iter().map(|&k| k == MemKind::Gpu).collect(),
             requests: (0..n * n).map(|_| Default::default()).collect(),
@@ -347,7 +346,7 @@ impl Runners {
     /// only when `requesting` is given (see [`Runners::start_ready`]).
     fn submit_requests(&mut self, p: usize, requesting: Option<&[bool]>) {
         for list in [FETCH, PREFETCH, IDLE] {
-            while self.npending[p] < MAX_PENDING[list] {
+            while self.npending[p] < self.limits[list] {
                 if list == IDLE {
                     let h = self.handler(p);
                     if requesting.is_none_or(|r| r[h]) || self.handles_requests(h) {
@@ -455,7 +454,10 @@ mod tests {
     /// - T0 ends: T1 starts; T1 ends: T2 starts.
     #[test]
     fn transfers_wait_for_earlier_sequential_ones_only() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu, MemKind::Gpu]);
+        let mut r = Runners::new(
+            &[MemKind::Ram, MemKind::Gpu, MemKind::Gpu],
+            PendingLimits::default(),
+        );
         r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
         assert_eq!(started(&mut r), [0]);
         r.enqueue(1, &tr(2, 1, TransferKind::Fetch));
@@ -484,7 +486,7 @@ mod tests {
     ///   starts and T3 is submitted; T4 ends: T3 starts.
     #[test]
     fn request_lists_feed_one_fifo_per_pair() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
         r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
         r.enqueue(1, &tr(1, 0, TransferKind::WriteBack));
         assert_eq!(started(&mut r), [0, 1]);
@@ -507,12 +509,38 @@ mod tests {
         assert_eq!(started(&mut r), [3]);
     }
 
+    /// The limits are the machine's (`runtime.max_pending_*`): with older StarPU's 20 / 10 / 1
+    /// the prefetches of the test above are all submitted at once, so the pair serves them in
+    /// request order and the later fetch waits behind them. By hand: T0 fetch, T1-T3
+    /// prefetches, T4 fetch: T0, T1, T2, T3, T4.
+    #[test]
+    fn looser_limits_submit_every_prefetch_at_once() {
+        let limits = PendingLimits {
+            fetch: 20,
+            prefetch: 10,
+            idle: 1,
+        };
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], limits);
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
+        for id in 1..=3 {
+            r.enqueue(id, &tr(0, 1, TransferKind::Prefetch));
+        }
+        r.enqueue(4, &tr(0, 1, TransferKind::Fetch));
+        let mut order = started(&mut r);
+        for _ in 0..4 {
+            let last = *order.last().unwrap();
+            r.finished(last, MemNodeId(0), MemNodeId(1));
+            order.extend(started(&mut r));
+        }
+        assert_eq!(order, [0, 1, 2, 3, 4]);
+    }
+
     /// A fetch that needs a prefetch still in the list moves it to the fetch list, where the
     /// limit is 5: it is submitted at once. By hand: T0 fetch moving, T1 and T2 prefetches
     /// (T1 submitted, T2 listed), T2 promoted: submitted behind T1.
     #[test]
     fn a_promoted_prefetch_is_submitted_under_the_fetch_limit() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
         r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
         r.enqueue(1, &tr(0, 1, TransferKind::Prefetch));
         r.enqueue(2, &tr(0, 1, TransferKind::Prefetch));
@@ -539,7 +567,7 @@ mod tests {
     /// - promoted by a fetch, T2 is submitted at once and starts (its pair is free).
     #[test]
     fn idle_requests_wait_until_their_node_has_nothing_pending() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu]);
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
         let idle = |src, dst| Transfer {
             idle: true,
             ..tr(src, dst, TransferKind::WriteBack)
