@@ -768,7 +768,7 @@ impl<'a> Sim<'a> {
             .push(Waiter::Task(t));
         if !self.memory.is_loading(a.handle, node) {
             let src = self.memory.best_source(a.handle, node, &self.estimates);
-            let priority = self.graph.task(t).priority;
+            let priority = self.request_priority(t);
             self.start_copy(a.handle, src, node, TransferKind::Fetch, priority);
         } else {
             self.promote_prefetch(a.handle, node);
@@ -787,6 +787,14 @@ impl<'a> Sim<'a> {
             }
             _ => {}
         }
+    }
+
+    /// The priority of the data requests made for `task`: its priority as the scheduler sees
+    /// it (StarPU's requests carry `task->priority`, which is 0 under policies that keep the
+    /// default bounds).
+    fn request_priority(&self, task: TaskId) -> i32 {
+        let view = view!(self);
+        self.sched.priority(task, &view)
     }
 
     /// What queueing a task to worker `w`'s device costs: `kernel_queue` on a GPU, nothing on
@@ -1100,7 +1108,7 @@ impl<'a> Sim<'a> {
 
     fn prefetch(&mut self, task: TaskId, worker: WorkerId) {
         let node = self.workers[worker.index()].memory;
-        let priority = self.graph.task(task).priority;
+        let priority = self.request_priority(task);
         for a in self.graph.accesses(task) {
             let h = a.handle;
             if !a.mode.reads() || self.memory.is_valid(h, node) || self.memory.is_loading(h, node) {

@@ -49,7 +49,7 @@ impl Scheduler for Prio {
     }
 
     fn push(&mut self, task: TaskId, view: &View<'_>, _decisions: &mut Vec<Decision>) {
-        let prio = view.graph().task(task).priority;
+        let prio = self.priority(task, view);
         self.queue.insert((Reverse(prio), self.next_seq), task);
         self.next_seq += 1;
     }
@@ -65,5 +65,11 @@ impl Scheduler for Prio {
 
     fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    /// StarPU's prio sets its context's priority bounds (`DEFAULT_MIN_LEVEL`..
+    /// `DEFAULT_MAX_LEVEL`); hetsim passes the graph's priorities through unclamped.
+    fn takes_priorities(&self) -> bool {
+        true
     }
 }

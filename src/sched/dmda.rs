@@ -199,7 +199,7 @@ impl Dmda {
     /// The worker dmda would choose for `task`, with its predicted length and penalty (µs).
     fn choose(&mut self, task: TaskId, view: &View<'_>) -> (WorkerId, f64, f64) {
         let now_us = view.now_s() * 1e6;
-        let prio = view.graph().task(task).priority;
+        let prio = self.priority(task, view);
         let mut cands: Vec<(WorkerId, f64, f64, f64)> = Vec::new(); // (w, exp_end, len, penalty)
         let mut uncalibrated = false;
         for w in view.workers() {
@@ -341,6 +341,7 @@ impl Scheduler for Dmda {
     fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>) {
         self.ensure(view);
         let (w, len, penalty) = self.choose(task, view);
+        let prio = self.priority(task, view);
         let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
         // A transfer that ends before the worker's queue does is hidden.
@@ -352,7 +353,6 @@ impl Scheduler for Dmda {
         q.exp_len_us += transfer + len;
         q.ntasks += 1;
         self.booked[task.index()] = (len, transfer);
-        let prio = view.graph().task(task).priority;
         if self.variant.sorted() {
             let pos = q.tasks.iter().position(|&(_, p)| p < prio);
             q.tasks.insert(pos.unwrap_or(q.tasks.len()), (task, prio));
@@ -426,6 +426,12 @@ impl Scheduler for Dmda {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    /// The sorted variants set their context's priority bounds to any integer
+    /// (`initialize_dmda_sorted_policy`); dm, dmda and dmdar keep StarPU's 0..0.
+    fn takes_priorities(&self) -> bool {
+        self.variant.sorted()
     }
 }
 
@@ -579,6 +585,16 @@ mod tests {
         // dmdap sorts but pops the head.
         assert_eq!(two_tasks_one_ready(Variant::Dmdap, (0, 5), true), TaskId(1));
         assert_eq!(two_tasks_one_ready(Variant::Dmdap, (3, 3), true), TaskId(0));
+    }
+
+    /// dmdar keeps StarPU's default priority bounds (0..0), so the graph's priorities do not
+    /// reach it: with task 0 (not ready) at priority 5 and task 1 (ready) at 0, its ready-first
+    /// pop still looks at the whole queue and takes task 1, where dmdas, which takes
+    /// priorities, does not look below the head's level.
+    #[test]
+    fn dmdar_sees_no_priorities_and_looks_at_the_whole_queue() {
+        assert_eq!(two_tasks_one_ready(Variant::Dmdar, (5, 0), true), TaskId(1));
+        assert_eq!(two_tasks_one_ready(Variant::Dmdas, (5, 0), true), TaskId(0));
     }
 
     #[test]

@@ -60,6 +60,25 @@ pub trait Scheduler {
 
     /// Tasks pushed and not yet popped (for diagnoses and invariant checks).
     fn queued(&self) -> usize;
+
+    /// Whether task priorities reach this policy. In StarPU only the policies that set their
+    /// context's priority bounds see them (dmdap, dmdas and dmdasd accept any integer, prio a
+    /// range); under the others the bounds stay 0..0 and StarPU's examples submit every task
+    /// at priority 0 (`cholesky_implicit.c` uses its priority numbers only when the bounds are
+    /// unbounded, `STARPU_MAX_PRIO` = 0 otherwise). The runtime's data requests follow the
+    /// same rule.
+    fn takes_priorities(&self) -> bool {
+        false
+    }
+
+    /// `task`'s priority as this policy sees it: the graph's, or 0 if it takes none.
+    fn priority(&self, task: TaskId, view: &View<'_>) -> i32 {
+        if self.takes_priorities() {
+            view.graph().task(task).priority
+        } else {
+            0
+        }
+    }
 }
 
 /// Scheduler names accepted by [`by_name`] and [`build`].

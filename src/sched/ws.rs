@@ -333,7 +333,7 @@ impl Scheduler for WorkStealing {
             Some(w) if view.can_run(task, w) => w,
             _ => self.round_robin(task, view),
         };
-        let prio = view.graph().task(task).priority;
+        let prio = self.priority(task, view);
         self.deques[w.index()].push_back(task, prio);
         self.queued += 1;
     }
@@ -358,6 +358,11 @@ impl Scheduler for WorkStealing {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    /// `initialize_ws_policy` (also lws's) sets its context's priority bounds to any integer.
+    fn takes_priorities(&self) -> bool {
+        true
     }
 }
 

@@ -72,9 +72,13 @@ fn task_count(t: u64) -> u64 {
 /// [`TaskGraphBuilder::wont_use`] hints at the same places.
 ///
 /// StarPU uses these numbers when the scheduler accepts any integer priority (`dmdas`, `dmdap`,
-/// `dmdasd`, `prio` and the modular priority schedulers set the bounds to `INT_MIN..INT_MAX`).
-/// Other schedulers keep StarPU's default bounds (0..0) and ignore priorities, so one set of
-/// priorities serves all of them. Only the lower-triangle tiles are registered as handles.
+/// `dmdasd`, `ws`, `lws` and the modular priority schedulers set the bounds to
+/// `INT_MIN..INT_MAX`). Other schedulers keep StarPU's default bounds (0..0), under which the
+/// example submits every task at priority 0; hetsim's schedulers say which case they are
+/// ([`crate::sched::Scheduler::takes_priorities`]), so one set of priorities serves all of
+/// them. (StarPU's `prio` has bounds −5..5, for which the example uses `STARPU_MAX_PRIO` on the
+/// critical tasks instead; hetsim's `prio` takes these numbers as they are.) Only the
+/// lower-triangle tiles are registered as handles.
 pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError> {
     let tiling = Tiling::new(n, nb, precision, task_count)?;
     let t = tiling.tiles;
