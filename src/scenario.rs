@@ -703,6 +703,8 @@ struct RawRun {
     prefetch: Option<Spanned<bool>>,
     #[serde(default)]
     wont_use: Option<Spanned<bool>>,
+    #[serde(default)]
+    gpu_sync: Option<Spanned<bool>>,
 }
 
 /// Default scheduler when `[scheduler]` names none.
@@ -907,6 +909,10 @@ fn build(
         if let Some(v) = &r.wont_use {
             note!("run.wont_use", &v.span());
             run.wont_use = *v.get_ref();
+        }
+        if let Some(v) = &r.gpu_sync {
+            note!("run.gpu_sync", &v.span());
+            run.gpu_sync = *v.get_ref();
         }
     }
 
@@ -1287,6 +1293,7 @@ impl Scenario {
                 "sharing": sharing_name(self.run.sharing),
                 "prefetch": self.run.prefetch,
                 "wont_use": self.run.wont_use,
+                "gpu_sync": self.run.gpu_sync,
             }),
         );
         match serde_json::to_value(report) {

@@ -119,8 +119,9 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &cfg).unwrap();
     // A chain potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1). Each of the first three
     // allocates one new tile and copies it in; only the first allocation opens a chunk
-    // (175 µs), the other tiles come out of it. The last finds A11 in place. Each task is
-    // queued to the GPU (10 µs) once its inputs are there.
+    // (175 µs), the other tiles come out of it. The last finds A11 in place. trsm and syrk
+    // are queued to the GPU (10 µs) once their inputs are there; the two potrfs are
+    // synchronous (StarPU's SimGrid `cl_potrf` lacks `STARPU_CUDA_ASYNC`) and are not.
     let d: Vec<f64> = g.tasks().iter().map(|t| t.flops / GPU_RATE).collect();
     let names: Vec<&str> = g.task_ids().map(|t| g.task_codelet_name(t)).collect();
     assert_eq!(
@@ -132,7 +133,7 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
             "chol_model_potrf"
         ]
     );
-    let makespan = MALLOC + 3.0 * COPY + 4.0 * KQ + d.iter().sum::<f64>();
+    let makespan = MALLOC + 3.0 * COPY + 2.0 * KQ + d.iter().sum::<f64>();
     close(r.makespan_s, makespan);
     // All three tiles were modified on the GPU: three write-backs, one after the other.
     close(r.end_with_writeback_s, makespan + 3.0 * COPY);
@@ -179,6 +180,43 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
         "staged copy is two transfers; RAM is then valid"
     );
     assert_eq!(r.writebacks, 0);
+}
+
+/// A synchronous GPU codelet (no `STARPU_CUDA_ASYNC`): the CUDA driver runs it on its own
+/// thread, so it is not queued (no 10 µs) and the GPU pops nothing while it holds it
+/// (`pipeline_stuck`). One GPU, eager; S (synchronous) writes X (allocated, nothing copied),
+/// 1 ms; B (asynchronous, independent) reads tile T from RAM, 1 ms. By hand:
+/// - S allocates X (a new chunk, 175 µs) and starts at once: MALLOC + k;
+/// - B is popped only when S ends; T comes out of the chunk for free, is copied (COPY) and B
+///   is queued (KQ): makespan MALLOC + k + COPY + KQ + k.
+///
+/// With `run.gpu_sync = false` S is an ordinary task: it is queued (KQ), and B is popped as
+/// soon as S has its inputs, so T's copy hides under S: MALLOC + KQ + k + k.
+#[test]
+fn a_synchronous_gpu_codelet_stalls_the_pipeline() {
+    let m = machine(1, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let s = b.codelet("s").unwrap();
+    b.gpu_synchronous(s);
+    let a = b.codelet("a").unwrap();
+    let x = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let t = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    b.submit(s, 1e9, 0, &[Access::new(x, AccessMode::W)])
+        .unwrap();
+    b.submit(a, 1e9, 0, &[Access::new(t, AccessMode::R)])
+        .unwrap();
+    let g = b.build().unwrap();
+    let k = 1e9 / GPU_RATE;
+    let run = |gpu_sync| {
+        let mut sc = sched::by_name("eager", 1).unwrap();
+        let cfg = RunConfig {
+            gpu_sync,
+            ..gpu_only(1)
+        };
+        simulate(&m, &g, &KERNELS, sc.as_mut(), &cfg).unwrap()
+    };
+    close(run(true).makespan_s, MALLOC + k + COPY + KQ + k);
+    close(run(false).makespan_s, MALLOC + KQ + k + k);
 }
 
 /// Checks every event of a run against the runtime's invariants.

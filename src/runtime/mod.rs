@@ -196,6 +196,10 @@ pub struct RunConfig {
     /// Whether the graph's "will not be used" hints act (StarPU's `starpu_data_wont_use`:
     /// first eviction victims and an idle-priority write-back to main memory).
     pub wont_use: bool,
+    /// Whether codelets marked GPU-synchronous run as StarPU runs a codelet without
+    /// `STARPU_CUDA_ASYNC` ([`crate::workload::TaskGraphBuilder::gpu_synchronous`]); `false`
+    /// runs every GPU codelet asynchronously.
+    pub gpu_sync: bool,
 }
 
 impl Default for RunConfig {
@@ -207,6 +211,7 @@ impl Default for RunConfig {
             sharing: crate::fluid::SharingMode::Plain,
             prefetch: true,
             wont_use: true,
+            gpu_sync: true,
         }
     }
 }

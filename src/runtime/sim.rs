@@ -716,14 +716,17 @@ impl<'a> Sim<'a> {
         self.wstate[w.index()].held.is_empty()
     }
 
-    /// Whether worker `w` may pop: it holds fewer tasks than its pipeline depth and none of
-    /// them is still fetching its inputs. StarPU's driver pops only when no task is
-    /// transferring (`_starpu_get_multi_worker_task` skips a worker whose `task_transferring`
-    /// is set), so a GPU fetches the inputs of one popped task at a time.
+    /// Whether worker `w` may pop: it holds fewer tasks than its pipeline depth, none of them
+    /// is still fetching its inputs, and none is synchronous. StarPU's driver pops only when
+    /// no task is transferring and the pipeline is not stuck behind a synchronous task
+    /// (`_starpu_get_multi_worker_task` checks `task_transferring` and `pipeline_stuck`), so
+    /// a GPU fetches the inputs of one popped task at a time.
     fn has_room(&self, w: WorkerId) -> bool {
         let held = &self.wstate[w.index()].held;
         (held.len() as u32) < self.workers[w.index()].pipeline_depth
-            && held.iter().all(|t| self.buffers_left[t.index()] == 0)
+            && held
+                .iter()
+                .all(|&t| self.buffers_left[t.index()] == 0 && !self.gpu_sync(t, w))
     }
 
     /// Worker `w` holds task `t`: pin and fetch its buffers.
@@ -736,11 +739,11 @@ impl<'a> Sim<'a> {
         let node = self.workers[w.index()].memory;
         let accesses = self.graph.accesses(t);
         // A GPU task also waits for its submission to the device, counted as one more input.
-        let queued = u32::from(self.kernel_queue_s(w) > 0.0);
+        let queued = u32::from(self.kernel_queue_s(w, t) > 0.0);
         self.buffers_left[t.index()] = accesses.len() as u32 + queued;
         if accesses.is_empty() && queued > 0 {
             self.cal
-                .schedule(self.now + self.kernel_queue_s(w), Event::KernelQueued(t));
+                .schedule(self.now + self.kernel_queue_s(w, t), Event::KernelQueued(t));
         }
         for (i, a) in accesses.iter().enumerate() {
             self.memory.pin_for_task(a.handle, node);
@@ -781,8 +784,8 @@ impl<'a> Sim<'a> {
         match self.buffers_left[t.index()] {
             0 => self.try_start(w),
             // Only the submission is left: the inputs are all there, the driver queues it.
-            1 if self.kernel_queue_s(w) > 0.0 => {
-                let at = self.now + self.kernel_queue_s(w);
+            1 if self.kernel_queue_s(w, t) > 0.0 => {
+                let at = self.now + self.kernel_queue_s(w, t);
                 self.cal.schedule(at, Event::KernelQueued(t));
             }
             _ => {}
@@ -797,13 +800,25 @@ impl<'a> Sim<'a> {
         self.sched.priority(task, &view)
     }
 
-    /// What queueing a task to worker `w`'s device costs: `kernel_queue` on a GPU, nothing on
-    /// a CPU core (which runs its tasks synchronously).
-    fn kernel_queue_s(&self, w: WorkerId) -> f64 {
+    /// What queueing task `t` to worker `w`'s device costs: `kernel_queue` for an
+    /// asynchronous GPU task, nothing on a CPU core or for a synchronous GPU task (both run
+    /// on the worker's own thread, `_starpu_simgrid_submit_job` without a `finished` flag).
+    fn kernel_queue_s(&self, w: WorkerId, t: TaskId) -> f64 {
         match self.workers[w.index()].kind {
-            WorkerKind::Gpu => self.machine.runtime().kernel_queue_s,
-            WorkerKind::Cpu => 0.0,
+            WorkerKind::Gpu if !self.gpu_sync(t, w) => self.machine.runtime().kernel_queue_s,
+            _ => 0.0,
         }
+    }
+
+    /// Whether `t` runs synchronously on GPU worker `w`: its codelet lacks
+    /// `STARPU_CUDA_ASYNC` (and `run.gpu_sync` honours that). The driver then pops nothing
+    /// while it holds `t` (`pipeline_stuck`) and handles no data request while `t` runs.
+    fn gpu_sync(&self, t: TaskId, w: WorkerId) -> bool {
+        self.config.gpu_sync
+            && self.workers[w.index()].kind == WorkerKind::Gpu
+            && self
+                .graph
+                .codelet_gpu_synchronous(self.graph.task(t).codelet)
     }
 
     fn try_start(&mut self, w: WorkerId) {
@@ -824,6 +839,10 @@ impl<'a> Sim<'a> {
             .draw_s(self.graph, t, worker, mean, &mut self.rng)
             .max(0.0);
         let node = worker.memory;
+        if self.gpu_sync(t, w) {
+            // The driver thread runs the kernel itself: it handles no request meanwhile.
+            self.runners.set_blocked(node, true);
+        }
         self.wstate[w.index()].running = Some(t);
         self.started_at[w.index()] = self.now;
         self.loads[w.index()].running = true;
@@ -874,6 +893,11 @@ impl<'a> Sim<'a> {
         self.account(w);
         let worker = &self.workers[w.index()];
         let node = worker.memory;
+        if self.gpu_sync(t, w) {
+            self.runners.set_blocked(node, false);
+            self.start_transfers();
+        }
+        let worker = &self.workers[w.index()];
         let dur = self.now - self.started_at[w.index()];
         let c = &mut self.codelet_stats[self.graph.task(t).codelet.index()];
         match worker.kind {

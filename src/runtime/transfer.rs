@@ -230,6 +230,8 @@ pub(crate) struct Runners {
     /// Per list (fetch, prefetch, idle): submit while fewer than this many of the pair's
     /// requests are pending (`runtime.max_pending_*`).
     limits: [u32; 3],
+    /// Per node: its driver is busy running a synchronous task and handles no request.
+    blocked: Vec<bool>,
     /// Pairs with a request in a list, so that submitting looks only at them.
     listed: std::collections::BTreeSet<usize>,
     /// Per pair, submitted transfers not started yet, in submission order.
@@ -256,6 +258,7 @@ impl Runners {
             queued: Vec::new(),
             seq: 0,
             listed: std::collections::BTreeSet::new(),
+            blocked: vec![false; n],
             submitted: vec![VecDeque::new(); n * n],
             npending: vec![0; n * n],
             busy: vec![false; n * n],
@@ -342,9 +345,19 @@ impl Runners {
         self.npending[p] += 1;
     }
 
+    /// Node `node`'s driver thread is (or is no longer) busy running a synchronous task: it
+    /// submits none of the requests it handles meanwhile (the transfers already submitted go
+    /// on). Call [`Runners::start_ready`] after unblocking.
+    pub fn set_blocked(&mut self, node: MemNodeId, blocked: bool) {
+        self.blocked[node.index()] = blocked;
+    }
+
     /// Submit pair `p`'s requests, fetches first, as far as the limits allow; idle requests
     /// only when `requesting` is given (see [`Runners::start_ready`]).
     fn submit_requests(&mut self, p: usize, requesting: Option<&[bool]>) {
+        if self.blocked[self.handler(p)] {
+            return;
+        }
         for list in [FETCH, PREFETCH, IDLE] {
             while self.npending[p] < self.limits[list] {
                 if list == IDLE {
@@ -533,6 +546,20 @@ mod tests {
             order.extend(started(&mut r));
         }
         assert_eq!(order, [0, 1, 2, 3, 4]);
+    }
+
+    /// A node whose driver runs a synchronous task submits none of the requests it handles:
+    /// RAM→GPU1 (handled by GPU1) waits while GPU1 is blocked, GPU1→RAM's transfer already
+    /// submitted goes on, and the request is submitted once GPU1 is free.
+    #[test]
+    fn a_blocked_driver_submits_nothing_until_it_is_free() {
+        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
+        r.enqueue(0, &tr(1, 0, TransferKind::WriteBack));
+        r.set_blocked(MemNodeId(1), true);
+        r.enqueue(1, &tr(0, 1, TransferKind::Fetch));
+        assert_eq!(started(&mut r), [0]);
+        r.set_blocked(MemNodeId(1), false);
+        assert_eq!(started(&mut r), [1]);
     }
 
     /// A fetch that needs a prefetch still in the list moves it to the fetch list, where the

@@ -89,6 +89,11 @@ pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, Inpu
     let mut b = TaskGraphBuilder::with_capacity(ntasks, (tu * (tu + 1) / 2) as usize, naccesses);
 
     let potrf = b.codelet(CHOL_POTRF)?;
+    // StarPU's `cl_potrf` (`examples/cholesky/cholesky_codelets.c`) sets `STARPU_CUDA_ASYNC`
+    // only when built with CUDA and cuSOLVER; in a SimGrid build its CUDA implementation is
+    // the placeholder `(void*)1` without the flag, so it runs synchronously. trsm, syrk and
+    // gemm always carry the flag.
+    b.gpu_synchronous(potrf);
     let trsm = b.codelet(CHOL_TRSM)?;
     let syrk = b.codelet(CHOL_SYRK)?;
     let gemm = b.codelet(CHOL_GEMM)?;

@@ -168,6 +168,9 @@ pub const MAX_ACCESSES_PER_TASK: usize = u16::MAX as usize;
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     codelets: Vec<String>,
+    /// Per codelet: its GPU implementation is synchronous (see
+    /// [`TaskGraphBuilder::gpu_synchronous`]).
+    gpu_sync: Vec<bool>,
     handles: Vec<Handle>,
     tasks: Vec<Task>,
     accesses: Vec<Access>,
@@ -273,6 +276,12 @@ impl TaskGraph {
     /// The name of a codelet. Panics if `id` is not a codelet of this graph.
     pub fn codelet_name(&self, id: CodeletId) -> &str {
         &self.codelets[id.index()]
+    }
+
+    /// Whether a codelet's GPU implementation is synchronous
+    /// ([`TaskGraphBuilder::gpu_synchronous`]).
+    pub fn codelet_gpu_synchronous(&self, id: CodeletId) -> bool {
+        self.gpu_sync[id.index()]
     }
 
     /// The id of a codelet name, if some task uses it.
@@ -382,6 +391,7 @@ struct HandleState {
 #[derive(Debug, Default)]
 pub struct TaskGraphBuilder {
     codelets: Vec<String>,
+    gpu_sync: Vec<bool>,
     codelet_index: FxHashMap<String, CodeletId>,
     handles: Vec<Handle>,
     state: Vec<HandleState>,
@@ -433,8 +443,18 @@ impl TaskGraphBuilder {
         })?;
         let id = CodeletId(id);
         self.codelets.push(name.to_string());
+        self.gpu_sync.push(false);
         self.codelet_index.insert(name.to_string(), id);
         Ok(id)
+    }
+
+    /// Mark a codelet's GPU implementation synchronous: it lacks StarPU's `STARPU_CUDA_ASYNC`
+    /// flag, so the CUDA driver waits for the GPU's earlier tasks, then runs it on its own
+    /// thread, popping, fetching and handling no data request until it ends (`driver_cuda.c`,
+    /// `_starpu_simgrid_submit_job` without a `finished` flag). Codelets are asynchronous
+    /// unless marked. Panics if `id` was not returned by [`TaskGraphBuilder::codelet`].
+    pub fn gpu_synchronous(&mut self, id: CodeletId) {
+        self.gpu_sync[id.index()] = true;
     }
 
     /// Register a data handle.
@@ -631,6 +651,7 @@ impl TaskGraphBuilder {
         }
         Ok(TaskGraph {
             codelets: self.codelets,
+            gpu_sync: self.gpu_sync,
             handles: self.handles,
             tasks: self.tasks,
             accesses: self.accesses,
