@@ -102,23 +102,19 @@ pub(super) fn summary(m: &Machine) -> String {
 
     let rt = m.runtime();
     let _ = writeln!(out, "\nruntime:");
-    let _ = writeln!(out, "  cudaMalloc {}", format_secs(rt.cuda_malloc_s));
-    let _ = writeln!(out, "  cudaFree {}", format_secs(rt.cuda_free_s));
-    let _ = writeln!(
-        out,
-        "  pinned host allocation {} per MiB",
-        format_secs(rt.pinned_alloc_s_per_mib)
-    );
-    let _ = writeln!(
-        out,
-        "  transfer queueing {}",
-        format_secs(rt.transfer_queue_s)
-    );
-    let _ = writeln!(
-        out,
-        "  GPU kernel queueing {}",
-        format_secs(rt.kernel_queue_s)
-    );
+    for (label, secs, per) in [
+        ("cudaMalloc", rt.cuda_malloc_s, ""),
+        ("cudaFree", rt.cuda_free_s, ""),
+        (
+            "pinned host allocation",
+            rt.pinned_alloc_s_per_mib,
+            " per MiB",
+        ),
+        ("transfer queueing", rt.transfer_queue_s, ""),
+        ("GPU kernel queueing", rt.kernel_queue_s, ""),
+    ] {
+        let _ = writeln!(out, "  {label} {}{per}", format_secs(secs));
+    }
     let _ = writeln!(
         out,
         "  GPU suballocator: {}",
