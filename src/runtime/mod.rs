@@ -9,7 +9,9 @@
 //!   next task's inputs move while the current one runs, but it pops only when none of the
 //!   tasks it holds is still fetching (StarPU's driver fetches one popped task at a time). A
 //!   GPU task pays `kernel_queue` (10 µs) between its inputs being there and its kernel
-//!   starting. Tasks run in the order popped.
+//!   starting. A task of a codelet marked synchronous on GPUs (no `STARPU_CUDA_ASYNC`) is not
+//!   queued; while a GPU holds one it pops nothing, and while it runs the GPU's data requests
+//!   wait (`run.gpu_sync`). Tasks run in the order popped.
 //! - **Data.** Every handle starts valid in RAM. Replicas follow MSI: a read copies a valid
 //!   replica to the worker's memory node; a write leaves the writer's replica the only valid one.
 //!   A GPU↔GPU copy uses the machine's direct route if there is one, otherwise it is staged
