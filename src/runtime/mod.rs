@@ -262,13 +262,16 @@ impl<'a> View<'a> {
     }
 
     /// The contention-free estimate of the time to bring `task`'s inputs to `worker`: per
-    /// buffer read and not valid there, latency + size / bottleneck bandwidth of the route.
+    /// buffer read and neither valid there nor on its way, latency + size / bottleneck
+    /// bandwidth of the route.
     pub fn nominal_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
         self.inputs_estimate_s(task, worker, transfer::Estimates::nominal_s)
     }
 
-    /// Sum over `task`'s buffers read and not valid on `worker`'s node of `per_copy(source,
-    /// node, bytes)`, the source being the replica cheapest to copy.
+    /// Sum over `task`'s buffers read and neither valid on `worker`'s node nor being copied
+    /// there of `per_copy(source, node, bytes)`, the source being the replica cheapest to
+    /// copy. A buffer already requested counts nothing, as in StarPU's
+    /// `starpu_data_expected_transfer_time` (`_starpu_is_data_present_or_requested`).
     fn inputs_estimate_s(
         &self,
         task: TaskId,
@@ -279,7 +282,11 @@ impl<'a> View<'a> {
         self.graph
             .accesses(task)
             .iter()
-            .filter(|a| a.mode.reads() && !self.memory.is_valid(a.handle, node))
+            .filter(|a| {
+                a.mode.reads()
+                    && !self.memory.is_valid(a.handle, node)
+                    && !self.memory.is_loading(a.handle, node)
+            })
             .map(|a| {
                 let bytes = self.graph.handle(a.handle).size_bytes as f64;
                 let src = self.memory.best_source(a.handle, node, self.estimates);
@@ -320,7 +327,8 @@ impl<'a> View<'a> {
     }
 
     /// StarPU's scheduler-side estimate of the time to bring `task`'s inputs to `worker`:
-    /// per buffer read and not valid there, latency + 2·nGPUs·size/bandwidth from nominal link
+    /// per buffer read and neither valid there nor already requested there, latency +
+    /// 2·nGPUs·size/bandwidth from nominal link
     /// figures, without contention (`starpu_transfer_predict`).
     pub fn starpu_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
         self.inputs_estimate_s(task, worker, transfer::Estimates::starpu_s)
@@ -445,6 +453,11 @@ pub(crate) mod fixture {
                 estimates: &self.estimates,
                 released_by: None,
             }
+        }
+
+        /// Mark a copy of `h` to `node` as requested (on its way, not valid yet).
+        pub fn request(&mut self, h: HandleId, node: MemNodeId) {
+            self.memory.set_loading(h, node, true);
         }
 
         /// Make `h` valid (and allocated) on `node` too.

@@ -492,6 +492,26 @@ mod tests {
         }
     }
 
+    /// StarPU's `starpu_data_expected_transfer_time` counts nothing for a buffer already
+    /// requested on the node (`_starpu_is_data_present_or_requested`): with the 1e8-byte
+    /// input of the test above on its way to the GPU, the GPU's penalty is 0 and its exp_end
+    /// 0.1 ms, ahead of the CPU's 10 ms, so the GPU (worker 0) takes the task the CPU took.
+    #[test]
+    fn a_buffer_already_requested_costs_no_transfer() {
+        let m = machine(1);
+        let g = graph(&[(100_000_000, 1e7, 0)]);
+        let mut f = Fixture::new(&m, &g, &RATES, &config(1, 1));
+        f.request(HandleId(0), MemNodeId(1));
+        assert_eq!(
+            f.view(0.0)
+                .starpu_transfer_estimate_s(TaskId(0), WorkerId(0)),
+            0.0
+        );
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        s.push(TaskId(0), &f.view(0.0), &mut Vec::new());
+        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(0)));
+    }
+
     #[test]
     fn dm_ignores_transfers() {
         let m = machine(1);
