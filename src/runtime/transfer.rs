@@ -183,8 +183,8 @@ pub(crate) struct Transfer {
     pub bytes: f64,
     pub kind: TransferKind,
     pub version: u32,
-    /// Queued at idle priority (StarPU's `STARPU_IDLEFETCH`): it starts only when its device
-    /// has no fetch or prefetch waiting. Cleared when a fetch needs it.
+    /// Queued at idle priority (StarPU's `STARPU_IDLEFETCH`): it is submitted only when the
+    /// node handling it has no other request queued or pending. Cleared when a fetch needs it.
     pub idle: bool,
     /// The request's priority (the priority of the task it is for); higher goes first within
     /// a request list.
@@ -208,8 +208,9 @@ type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
 ///    submitted from the fetch list while fewer than 5 of the pair's are pending, then from
 ///    the prefetch list while fewer than 2 are, then from the idle list while none is and the
 ///    handling node has no other request queued or pending (StarPU 1.4's limits, the
-///    defaults of [`PendingLimits`]). A fetch that needs a queued
-///    prefetch moves it to the fetch list; once submitted it keeps its place.
+///    defaults of [`PendingLimits`]). A fetch that needs a queued prefetch moves it to the
+///    fetch list; once submitted it keeps its place. A node whose driver runs a synchronous
+///    task submits nothing meanwhile ([`Runners::set_blocked`]).
 /// 2. **Submitted transfers** (`simgrid.c`, `transfer_submit`): one transfer at a time per
 ///    pair, first submitted first served (one CUDA stream per direction); and a transfer
 ///    waits for every transfer submitted **before** it and still pending with which it is
