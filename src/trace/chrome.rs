@@ -330,18 +330,7 @@ impl<W: Write> ChromeWriter<W> {
 
     /// Close the link windows that end by `t`, writing their averages.
     fn flush_windows(&mut self, t: u64) {
-        let ChromeWriter {
-            sink,
-            any,
-            links_open,
-            links_pid,
-            links,
-            windows,
-            ..
-        } = self;
-        let mut emit =
-            |at, l, v| link_counter(&mut sink.buf, any, links_open, *links_pid, links, at, l, v);
-        while windows.advance(t, &mut emit) {}
+        self.with_link_windows(|windows, mut emit| while windows.advance(t, &mut emit) {});
     }
 
     fn close_links(&mut self) {
