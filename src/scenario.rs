@@ -1143,7 +1143,7 @@ impl Scenario {
         cluster: &Cluster,
         report: &ProgramReport,
     ) -> Result<serde_json::Value, Error> {
-        use serde_json::{Map, Value, json};
+        use serde_json::json;
         let p = self
             .program
             .as_ref()
@@ -1154,38 +1154,14 @@ impl Scenario {
         } else {
             0.0
         };
-        let mut obj = Map::new();
-        obj.insert("hetsim_version".into(), json!(env!("CARGO_PKG_VERSION")));
-        obj.insert("scenario".into(), json!(self.name));
-        obj.insert("workload".into(), json!({ "kind": p.kind_name() }));
-        obj.insert(
-            "overrides".into(),
-            Value::Array(
-                self.overrides
-                    .iter()
-                    .map(|o| Value::String(o.describe()))
-                    .collect(),
-            ),
-        );
+        let mut obj = self.json_head(json!({ "kind": p.kind_name() }));
         obj.insert("machine".into(), json!(cluster.name()));
         obj.insert("sched".into(), json!("owner-computes"));
         obj.insert("seed".into(), json!(self.run.seed));
         obj.insert("gpus_per_node".into(), json!(cluster.gpus_per_node()));
         obj.insert("counted_flops".into(), json!(flops));
         obj.insert("gflops".into(), json!(gflops));
-        match serde_json::to_value(report) {
-            Ok(Value::Object(fields)) => {
-                for (k, v) in fields {
-                    obj.insert(k, v);
-                }
-            }
-            _ => {
-                return Err(Error::Internal(
-                    "the program report is not a JSON object".into(),
-                ));
-            }
-        }
-        Ok(Value::Object(obj))
+        with_report_fields(obj, report, "program report")
     }
 
     /// Build the scheduler, seeded from the run's seed.
@@ -1262,29 +1238,14 @@ impl Scenario {
     /// The `--json` object: `hetsim_version`, `scenario`, `workload`, `overrides`, `run`, then
     /// every field of the [`RunReport`].
     pub fn json(&self, report: &RunReport) -> Result<serde_json::Value, Error> {
-        use serde_json::{Map, Value, json};
-        let mut obj = Map::new();
-        obj.insert("hetsim_version".into(), json!(env!("CARGO_PKG_VERSION")));
-        obj.insert("scenario".into(), json!(self.name));
+        use serde_json::json;
         let w = self.graph_workload()?;
-        obj.insert(
-            "workload".into(),
-            json!({
-                "kind": w.kind_name(),
-                "n": w.n,
-                "nb": w.nb,
-                "precision": w.precision.to_string(),
-            }),
-        );
-        obj.insert(
-            "overrides".into(),
-            Value::Array(
-                self.overrides
-                    .iter()
-                    .map(|o| Value::String(o.describe()))
-                    .collect(),
-            ),
-        );
+        let mut obj = self.json_head(json!({
+            "kind": w.kind_name(),
+            "n": w.n,
+            "nb": w.nb,
+            "precision": w.precision.to_string(),
+        }));
         obj.insert(
             "run".into(),
             json!({
@@ -1296,20 +1257,44 @@ impl Scenario {
                 "gpu_sync": self.run.gpu_sync,
             }),
         );
-        match serde_json::to_value(report) {
-            Ok(Value::Object(fields)) => {
-                for (k, v) in fields {
-                    obj.insert(k, v);
-                }
-            }
-            Ok(_) => {
-                return Err(Error::Internal(
-                    "the run report is not a JSON object".into(),
-                ));
-            }
-            Err(e) => return Err(Error::Internal(format!("cannot serialise the report: {e}"))),
+        with_report_fields(obj, report, "run report")
+    }
+
+    /// The fields every `--json` object starts with: `hetsim_version`, `scenario`, `workload`
+    /// (as given), `overrides`.
+    fn json_head(&self, workload: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::{Map, Value, json};
+        let mut obj = Map::new();
+        obj.insert("hetsim_version".into(), json!(env!("CARGO_PKG_VERSION")));
+        obj.insert("scenario".into(), json!(self.name));
+        obj.insert("workload".into(), workload);
+        obj.insert(
+            "overrides".into(),
+            Value::Array(
+                self.overrides
+                    .iter()
+                    .map(|o| Value::String(o.describe()))
+                    .collect(),
+            ),
+        );
+        obj
+    }
+}
+
+/// `obj` followed by every field of `report` (`what` names it in the internal errors).
+fn with_report_fields(
+    mut obj: serde_json::Map<String, serde_json::Value>,
+    report: &impl serde::Serialize,
+    what: &str,
+) -> Result<serde_json::Value, Error> {
+    use serde_json::Value;
+    match serde_json::to_value(report) {
+        Ok(Value::Object(fields)) => {
+            obj.extend(fields);
+            Ok(Value::Object(obj))
         }
-        Ok(Value::Object(obj))
+        Ok(_) => Err(Error::Internal(format!("the {what} is not a JSON object"))),
+        Err(e) => Err(Error::Internal(format!("cannot serialise the {what}: {e}"))),
     }
 }
 
