@@ -226,22 +226,35 @@ fn seed000_overheads() -> OverheadTable {
     OverheadTable::new(rows).unwrap()
 }
 
-fn network(nodes: u32) -> Cluster {
-    Cluster::single_node(node(1, 6.0, None))
+/// `nodes` copies of `node` (using `gpus` GPUs each) behind one NIC on host memory
+/// (`nic_bw` B/s, `nic_lat` s) and a crossbar of latency `sw_lat`, without GPU-direct.
+fn crossbar(
+    node: Machine,
+    (nic_bw, nic_lat, sw_lat): (f64, f64, f64),
+    overheads: OverheadTable,
+    nodes: u32,
+    gpus: u32,
+) -> Cluster {
+    Cluster::single_node(node)
         .with_network(
             Nic {
-                bandwidth_bytes_per_sec: NIC_BW,
-                latency_s: NIC_LAT,
+                bandwidth_bytes_per_sec: nic_bw,
+                latency_s: nic_lat,
                 count: 1,
                 attach: MemNodeId(0),
             },
-            Switch::Crossbar { latency_s: SW_LAT },
+            Switch::Crossbar { latency_s: sw_lat },
             false,
-            seed000_overheads(),
+            overheads,
         )
         .unwrap()
-        .with_shape(nodes, 1)
+        .with_shape(nodes, gpus)
         .unwrap()
+}
+
+fn network(nodes: u32) -> Cluster {
+    let nic = (NIC_BW, NIC_LAT, SW_LAT);
+    crossbar(node(1, 6.0, None), nic, seed000_overheads(), nodes, 1)
 }
 
 fn one_message(cluster: &Cluster, m: Message) -> f64 {
@@ -423,21 +436,8 @@ fn cli_bad_inputs_exit_2_with_their_own_messages() {
 // Stencil (seed 004 eqs. 2-3): where the simulation differs from the model by design.
 
 fn stencil_cluster(bus_gbps: Option<f64>) -> Cluster {
-    Cluster::single_node(node(2, 8.0, bus_gbps))
-        .with_network(
-            Nic {
-                bandwidth_bytes_per_sec: 5e9,
-                latency_s: 1e-6,
-                count: 1,
-                attach: MemNodeId(0),
-            },
-            Switch::Crossbar { latency_s: 0.0 },
-            false,
-            OverheadTable::default(),
-        )
-        .unwrap()
-        .with_shape(2, 2)
-        .unwrap()
+    let nic = (5e9, 1e-6, 0.0);
+    crossbar(node(2, 8.0, bus_gbps), nic, OverheadTable::default(), 2, 2)
 }
 
 fn stencil_spec() -> hetsim::workload::StencilSpec {
@@ -525,21 +525,14 @@ fn stencil_simulation_is_slower_than_the_model_when_gpus_share_a_pcie_uplink() {
 fn hpl_model_parameters_come_from_the_cluster_and_the_rate_model() {
     // 4 nodes, one 8 GB/s GPU link each; NIC 3.2 GB/s, 1.5 µs; crossbar 0.1 µs; constant
     // o_s = 2 µs, o_r = 3 µs.
-    let cluster = Cluster::single_node(node(1, 8.0, None))
-        .with_network(
-            Nic {
-                bandwidth_bytes_per_sec: NIC_BW,
-                latency_s: NIC_LAT,
-                count: 1,
-                attach: MemNodeId(0),
-            },
-            Switch::Crossbar { latency_s: SW_LAT },
-            false,
-            OverheadTable::new(vec![(1.0, 2e-6, 3e-6)]).unwrap(),
-        )
-        .unwrap()
-        .with_shape(4, 1)
-        .unwrap();
+    let overheads = OverheadTable::new(vec![(1.0, 2e-6, 3e-6)]).unwrap();
+    let cluster = crossbar(
+        node(1, 8.0, None),
+        (NIC_BW, NIC_LAT, SW_LAT),
+        overheads,
+        4,
+        1,
+    );
     let spec: hetsim::workload::HplSpec = toml::from_str(
         "n = 4000\nnb = 200\npanel = \"gpu\"\nlookahead = 1\n\
          gpu_dgemm = { peak = \"1 Tflop/s\", e_max = 0.8, s_half = 0 }\n",

@@ -11,46 +11,53 @@ use hetsim::workload::{MatmulSpec, ProgramGenerator, StencilSpec};
 /// TSUBAME 2.0: 3 M2050 per node, IB aligned fit B0 = 5.80 GB/s, t0 = 7.47 us (seed 004
 /// Table 1), full-bisection fat tree of 18 nodes per leaf (calibration/tsubame2-cluster.toml).
 fn tsubame(nodes: u32) -> Cluster {
-    let m = hetsim::machine::load("calibration/tsubame2-node.toml").unwrap();
-    Cluster::single_node(m)
-        .with_network(
-            Nic {
-                bandwidth_bytes_per_sec: 5.80e9,
-                latency_s: 7.47e-6,
-                count: 1,
-                attach: MemNodeId(0),
-            },
-            Switch::FatTree {
-                nodes_per_leaf: 18,
-                oversubscription: 1.0,
-                latency_s: 0.0,
-            },
-            false,
-            OverheadTable::default(),
-        )
-        .unwrap()
-        .with_shape(nodes, 3)
-        .unwrap()
+    let switch = Switch::FatTree {
+        nodes_per_leaf: 18,
+        oversubscription: 1.0,
+        latency_s: 0.0,
+    };
+    cluster(
+        "calibration/tsubame2-node.toml",
+        (5.80e9, 7.47e-6),
+        switch,
+        nodes,
+        3,
+    )
 }
 
 /// Cray XK6m: 1 K20X per node, Gemini fit B0 = 9.87 GB/s, t0 = 3.75 us (seed 004 Table 2),
 /// crossbar.
 fn cray(nodes: u32) -> Cluster {
-    let m = hetsim::machine::load("calibration/cray-xk6m-node.toml").unwrap();
+    let switch = Switch::Crossbar { latency_s: 0.0 };
+    cluster(
+        "calibration/cray-xk6m-node.toml",
+        (9.87e9, 3.75e-6),
+        switch,
+        nodes,
+        1,
+    )
+}
+
+/// `nodes` copies of the node file (using `gpus` GPUs each), one NIC on host memory
+/// (bandwidth B/s, latency s), `switch` between them, no GPU-direct, zero MPI overheads.
+fn cluster(
+    node_file: &str,
+    (bw, lat): (f64, f64),
+    switch: Switch,
+    nodes: u32,
+    gpus: u32,
+) -> Cluster {
+    let m = hetsim::machine::load(node_file).unwrap();
+    let nic = Nic {
+        bandwidth_bytes_per_sec: bw,
+        latency_s: lat,
+        count: 1,
+        attach: MemNodeId(0),
+    };
     Cluster::single_node(m)
-        .with_network(
-            Nic {
-                bandwidth_bytes_per_sec: 9.87e9,
-                latency_s: 3.75e-6,
-                count: 1,
-                attach: MemNodeId(0),
-            },
-            Switch::Crossbar { latency_s: 0.0 },
-            false,
-            OverheadTable::default(),
-        )
+        .with_network(nic, switch, false, OverheadTable::default())
         .unwrap()
-        .with_shape(nodes, 1)
+        .with_shape(nodes, gpus)
         .unwrap()
 }
 
