@@ -1,14 +1,13 @@
 //! Reading cluster files (`docs/cluster-format.md`): raw TOML structures with spans, then checks
 //! that name file, line and field. A file without a `[cluster]` table is a machine file.
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::error::{InputError, line_of_offset, read_input};
-use crate::machine::format::{RawQuantity, field_path_at};
+use crate::error::{InputError, read_input};
+use crate::machine::format::RawQuantity;
 use crate::machine::{MemKind, MemNodeId};
 use crate::units::{self, Kind};
 
@@ -73,54 +72,20 @@ struct RawRow {
     recv: Spanned<RawQuantity>,
 }
 
-struct Ctx<'a> {
-    text: &'a str,
-    file: &'a Path,
-}
+/// The cluster file being read (the machine reader's context: same error locations).
+type Ctx<'a> = crate::machine::FileCtx<'a>;
 
-impl Ctx<'_> {
-    fn err(&self, span: Range<usize>, field: &str, msg: impl Into<String>) -> InputError {
-        InputError::new(msg)
-            .in_file(self.file)
-            .at_line(line_of_offset(self.text, span.start))
-            .at_field(field.to_string())
+/// An integer field of at least `min` that fits in `u32`.
+fn count(ctx: &Ctx<'_>, v: &Spanned<i64>, field: &str, min: i64) -> Result<u32, InputError> {
+    let x = *v.get_ref();
+    if x < min || x > i64::from(u32::MAX) {
+        return Err(ctx.err(
+            v.span(),
+            field,
+            format!("{x}: expected an integer >= {min}"),
+        ));
     }
-
-    fn quantity(
-        &self,
-        q: &Spanned<RawQuantity>,
-        kind: Kind,
-        field: &str,
-    ) -> Result<f64, InputError> {
-        let r = match q.get_ref() {
-            RawQuantity::Number(v) => units::check_number(kind, *v),
-            RawQuantity::Text(t) => units::parse(kind, t),
-        };
-        r.map_err(|e| self.err(q.span(), field, e.message))
-    }
-
-    fn count(&self, v: &Spanned<i64>, field: &str, min: i64) -> Result<u32, InputError> {
-        let x = *v.get_ref();
-        if x < min || x > i64::from(u32::MAX) {
-            return Err(self.err(
-                v.span(),
-                field,
-                format!("{x}: expected an integer >= {min}"),
-            ));
-        }
-        Ok(x as u32)
-    }
-
-    fn toml_error(&self, e: &toml::de::Error) -> InputError {
-        let mut err = InputError::new(e.message().trim().to_string()).in_file(self.file);
-        if let Some(span) = e.span() {
-            err = err.at_line(line_of_offset(self.text, span.start));
-            if let Some(path) = field_path_at(self.text, span.start) {
-                err = err.at_field(path);
-            }
-        }
-        err
-    }
+    Ok(x as u32)
 }
 
 /// Load a cluster file, or a plain machine file as a one-node cluster.
@@ -140,7 +105,8 @@ pub(super) fn from_str(text: &str, path: &Path) -> Result<Cluster, InputError> {
         return crate::machine::from_str(text, path).map(Cluster::single_node);
     }
     let ctx = Ctx { text, file: path };
-    let raw: RawClusterFile = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
+    let raw: RawClusterFile =
+        toml::from_str(text).map_err(|e| crate::machine::toml_error(&ctx, &e))?;
     let h = raw.cluster.get_ref();
     let dir = path.parent().unwrap_or(Path::new("."));
     let node_path: PathBuf = dir.join(h.node.get_ref());
@@ -166,12 +132,12 @@ pub(super) fn from_str(text: &str, path: &Path) -> Result<Cluster, InputError> {
     })?;
     let ngpu = machine.gpus().len() as i64;
     let nodes = match &h.nodes {
-        Some(v) => ctx.count(v, "cluster.nodes", 1)?,
+        Some(v) => count(&ctx, v, "cluster.nodes", 1)?,
         None => 1,
     };
     let gpus = match &h.gpus_per_node {
         Some(v) => {
-            let g = ctx.count(v, "cluster.gpus_per_node", 1)?;
+            let g = count(&ctx, v, "cluster.gpus_per_node", 1)?;
             if i64::from(g) > ngpu {
                 return Err(ctx.err(
                     v.span(),
@@ -221,7 +187,7 @@ pub(super) fn from_str(text: &str, path: &Path) -> Result<Cluster, InputError> {
         None => 0.0,
     };
     let count = match &n.count {
-        Some(v) => ctx.count(v, "nic.count", 1)?,
+        Some(v) => count(&ctx, v, "nic.count", 1)?,
         None => 1,
     };
     let attach = match &n.attach {
@@ -306,7 +272,7 @@ fn switch(ctx: &Ctx<'_>, s: &Spanned<RawSwitch>) -> Result<Switch, InputError> {
                     "a fat tree needs nodes_per_leaf (nodes on one leaf switch)",
                 ));
             };
-            let nodes_per_leaf = ctx.count(npl, "switch.nodes_per_leaf", 1)?;
+            let nodes_per_leaf = count(ctx, npl, "switch.nodes_per_leaf", 1)?;
             let oversubscription = match &r.oversubscription {
                 None => 1.0,
                 Some(q) => match q.get_ref() {
@@ -376,7 +342,7 @@ fn overheads(
                     ctx.quantity(&w.recv, Kind::Seconds, &f("recv"))?,
                 ));
                 if let Err(e) = OverheadTable::new(out.clone()) {
-                    return Err(ctx.err(row.span(), &format!("overheads.rows[{i}]"), e.message));
+                    return Err(ctx.err(row.span(), format!("overheads.rows[{i}]"), e.message));
                 }
             }
             out

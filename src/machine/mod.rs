@@ -57,6 +57,7 @@ pub mod format;
 mod summary;
 pub mod transfer_model;
 mod validate;
+pub(crate) use validate::{Ctx as FileCtx, toml_error};
 
 pub use transfer_model::{ModelError, TransferModel};
 

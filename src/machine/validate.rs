@@ -27,13 +27,16 @@ const MAX_ITEMS: usize = 1 << 20;
 /// Largest pipeline depth or pending-request limit accepted in `[runtime]`.
 const MAX_COUNT: i64 = 1024;
 
-struct Ctx<'a> {
-    text: &'a str,
-    file: &'a Path,
+/// A file being read: its text and path, to locate errors (file, line, field). Shared with the
+/// cluster-file reader.
+pub(crate) struct Ctx<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) file: &'a Path,
 }
 
 impl Ctx<'_> {
-    fn err(
+    /// An error at `span` of the text, on `field`.
+    pub(crate) fn err(
         &self,
         span: Range<usize>,
         field: impl Into<String>,
@@ -46,7 +49,7 @@ impl Ctx<'_> {
     }
 
     /// A quantity of `kind`, non-negative and finite.
-    fn quantity(
+    pub(crate) fn quantity(
         &self,
         q: &Spanned<RawQuantity>,
         kind: Kind,
@@ -192,7 +195,7 @@ impl Ctx<'_> {
 
 /// Turn a serde/TOML error into an [`InputError`] with the line and, when the document is at
 /// least syntactically valid TOML, the field path of the spot it points at.
-fn toml_error(ctx: &Ctx<'_>, e: &toml::de::Error) -> InputError {
+pub(crate) fn toml_error(ctx: &Ctx<'_>, e: &toml::de::Error) -> InputError {
     let mut err = InputError::new(e.message().trim().to_string()).in_file(ctx.file);
     if let Some(span) = e.span() {
         err = err.at_line(line_of_offset(ctx.text, span.start));
