@@ -6,9 +6,11 @@
 //! The last tests run `hetsim model` end to end (output, `--json`, `--sweep`, exit status 2 on
 //! bad input).
 
+mod common;
+use common::hetsim;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use hetsim::analytic::hpl::{
     self, MclHplParams, MclLayer, equivalent_bandwidth_bytes_per_sec, latency_from_cycles_s,
@@ -339,14 +341,6 @@ fn mhloggp_csv_tables_equal_the_built_in_calibration() {
 
 // ---------------------------------------------------------------------------------------------
 // `hetsim model` end to end.
-
-fn hetsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run hetsim")
-}
 
 fn stdout(out: &Output) -> String {
     assert!(

@@ -6,8 +6,10 @@
 // Figures are typed exactly as StarPU's files write them.
 #![allow(clippy::excessive_precision)]
 
+mod common;
+use common::hetsim;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use hetsim::calibrate::{self, ImportOptions, starpu_bus};
 use hetsim::fluid::{FlowSpec, FluidNetwork, LinkId as FluidLink, Sharing, SharingMode};
@@ -20,14 +22,6 @@ fn repo(rel: &str) -> PathBuf {
 
 const SAMPLES: &str = "tests/data/starpu-samples/starpu-sampling";
 const GEMINI: &str = "tests/data/starpu-samples/starpu-sampling-icpp2023-gemini";
-
-fn hetsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("run hetsim")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -5,6 +5,8 @@
 //! The test machine (`tests/data/run/tiny.toml`) has peak flop rates, so kernel durations come
 //! from the flop-rate model and no calibration is needed.
 
+mod common;
+use common::hetsim;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -19,14 +21,6 @@ fn data(name: &str) -> PathBuf {
 
 fn scenario() -> PathBuf {
     data("cholesky-tiny.toml")
-}
-
-fn hetsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run hetsim")
 }
 
 fn run(scenario: &Path, extra: &[&str]) -> Output {

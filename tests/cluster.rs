@@ -5,8 +5,9 @@
 //! link of 10 GB/s per direction and 1 µs latency, no GPU↔GPU route. The test cluster: NICs of
 //! 5 GB/s per direction and 2 µs, a crossbar of 0.5 µs, o_s = 3 µs and o_r = 4 µs at every size.
 
+mod common;
+use common::hetsim;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use hetsim::cluster::{self, ClusterNetwork};
 use hetsim::fluid::SharingMode;
@@ -101,14 +102,6 @@ fn setup(name: &str, cluster: &str, workload: &str) -> PathBuf {
     )
     .expect("write scenario");
     sc
-}
-
-fn hetsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run hetsim")
 }
 
 fn run_json(sc: &Path, extra: &[&str]) -> serde_json::Value {

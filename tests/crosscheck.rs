@@ -5,6 +5,8 @@
 //! Expected values always come from `src/analytic` (code independent of the simulator) or from
 //! hand derivation written next to them, never from a simulation.
 
+mod common;
+use common::hetsim;
 use hetsim::analytic::mmgp::{MmgpParams, mmgp};
 use hetsim::cluster::Cluster;
 use hetsim::crosscheck::{Outcome, crosscheck, mmgp_params};
@@ -360,16 +362,6 @@ fn binomial_broadcast_agrees_on_2_to_8_nodes() {
 
 // ---------------------------------------------------------------------------------------------
 // `hetsim crosscheck` end to end.
-
-use std::process::Command;
-
-fn hetsim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("run hetsim")
-}
 
 #[test]
 fn cli_compares_the_bundled_pbpi_scenario() {

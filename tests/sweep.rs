@@ -2,21 +2,15 @@
 //! number of threads, the StarPU GFlop/s column, the plot, and bad arguments (exit status 2,
 //! the offending `--vary` named).
 
+mod common;
+use common::hetsim;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use hetsim::sweep::{self, Sweep, Vary};
 
 fn scenario() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/run/cholesky-tiny.toml")
-}
-
-fn hetsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run hetsim")
 }
 
 fn stderr(out: &Output) -> String {
