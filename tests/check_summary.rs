@@ -3,9 +3,10 @@
 //! here from those files (the sizes of a codelet's history, which devices have a model, the
 //! rows of `bus/<host>.affinity`), never from hetsim's output or its machine files.
 
+mod common;
+use common::hetsim;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -15,11 +16,7 @@ const SAMPLES: &str = "tests/data/starpu-samples/starpu-sampling";
 const GEMINI: &str = "tests/data/starpu-samples/starpu-sampling-icpp2023-gemini";
 
 fn check_output(machine: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .arg("check")
-        .arg(repo(machine))
-        .output()
-        .unwrap();
+    let out = hetsim(&["check", machine]);
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -5,6 +5,8 @@
 // so that they can be compared with the source by eye.
 #![allow(clippy::excessive_precision)]
 
+mod common;
+use common::hetsim;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -182,11 +184,7 @@ fn tsubame2_node_uses_the_stencil_model_of_seed_004() {
 
 #[test]
 fn check_prints_a_summary_and_exits_0() {
-    let out = Command::new(env!("CARGO_BIN_EXE_hetsim"))
-        .arg("check")
-        .arg(repo("calibration/mirage.toml"))
-        .output()
-        .unwrap();
+    let out = hetsim(&["check", "calibration/mirage.toml"]);
     assert_eq!(
         out.status.code(),
         Some(0),
