@@ -739,11 +739,12 @@ impl<'a> Sim<'a> {
         let node = self.workers[w.index()].memory;
         let accesses = self.graph.accesses(t);
         // A GPU task also waits for its submission to the device, counted as one more input.
-        let queued = u32::from(self.kernel_queue_s(w, t) > 0.0);
+        let kernel_queue_s = self.kernel_queue_s(w, t);
+        let queued = u32::from(kernel_queue_s > 0.0);
         self.buffers_left[t.index()] = accesses.len() as u32 + queued;
         if accesses.is_empty() && queued > 0 {
             self.cal
-                .schedule(self.now + self.kernel_queue_s(w, t), Event::KernelQueued(t));
+                .schedule(self.now + kernel_queue_s, Event::KernelQueued(t));
         }
         for (i, a) in accesses.iter().enumerate() {
             self.memory.pin_for_task(a.handle, node);
@@ -784,9 +785,12 @@ impl<'a> Sim<'a> {
         match self.buffers_left[t.index()] {
             0 => self.try_start(w),
             // Only the submission is left: the inputs are all there, the driver queues it.
-            1 if self.kernel_queue_s(w, t) > 0.0 => {
-                let at = self.now + self.kernel_queue_s(w, t);
-                self.cal.schedule(at, Event::KernelQueued(t));
+            1 => {
+                let kernel_queue_s = self.kernel_queue_s(w, t);
+                if kernel_queue_s > 0.0 {
+                    self.cal
+                        .schedule(self.now + kernel_queue_s, Event::KernelQueued(t));
+                }
             }
             _ => {}
         }
