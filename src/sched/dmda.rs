@@ -22,6 +22,10 @@
 //! the transfer moves from `exp_len` to `pipeline_len`; at start the transfer leaves
 //! `pipeline_len` and the length moves there from `exp_len`; at end it leaves. Both return to 0
 //! when the queue drains ([`Dmda::check_drained`]; StarPU issue #6 was a bug of this kind).
+//! `exp_start` follows StarPU's hooks: `max(exp_start, now)` for the chosen worker at push and
+//! at every pop, then `now + pipeline_len` (an assignment) once a task is popped and again when
+//! it starts, and `max(now + pipeline_len, exp_start)` when it ends. `ntasks` counts queued
+//! tasks, `pipeline_ntasks` tasks from push to end; only the greedy fallback reads them.
 
 use super::{Decision, Scheduler};
 use crate::runtime::{View, WorkerId};
@@ -181,11 +185,6 @@ impl Dmda {
         }
     }
 
-    fn refresh(&mut self, w: WorkerId, now_us: f64) {
-        let q = &mut self.queues[w.index()];
-        q.exp_start_us = q.exp_start_us.max(now_us + q.pipeline_len_us);
-    }
-
     fn penalty_us(&self, task: TaskId, w: WorkerId, view: &View<'_>) -> f64 {
         if !self.variant.data_aware() {
             return 0.0;
@@ -209,8 +208,9 @@ impl Dmda {
             if len_s <= 0.0 {
                 uncalibrated = true;
             }
-            self.refresh(w.id, now_us);
             let q = &self.queues[w.id.index()];
+            // "Sometimes workers didn't take the tasks as early as we expected": only the
+            // chosen worker's exp_start is moved, at push.
             let exp_start = q.exp_start_us.max(now_us);
             let prev_len = if self.variant == Variant::Dmdasd {
                 q.tasks
@@ -232,7 +232,8 @@ impl Dmda {
         }
         assert!(!cands.is_empty(), "the runtime pushes only runnable tasks");
         if uncalibrated {
-            // Greedy fallback: fewest tasks per unit of relative speed.
+            // Greedy fallback: fewest tasks per unit of relative speed, booked as 0 µs of
+            // work and transfer (`forced_best`: model_best = transfer_model_best = 0).
             let pick = cands
                 .iter()
                 .min_by(|a, b| {
@@ -243,7 +244,7 @@ impl Dmda {
                     load(a.0).total_cmp(&load(b.0))
                 })
                 .expect("non-empty");
-            return (pick.0, pick.2, pick.3);
+            return (pick.0, 0.0, 0.0);
         }
         let min_end = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
         let max_end = self
@@ -344,6 +345,10 @@ impl Scheduler for Dmda {
         let prio = self.priority(task, view);
         let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
+        q.exp_start_us = q.exp_start_us.max(now_us);
+        // StarPU counts the task in `pipeline_ntasks` from its push to its end (the greedy
+        // fallback's load adds `ntasks`, so a queued task counts twice there).
+        q.pipeline_ntasks += 1;
         // A transfer that ends before the worker's queue does is hidden.
         let transfer = if now_us + penalty < q.exp_end_us() {
             0.0
@@ -367,7 +372,10 @@ impl Scheduler for Dmda {
 
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId> {
         self.ensure(view);
-        let q = &self.queues[worker.index()];
+        let now_us = view.now_s() * 1e6;
+        // `_dmda_pop_task`: "take the opportunity to update start time", task or not.
+        let q = &mut self.queues[worker.index()];
+        q.exp_start_us = q.exp_start_us.max(now_us);
         let &(_, head_prio) = q.tasks.front()?;
         let pos = if self.variant.ready_first() && self.params.ready_first {
             let mut best: Option<((u64, u64, u64), usize)> = None;
@@ -394,10 +402,12 @@ impl Scheduler for Dmda {
         let q = &mut self.queues[worker.index()];
         let (task, _) = q.tasks.remove(pos).expect("position in queue");
         let (_, transfer) = self.booked[task.index()];
+        // `_starpu_fifo_task_transfer_started`: the transfer moves to the pipeline and the
+        // queue restarts after it (an assignment: exp_start may move back).
         q.exp_len_us -= transfer;
         q.pipeline_len_us += transfer;
+        q.exp_start_us = now_us + q.pipeline_len_us;
         q.ntasks -= 1;
-        q.pipeline_ntasks += 1;
         self.queued -= 1;
         self.check_non_negative(worker);
         Some(task)
@@ -409,8 +419,9 @@ impl Scheduler for Dmda {
         q.pipeline_len_us -= transfer;
         q.exp_len_us -= len;
         q.pipeline_len_us += len;
-        // StarPU's hooks: exp_start = max(now + pipeline_len, exp_start).
-        self.refresh(worker, view.now_s() * 1e6);
+        // `_starpu_fifo_task_started` (the pre-execution hook): exp_start = now + pipeline_len,
+        // an assignment.
+        q.exp_start_us = view.now_s() * 1e6 + q.pipeline_len_us;
         self.check_non_negative(worker);
     }
 
@@ -419,8 +430,8 @@ impl Scheduler for Dmda {
         let q = &mut self.queues[worker.index()];
         q.pipeline_len_us -= len;
         q.pipeline_ntasks -= 1;
-        // StarPU's hooks: exp_start = max(now + pipeline_len, exp_start).
-        self.refresh(worker, view.now_s() * 1e6);
+        // `_starpu_fifo_task_finished`: exp_start = max(now + pipeline_len, exp_start).
+        q.exp_start_us = q.exp_start_us.max(view.now_s() * 1e6 + q.pipeline_len_us);
         self.check_non_negative(worker);
     }
 
@@ -564,6 +575,83 @@ mod tests {
         close(start, 0.013);
         s.task_ended(TaskId(0), w, &f.view(0.013));
         s.check_drained();
+    }
+
+    /// StarPU's `exp_start` updates, by hand (µs). One GPU; A = 1e9 flops (10 ms), B = 1e8
+    /// (1 ms), each reading 1e6 B in RAM (penalty 2 010 µs).
+    /// - push A @0: transfer not hidden → exp_len 12 010; pop A @0: exp_start = 0 + pipeline
+    ///   2 010; start A @3 000: exp_start = 3 000 + 10 000 = 13 000.
+    /// - push B @8 000: exp_start = max(13 000, 8 000) = 13 000 — not now + pipeline (18 000);
+    ///   8 000 + 2 010 < 13 000, so B's transfer is hidden: exp_len 1 000.
+    /// - pop B @9 000: exp_start = 9 000 + pipeline 10 000 = 19 000.
+    /// - end A @9 200: max(9 200 + 0, 19 000) = 19 000; start B @9 500: exp_start =
+    ///   9 500 + 1 000 = 10 500, an assignment that moves it back.
+    #[test]
+    fn exp_start_follows_starpus_hooks() {
+        let m = machine(1);
+        let g = graph(&[(1_000_000, 1e9, 0), (1_000_000, 1e8, 0)]);
+        let f = Fixture::new(&m, &g, &RATES, &config(0, 1));
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        let w = WorkerId(0);
+        let at = |us: f64| f.view(us / 1e6);
+        let check = |s: &Dmda, want: (f64, f64, f64)| {
+            let (a, b, c) = s.bookkeeping(w);
+            for (got, want) in [(a, want.0), (b, want.1), (c, want.2)] {
+                assert!(
+                    (got * 1e6 - want).abs() < 1e-6,
+                    "{:?} vs {want:?}",
+                    (a, b, c)
+                );
+            }
+        };
+        s.push(TaskId(0), &at(0.0), &mut Vec::new());
+        check(&s, (0.0, 12_010.0, 0.0));
+        assert_eq!(s.pop(w, &at(0.0)), Some(TaskId(0)));
+        check(&s, (2_010.0, 10_000.0, 2_010.0));
+        s.task_started(TaskId(0), w, &at(3_000.0));
+        check(&s, (13_000.0, 0.0, 10_000.0));
+        s.push(TaskId(1), &at(8_000.0), &mut Vec::new());
+        check(&s, (13_000.0, 1_000.0, 10_000.0));
+        assert_eq!(s.pop(w, &at(9_000.0)), Some(TaskId(1)));
+        check(&s, (19_000.0, 1_000.0, 10_000.0));
+        s.task_ended(TaskId(0), w, &at(9_200.0));
+        check(&s, (19_000.0, 1_000.0, 0.0));
+        s.task_started(TaskId(1), w, &at(9_500.0));
+        check(&s, (10_500.0, 0.0, 1_000.0));
+        s.task_ended(TaskId(1), w, &at(10_500.0));
+        check(&s, (10_500.0, 0.0, 0.0));
+        s.check_drained();
+    }
+
+    /// The greedy fallback (a task with no length on some worker): fewest
+    /// `(ntasks + pipeline_ntasks) / relative speedup`, first worker on ties, where StarPU
+    /// counts a task in `pipeline_ntasks` from push to end, so a queued task counts twice and
+    /// a popped one once. Two GPUs, tasks of 0 flops, loads by hand:
+    /// t0 → GPU0 (0 vs 0); t1 → GPU1 (2 vs 0); t2 → GPU0 (2 vs 2); GPU1 pops t1;
+    /// t3 → GPU1 (4 vs 1); GPU1 pops t3; t4 → GPU1 (4 vs 2). Counting queued tasks once, t4
+    /// would go to GPU0 (2 vs 2).
+    #[test]
+    fn greedy_fallback_counts_queued_tasks_twice_as_starpu_does() {
+        let m = machine(2);
+        let g = graph(&[(1_000, 0.0, 0); 5]);
+        let f = Fixture::new(&m, &g, &RATES, &config(0, 2));
+        let v = f.view(0.0);
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        let (gpu0, gpu1) = (WorkerId(0), WorkerId(1));
+        for t in 0..3 {
+            s.push(TaskId(t), &v, &mut Vec::new());
+        }
+        assert_eq!(s.pop(gpu1, &v), Some(TaskId(1)));
+        s.push(TaskId(3), &v, &mut Vec::new());
+        assert_eq!(s.pop(gpu1, &v), Some(TaskId(3)));
+        s.push(TaskId(4), &v, &mut Vec::new());
+        assert_eq!(s.pop(gpu1, &v), Some(TaskId(4)));
+        assert_eq!(s.pop(gpu0, &v), Some(TaskId(0)));
+        assert_eq!(s.pop(gpu0, &v), Some(TaskId(2)));
+        assert_eq!(s.pop(gpu0, &v), None);
+        // Forced placements book no work.
+        assert_eq!(s.bookkeeping(gpu1).1, 0.0);
+        assert_eq!(s.bookkeeping(gpu1).2, 0.0);
     }
 
     fn two_tasks_one_ready(variant: Variant, prios: (i32, i32), ready_first: bool) -> TaskId {
