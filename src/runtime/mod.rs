@@ -328,8 +328,8 @@ impl<'a> View<'a> {
 
     /// StarPU's scheduler-side estimate of the time to bring `task`'s inputs to `worker`:
     /// per buffer read and neither valid there nor already requested there, latency +
-    /// 2·nGPUs·size/bandwidth from nominal link
-    /// figures, without contention (`starpu_transfer_predict`).
+    /// 2·nGPUs·size/bandwidth on each hop (GPU↔GPU included, as in StarPU-SimGrid) from
+    /// nominal link figures, without contention (`starpu_transfer_predict`).
     pub fn starpu_transfer_estimate_s(&self, task: TaskId, worker: WorkerId) -> f64 {
         self.inputs_estimate_s(task, worker, transfer::Estimates::starpu_s)
     }

@@ -62,7 +62,6 @@ pub(crate) struct Estimates {
     nnodes: usize,
     ram: MemNodeId,
     gpus: usize,
-    kinds: Vec<MemKind>,
     /// Per direct pair: (latency, bottleneck bandwidth) or a model.
     direct: Vec<Option<Nominal>>,
 }
@@ -105,7 +104,6 @@ impl Estimates {
             nnodes,
             ram,
             gpus: gpus_used.max(1),
-            kinds: machine.memory_nodes().iter().map(|m| m.kind).collect(),
             direct,
         }
     }
@@ -136,15 +134,17 @@ impl Estimates {
             .sum()
     }
 
-    /// StarPU's `starpu_transfer_predict` summed over the hops: latency + size/bandwidth ×
-    /// 2·nGPUs, except ×1 on a direct GPU↔GPU link (seed: `perfmodel_bus.c`).
+    /// StarPU's `starpu_transfer_predict` summed over the hops: latency + 2·nGPUs·size /
+    /// bandwidth on every hop, GPU↔GPU included. StarPU 1.4 uses a factor of 2·1 only on a bus
+    /// whose GPU count is 1, which only NVML's direct-link detection sets, and that is compiled
+    /// out of SimGrid builds; there `_starpu_simgrid_count_ngpus` counts the GPUs behind the
+    /// bridge joining two GPUs (at least 2) or leaves the count unknown, and either way the
+    /// estimate uses the total number of GPUs.
     pub fn starpu_s(&self, src: MemNodeId, dst: MemNodeId, bytes: f64) -> f64 {
+        let factor = 2.0 * self.gpus as f64;
         self.hops(src, dst)
             .iter()
             .map(|&(a, b)| {
-                let gpu_gpu =
-                    self.kinds[a.index()] == MemKind::Gpu && self.kinds[b.index()] == MemKind::Gpu;
-                let factor = if gpu_gpu { 1.0 } else { 2.0 * self.gpus as f64 };
                 self.direct(a, b)
                     .map_or(f64::INFINITY, |n| n.secs(bytes, factor))
             })
@@ -438,6 +438,38 @@ impl Runners {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// StarPU-SimGrid's estimate applies 2·nGPUs to every hop. By hand, RAM and two GPUs, each
+    /// GPU on its own 1 GB/s, 10 µs link, and a 2 GB/s, 20 µs route GPU0→GPU1 only; 1 MB:
+    /// - RAM→GPU0: 10 µs + 2·2·1 ms = 4.010 ms;
+    /// - GPU0→GPU1: 20 µs + 2·2·0.5 ms = 2.020 ms (the contention-free time is 0.520 ms);
+    /// - GPU1→GPU0 has no route: staged through RAM, 4.010 + 4.010 = 8.020 ms.
+    #[test]
+    fn starpu_estimate_counts_every_gpu_on_every_hop() {
+        let mut t = String::from(
+            "[machine]\nname = \"t\"\n[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\n\
+             capacity = \"64 GiB\"\n",
+        );
+        for g in 0..2 {
+            t += &format!(
+                "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n\
+                 [[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
+                 [[links]]\nname = \"L{g}\"\nbandwidth = 1e9\nlatency = 1e-5\n\
+                 [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
+            );
+        }
+        t += "[[cpus]]\ncount = 2\nmodel = \"c\"\nmemory = \"RAM\"\n\
+              [[links]]\nname = \"P\"\nbandwidth = 2e9\nlatency = 2e-5\n\
+              [[routes]]\nsrc = \"GPU0\"\ndst = \"GPU1\"\nlinks = [\"P\"]\n";
+        let m = crate::machine::from_str(&t, "t.toml").unwrap();
+        let e = Estimates::new(&m, MemNodeId(0), 2);
+        let (ram, g0, g1) = (MemNodeId(0), MemNodeId(1), MemNodeId(2));
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        close(e.starpu_s(ram, g0, 1e6), 4.010e-3);
+        close(e.starpu_s(g0, g1, 1e6), 2.020e-3);
+        close(e.nominal_s(g0, g1, 1e6), 0.520e-3);
+        close(e.starpu_s(g1, g0, 1e6), 8.020e-3);
+    }
 
     fn tr(src: u32, dst: u32, kind: TransferKind) -> Transfer {
         Transfer {
