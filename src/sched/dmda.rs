@@ -550,34 +550,8 @@ mod tests {
         assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), Some(TaskId(1)));
     }
 
-    #[test]
-    fn bookkeeping_moves_from_queue_to_pipeline_and_drains() {
-        // One GPU, task of 1e9 flops (10 ms) reading 1e6 B: StarPU penalty
-        // LAT + 2·1e6/1e9 = 2.01 ms, not hidden (empty queue): exp_len = 12.01 ms.
-        let m = machine(1);
-        let g = graph(&[(1_000_000, 1e9, 0)]);
-        let f = Fixture::new(&m, &g, &RATES, &config(0, 1));
-        let mut s = Dmda::new(Variant::Dmda, Params::default());
-        let w = WorkerId(0);
-        s.push(TaskId(0), &f.view(0.0), &mut Vec::new());
-        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} vs {b}");
-        let (_, exp_len, pipe) = s.bookkeeping(w);
-        close(exp_len, 0.01201);
-        close(pipe, 0.0);
-        s.pop(w, &f.view(0.0));
-        let (_, exp_len, pipe) = s.bookkeeping(w);
-        close(exp_len, 0.01);
-        close(pipe, 0.00201);
-        s.task_started(TaskId(0), w, &f.view(0.003));
-        let (start, exp_len, pipe) = s.bookkeeping(w);
-        close(exp_len, 0.0);
-        close(pipe, 0.01);
-        close(start, 0.013);
-        s.task_ended(TaskId(0), w, &f.view(0.013));
-        s.check_drained();
-    }
-
-    /// StarPU's `exp_start` updates, by hand (µs). One GPU; A = 1e9 flops (10 ms), B = 1e8
+    /// The bookkeeping moves from queue to pipeline and drains, and `exp_start` follows
+    /// StarPU's hooks, by hand (µs). One GPU; A = 1e9 flops (10 ms), B = 1e8
     /// (1 ms), each reading 1e6 B in RAM (penalty 2 010 µs).
     /// - push A @0: transfer not hidden → exp_len 12 010; pop A @0: exp_start = 0 + pipeline
     ///   2 010; start A @3 000: exp_start = 3 000 + 10 000 = 13 000.
