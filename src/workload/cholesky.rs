@@ -188,6 +188,15 @@ mod tests {
         assert_eq!(gemm_flops(960), 1.769472e9);
     }
 
+    /// Only potrf is synchronous on GPUs, as in StarPU's `cholesky_codelets.c` built for
+    /// SimGrid.
+    #[test]
+    fn only_potrf_is_gpu_synchronous() {
+        let g = cholesky(960 * 3, 960, Precision::Single).unwrap();
+        let sync: Vec<_> = g.gpu_synchronous_codelets().collect();
+        assert_eq!(sync, [CHOL_POTRF]);
+    }
+
     #[test]
     fn model_size_is_all_buffers() {
         let g = cholesky(960 * 3, 960, Precision::Single).unwrap();

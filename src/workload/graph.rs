@@ -284,6 +284,15 @@ impl TaskGraph {
         self.gpu_sync[id.index()]
     }
 
+    /// The names of the codelets whose GPU implementation is synchronous, in codelet order.
+    pub fn gpu_synchronous_codelets(&self) -> impl Iterator<Item = &str> {
+        self.codelets
+            .iter()
+            .zip(&self.gpu_sync)
+            .filter(|&(_, &sync)| sync)
+            .map(|(name, _)| name.as_str())
+    }
+
     /// The id of a codelet name, if some task uses it.
     pub fn codelet_id(&self, name: &str) -> Option<CodeletId> {
         self.codelets

@@ -86,6 +86,10 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
 
     let names = lu_codelets(precision);
     let getrf = b.codelet(names.getrf)?;
+    // StarPU's `cl11` (`examples/lu/xlu_kernels.c`) has no `STARPU_CUDA_ASYNC` (its CUDA
+    // kernel synchronises on the stream for every pivot), so in a SimGrid build getrf runs
+    // on the driver's thread; `cl12`, `cl21` and `cl22` carry the flag.
+    b.gpu_synchronous(getrf);
     let trsm_ll = b.codelet(names.trsm_ll)?;
     let trsm_ru = b.codelet(names.trsm_ru)?;
     let gemm = b.codelet(names.gemm)?;
@@ -156,6 +160,14 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
 mod tests {
     use super::*;
     use crate::workload::TaskId;
+
+    /// Only getrf is synchronous on GPUs, as in StarPU's `xlu_kernels.c`.
+    #[test]
+    fn only_getrf_is_gpu_synchronous() {
+        let g = lu(960 * 3, 960, Precision::Single).unwrap();
+        let sync: Vec<_> = g.gpu_synchronous_codelets().collect();
+        assert_eq!(sync, [lu_codelets(Precision::Single).getrf]);
+    }
 
     #[test]
     fn names_per_precision() {
