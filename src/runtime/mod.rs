@@ -363,6 +363,11 @@ pub(crate) mod fixture {
     /// RAM with `ncores` CPU cores and `ngpu` GPUs, each GPU on its own link pair to RAM
     /// ([`STAR_BW`], [`STAR_LAT`]), no GPU↔GPU route.
     pub fn star_machine(ngpu: usize, ncores: u32) -> Machine {
+        crate::machine::from_str(&star_machine_text(ngpu, ncores), "t.toml").unwrap()
+    }
+
+    /// The machine file of [`star_machine`], for tests that add to it.
+    pub fn star_machine_text(ngpu: usize, ncores: u32) -> String {
         let mut t = String::from(
             "[machine]\nname = \"t\"\n[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\n\
              capacity = \"64 GiB\"\n",
@@ -380,7 +385,7 @@ pub(crate) mod fixture {
                  [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
             );
         }
-        crate::machine::from_str(&t, "t.toml").unwrap()
+        t
     }
 
     /// `ncpu` CPU workers and `ncuda` GPU workers.

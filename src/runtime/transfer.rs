@@ -446,21 +446,10 @@ mod tests {
     /// - GPU1→GPU0 has no route: staged through RAM, 4.010 + 4.010 = 8.020 ms.
     #[test]
     fn starpu_estimate_counts_every_gpu_on_every_hop() {
-        let mut t = String::from(
-            "[machine]\nname = \"t\"\n[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\n\
-             capacity = \"64 GiB\"\n",
-        );
-        for g in 0..2 {
-            t += &format!(
-                "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n\
-                 [[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
-                 [[links]]\nname = \"L{g}\"\nbandwidth = 1e9\nlatency = 1e-5\n\
-                 [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
-            );
-        }
-        t += "[[cpus]]\ncount = 2\nmodel = \"c\"\nmemory = \"RAM\"\n\
-              [[links]]\nname = \"P\"\nbandwidth = 2e9\nlatency = 2e-5\n\
-              [[routes]]\nsrc = \"GPU0\"\ndst = \"GPU1\"\nlinks = [\"P\"]\n";
+        // star_machine: RAM and two GPUs, each on its own 1 GB/s, 10 µs link.
+        let t = crate::runtime::fixture::star_machine_text(2, 2)
+            + "[[links]]\nname = \"P\"\nbandwidth = 2e9\nlatency = 2e-5\n\
+               [[routes]]\nsrc = \"GPU0\"\ndst = \"GPU1\"\nlinks = [\"P\"]\n";
         let m = crate::machine::from_str(&t, "t.toml").unwrap();
         let e = Estimates::new(&m, MemNodeId(0), 2);
         let (ram, g0, g1) = (MemNodeId(0), MemNodeId(1), MemNodeId(2));
