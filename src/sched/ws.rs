@@ -552,23 +552,11 @@ mod tests {
     /// GPU0's and GPU1's lists of [`two_sockets`]: GPU0 near cores 0-2, GPU1 near cores 3-5.
     const TWO_SOCKETS: &str = "[affinity]\nGPU0 = [0, 1, 2, 3, 4, 5]\nGPU1 = [3, 4, 5, 0, 1, 2]\n";
 
-    /// Two GPUs and six cores in one RAM, followed by `affinity` (an `[affinity]` section, or
-    /// nothing).
+    /// [`star_machine_text`](crate::runtime::fixture::star_machine_text) with two GPUs and
+    /// six cores, followed by `affinity` (an `[affinity]` section, or nothing).
     fn two_sockets(affinity: &str) -> machine::Machine {
-        let mut t = String::from(
-            "[machine]\nname = \"two-sockets\"\n\
-             [[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\ncapacity = \"64 GiB\"\n\
-             [[cpus]]\ncount = 6\nmodel = \"c\"\nmemory = \"RAM\"\n",
-        );
-        for g in 0..2 {
-            t += &format!(
-                "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n\
-                 [[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
-                 [[links]]\nname = \"L{g}\"\nbandwidth = 1e9\n\
-                 [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
-            );
-        }
-        machine::from_str(&(t + affinity), "two-sockets.toml").unwrap()
+        let t = crate::runtime::fixture::star_machine_text(2, 6) + affinity;
+        machine::from_str(&t, "two-sockets.toml").unwrap()
     }
 
     #[test]
