@@ -339,6 +339,9 @@ pub struct RawRuntime {
     /// Queueing cost of each GPU task.
     #[serde(default)]
     pub kernel_queue: Option<Spanned<RawQuantity>>,
+    /// Simulated time the pushing thread spends on each push.
+    #[serde(default)]
+    pub push_cost: Option<Spanned<RawQuantity>>,
     /// Whether small GPU allocations come out of 32 MiB chunks.
     #[serde(default)]
     pub suballocator: Option<bool>,

@@ -269,6 +269,12 @@ pub struct RuntimeConfig {
     /// can start (StarPU's `_starpu_simgrid_submit_job`, `STARPU_SIMGRID_QUEUE_MALLOC_COST`).
     /// Default 10 µs.
     pub kernel_queue_s: f64,
+    /// Simulated time the thread that releases tasks spends on each push
+    /// (`STARPU_SIMGRID_TASK_PUSH_COST`, `starpu-reference.md`'s overheads table). It only
+    /// orders the pops of one instant: the worker woken by a later push reaches its pop
+    /// later. Default 1 µs (StarPU 1.4 as the reference gives it); StarPU 1.3 has no such
+    /// cost (0).
+    pub push_s: f64,
     /// Whether small GPU allocations are carved out of 32 MiB chunks, so that only a new
     /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
     /// Default true.
@@ -291,6 +297,7 @@ impl Default for RuntimeConfig {
             pinned_alloc_s_per_mib: 650e-6,
             transfer_queue_s: 10e-6,
             kernel_queue_s: 10e-6,
+            push_s: 1e-6,
             suballocator: true,
             pending_limits: PendingLimits::default(),
             gpu_pipeline_depth: 2,

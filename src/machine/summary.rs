@@ -112,6 +112,7 @@ pub(super) fn summary(m: &Machine) -> String {
         ),
         ("transfer queueing", rt.transfer_queue_s, ""),
         ("GPU kernel queueing", rt.kernel_queue_s, ""),
+        ("push", rt.push_s, " (orders same-instant pops)"),
     ] {
         let _ = writeln!(out, "  {label} {}{per}", format_secs(secs));
     }

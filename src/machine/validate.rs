@@ -740,6 +740,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
             "kernel_queue",
             &mut runtime.kernel_queue_s,
         )?;
+        secs(&rt.push_cost, "push_cost", &mut runtime.push_s)?;
         if let Some(b) = rt.suballocator {
             runtime.suballocator = b;
         }
@@ -1414,6 +1415,7 @@ symmetric = true
         assert_eq!(rt.transfer_queue_s, 10e-6);
         assert_eq!(rt.gpu_pipeline_depth, 2);
         assert_eq!(rt.kernel_queue_s, 10e-6);
+        assert_eq!(rt.push_s, 1e-6);
         assert!(rt.suballocator);
         assert_eq!(
             rt.pending_limits,
@@ -1429,10 +1431,11 @@ symmetric = true
         let m = with(&format!(
             "{BOTH_ROUTES}[runtime]\ncuda_free = \"750 us\"\ngpu_pipeline_depth = 4\n\
              gpu_driver_cores = false\npinned_alloc_per_mib = 0\nkernel_queue = \"0 s\"\n\
-             suballocator = false\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n"
+             push_cost = 0\nsuballocator = false\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n"
         ))
         .unwrap();
         assert_eq!(m.runtime().kernel_queue_s, 0.0);
+        assert_eq!(m.runtime().push_s, 0.0);
         assert!(!m.runtime().suballocator);
         assert_eq!(
             m.runtime().pending_limits,

@@ -124,6 +124,11 @@ struct WorkerState {
     tasks: u64,
 }
 
+/// Simulated time of one datawizard progress call per memory node a driver handles
+/// (`___starpu_datawizard_progress` sleeps 1 µs in SimGrid builds). A CPU driver handles RAM;
+/// a GPU's handles its memory and RAM.
+const PROGRESS_S_PER_NODE: f64 = 1e-6;
+
 struct Sim<'a> {
     machine: &'a Machine,
     graph: &'a TaskGraph,
@@ -164,6 +169,8 @@ struct Sim<'a> {
     decisions: Vec<Decision>,
     scratch_ids: Vec<u32>,
     scratch_order: Vec<u32>,
+    /// [`Sim::wake_workers`]'s pop dates.
+    scratch_dated: Vec<(f64, u32)>,
     scratch_flows: Vec<FlowId>,
     scratch_versions: Vec<(HandleId, u32, u32)>,
     stats: Stats,
@@ -499,6 +506,7 @@ impl<'a> Sim<'a> {
             decisions: Vec::new(),
             scratch_ids: Vec::new(),
             scratch_order: Vec::new(),
+            scratch_dated: Vec::new(),
             scratch_flows: Vec::new(),
             scratch_versions: Vec::new(),
             stats: Stats::default(),
@@ -639,22 +647,23 @@ impl<'a> Sim<'a> {
 
     /// Let workers with room pop, in the order StarPU's simulated driver threads reach their
     /// pop (`starpu-reference.md` §1a eager and the overheads table; `driver_cuda.c`,
-    /// `driver_cpu.c`):
+    /// `driver_cpu.c`, `datawizard.c`):
     ///
     /// - the thread that ended a task pushes the `k` successors it released one after the
-    ///   other (`STARPU_SIMGRID_TASK_PUSH_COST`, 1 µs each); push `j` wakes the first sleeping
-    ///   worker by id (one holding no task; a GPU with a kernel in flight is not asleep),
-    ///   which pops after one datawizard progress call (1 µs per memory node it drives: 1 µs
-    ///   for a CPU core, 2 µs for a GPU's driver, which also drives RAM), at `j + 1` or
-    ///   `j + 2` µs;
-    /// - the releasing worker pops after its pushes and its own progress call, at `k + 1` or
-    ///   `k + 2` µs.
+    ///   other, each push costing it `push_cost` (the machine's `[runtime]`); push `j`
+    ///   (from 0) wakes the first sleeping worker by id (one holding no task; a GPU with a
+    ///   kernel in flight is not asleep);
+    /// - a woken worker pops after one datawizard progress call, which sleeps 1 µs per memory
+    ///   node its driver handles (1 µs for a CPU core, 2 µs for a GPU's driver, which also
+    ///   handles RAM): at `j·push_cost + 1 µs` or `+ 2 µs`;
+    /// - the releasing worker pops after its pushes and its own progress call, at
+    ///   `k·push_cost + 1 µs` or `+ 2 µs`.
     ///
-    /// Workers are numbered GPUs first, so the woken ones pop in id order (a CPU woken after
-    /// a GPU at best ties with it) and the releasing one after them (at best a tie it loses
-    /// on id). Each of these takes one task in that order; then every worker with room fills
-    /// it, the woken ones first, then the others by id (they pop when their driver loop comes
-    /// round).
+    /// Each of these takes one task in order of those dates (ties: the earlier push first, the
+    /// releaser last); then every worker with room fills it, in the same order, then the
+    /// others by id (they pop when their driver loop comes round). With StarPU 1.4's 1 µs
+    /// per push and GPUs numbered first this is id order, the releaser last; with no push
+    /// cost (StarPU 1.3) the woken CPUs pop before the woken GPUs.
     ///
     /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
     /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
@@ -673,6 +682,23 @@ impl<'a> Sim<'a> {
         );
         let woken = order.len();
         order.extend(releasing.map(|w| w.0));
+        let push_s = self.machine.runtime().push_s;
+        let pop_at_s = |i: usize, w: u32| {
+            let pushes_before = if i < woken { i } else { pushes };
+            let progress_s = match self.workers[w as usize].kind {
+                WorkerKind::Cpu => PROGRESS_S_PER_NODE,
+                WorkerKind::Gpu => 2.0 * PROGRESS_S_PER_NODE,
+            };
+            pushes_before as f64 * push_s + progress_s
+        };
+        let mut dated = std::mem::take(&mut self.scratch_dated);
+        dated.clear();
+        dated.extend(order.iter().enumerate().map(|(i, &w)| (pop_at_s(i, w), w)));
+        // Stable: equal dates keep push order, the releaser last.
+        dated.sort_by(|a, b| a.0.total_cmp(&b.0));
+        order.clear();
+        order.extend(dated.iter().map(|&(_, w)| w));
+        self.scratch_dated = dated;
         let nwoken = order.len();
         let mut skipped = 0;
         for w in others {
@@ -1564,18 +1590,21 @@ mod tests {
     }
 
     /// One task released, then three: each idle worker takes one before anyone fills a
-    /// pipeline. By hand, with GPU0 (worker 0), GPU1 (worker 1, pipeline of 2) and one CPU
-    /// (worker 2), root A, and B1, B2, B3 each reading A's output:
+    /// pipeline, in the order the pop dates give. By hand, with GPU0 (worker 0), GPU1
+    /// (worker 1, pipeline of 2) and one CPU (worker 2), root A, and B1, B2, B3 each reading
+    /// A's output:
     /// - A: all idle, nobody released it: GPU0 takes it;
-    /// - A's end on GPU0 releases B1, B2, B3, pushed in that order. All three workers are
-    ///   idle; in wake-up order (GPU1, the CPU, then GPU0 the releaser) each takes one: B1 to
-    ///   GPU1, B2 to the CPU, B3 to GPU0. Nobody fills a second pipeline slot.
+    /// - A's end on GPU0 releases B1, B2, B3, pushed in that order. Push 0 wakes GPU1, push 1
+    ///   the CPU; GPU0 is the releaser. With StarPU 1.4's 1 µs per push, GPU1 pops at
+    ///   0 + 2 µs, the CPU at 1 + 1 µs (a tie it loses: later push), GPU0 at 3 + 2 µs: B1 to
+    ///   GPU1, B2 to the CPU, B3 to GPU0;
+    /// - with no push cost (StarPU 1.3) the CPU pops at 1 µs, GPU1 at 2 µs, GPU0 at 2 µs
+    ///   (the releaser loses the tie): B1 to the CPU, B2 to GPU1, B3 to GPU0.
     ///
-    /// Filling GPU1's pipeline first would give it B1 and B2 and leave B3 to the CPU.
+    /// Nobody fills a second pipeline slot: filling GPU1's first would give it two tasks.
     #[test]
-    fn each_woken_worker_takes_one_task_before_pipelines_fill() {
+    fn each_woken_worker_takes_one_task_in_pop_date_order() {
         use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
-        let m = star_machine(2, 3);
         let mut b = TaskGraphBuilder::new();
         let cl = b.codelet("k").unwrap();
         let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
@@ -1589,15 +1618,17 @@ mod tests {
             bs.push(b.submit(cl, 1e6, 0, &acc).unwrap());
         }
         let g = b.build().unwrap();
-        let mut s = crate::sched::by_name("eager", 1).unwrap();
-        let mut who = WhoRan(Vec::new());
-        simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
-        let on = |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0);
-        assert_eq!(on(a), Some(0));
-        assert_eq!(
-            bs.iter().map(|&t| on(t)).collect::<Vec<_>>(),
-            [Some(1), Some(2), Some(0)]
-        );
+        for (runtime, want) in [("", [1, 2, 0]), ("[runtime]\npush_cost = 0\n", [2, 1, 0])] {
+            let text = crate::runtime::fixture::star_machine_text(2, 3) + runtime;
+            let m = crate::machine::from_str(&text, "t.toml").unwrap();
+            let mut s = crate::sched::by_name("eager", 1).unwrap();
+            let mut who = WhoRan(Vec::new());
+            simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
+            let on = |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0);
+            assert_eq!(on(a), Some(0));
+            let got: Vec<Option<u32>> = bs.iter().map(|&t| on(t)).collect();
+            assert_eq!(got, want.map(Some), "with `{runtime}`");
+        }
     }
 
     /// Records transfer starts (time, handle, kind, source), transfer ends (time, handle) and
