@@ -7,7 +7,11 @@
 # StarPU's lws in SimGrid mode is its ws (no hwloc): hetsim's lws row is compared with StarPU's ws.
 # Targets (issue 4): within 5 % for dmda, dmdar, dmdas; within 10 % for ws, lws, eager.
 #
-# Usage:  scripts/validate-starpu-mirage.sh [extra `hetsim run` options, e.g. --set run.prefetch=false]
+# With --starpu13 the reference is StarPU 1.3.10, measured for hetsim
+# (docs/validation/starpu13-simgrid-mirage-cholesky.csv), and mirage gets StarPU 1.3's two runtime
+# settings that differ from 1.4's: no push cost, and 20 / 10 pending fetches / prefetches per pair.
+#
+# Usage:  scripts/validate-starpu-mirage.sh [--starpu13] [extra `hetsim run` options, e.g. --set run.prefetch=false]
 # Environment: HETSIM=/path/to/hetsim (default: `cargo build --release`, target/release/hetsim)
 set -euo pipefail
 
@@ -18,6 +22,15 @@ if [ -z "${HETSIM:-}" ]; then
     HETSIM="$root/target/release/hetsim"
 fi
 csv="${STARPU_CSV:-$root/../shared/validation/starpu-simgrid-mirage-cholesky.csv}"
+if [ "${1:-}" = --starpu13 ]; then
+    shift
+    csv="${STARPU_CSV:-$root/docs/validation/starpu13-simgrid-mirage-cholesky.csv}"
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    cp calibration/mirage.toml "$tmp/mirage.toml"
+    printf '\n[runtime]\npush_cost = 0\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n' >>"$tmp/mirage.toml"
+    set -- --set "scenario.machine=$tmp/mirage.toml" "$@"
+fi
 if [ ! -f "$csv" ]; then
     for c in /work/shared/validation/starpu-simgrid-mirage-cholesky.csv; do
         [ -f "$c" ] && csv="$c"
