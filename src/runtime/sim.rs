@@ -650,9 +650,10 @@ impl<'a> Sim<'a> {
     /// `driver_cpu.c`, `datawizard.c`):
     ///
     /// - the thread that ended a task pushes the `k` successors it released one after the
-    ///   other, each push costing it `push_cost` (the machine's `[runtime]`); push `j`
-    ///   (from 0) wakes the first sleeping worker by id (one holding no task; a GPU with a
-    ///   kernel in flight is not asleep);
+    ///   other, each push costing it `push_cost` (the machine's `[runtime]`); under eager,
+    ///   push `j` (from 0) wakes the first sleeping worker by id (one holding no task; a GPU
+    ///   with a kernel in flight is not asleep); under a policy that wakes every worker at
+    ///   each push (`Scheduler::wakes_all`: ws, lws) all sleeping workers wake at push 0;
     /// - a woken worker pops after one datawizard progress call, which sleeps 1 µs per memory
     ///   node its driver handles (1 µs for a CPU core, 2 µs for a GPU's driver, which also
     ///   handles RAM): at `j·push_cost + 1 µs` or `+ 2 µs`;
@@ -674,17 +675,28 @@ impl<'a> Sim<'a> {
         let pushes = std::mem::take(&mut self.pushed_now) as usize;
         let n = self.workers.len() as u32;
         let others = (0..n).filter(|&w| Some(WorkerId(w)) != releasing);
+        // Eager wakes one sleeping worker per push; ws wakes them all at the first.
+        let wakes_all = self.sched.wakes_all();
+        let wake = match (wakes_all, pushes) {
+            (_, 0) => 0,
+            (true, _) => usize::MAX,
+            (false, k) => k,
+        };
         order.extend(
             others
                 .clone()
                 .filter(|&w| self.is_asleep(WorkerId(w)))
-                .take(pushes),
+                .take(wake),
         );
         let woken = order.len();
         order.extend(releasing.map(|w| w.0));
         let push_s = self.machine.runtime().push_s;
         let pop_at_s = |i: usize, w: u32| {
-            let pushes_before = if i < woken { i } else { pushes };
+            let pushes_before = match (i < woken, wakes_all) {
+                (true, true) => 0,
+                (true, false) => i,
+                (false, _) => pushes,
+            };
             let progress_s = match self.workers[w as usize].kind {
                 WorkerKind::Cpu => PROGRESS_S_PER_NODE,
                 WorkerKind::Gpu => 2.0 * PROGRESS_S_PER_NODE,
@@ -1629,6 +1641,48 @@ mod tests {
             let got: Vec<Option<u32>> = bs.iter().map(|&t| on(t)).collect();
             assert_eq!(got, want.map(Some), "with `{runtime}`");
         }
+    }
+
+    /// ws wakes every sleeping worker at the first push (`ws_push_task`), so woken CPUs
+    /// steal before woken GPUs even with StarPU 1.4's 1 µs per push. By hand, with GPU0
+    /// (worker 0), GPU1 (worker 1) and one CPU (worker 2), root A (synchronous on a GPU, as
+    /// potrf is), then B1 and B2 reading A's output:
+    /// - A is ready at the start: round-robin from the cursor at worker 0 puts it on GPU1,
+    ///   which does not pop again while A runs (a synchronous task blocks its pipeline);
+    /// - A's end on GPU1 pushes B1, B2 into GPU1's deque; GPU1 is still busy (its last pop
+    ///   returned A). GPU0 and the CPU wake at push 0: the CPU pops at 1 µs and steals the
+    ///   front, B1; GPU0 at 2 µs steals B2; GPU1, the releaser, pops at 2 + 2 µs and finds
+    ///   nothing.
+    ///
+    /// With eager's one wake per push GPU0 (woken by push 0, 2 µs) would go before the CPU
+    /// (push 1, 1 + 1 µs) and take B1. Were A asynchronous, GPU1 would have popped again
+    /// while A ran, found nothing and stopped being busy: nobody could steal at A's end.
+    #[test]
+    fn ws_wakes_every_sleeping_worker_at_the_first_push() {
+        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+        let a = b
+            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::RW)])
+            .unwrap();
+        b.gpu_synchronous(cl);
+        let other = b.codelet("b").unwrap();
+        let mut bs = Vec::new();
+        for _ in 0..2 {
+            let o = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+            let acc = [Access::new(h, AccessMode::R), Access::new(o, AccessMode::W)];
+            bs.push(b.submit(other, 1e6, 0, &acc).unwrap());
+        }
+        let g = b.build().unwrap();
+        let m = star_machine(2, 3);
+        let mut s = crate::sched::by_name("ws", 1).unwrap();
+        let mut who = WhoRan(Vec::new());
+        simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
+        let on = |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0);
+        assert_eq!(on(a), Some(1));
+        assert_eq!(on(bs[0]), Some(2));
+        assert_eq!(on(bs[1]), Some(0));
     }
 
     /// Records transfer starts (time, handle, kind, source), transfer ends (time, handle) and

@@ -61,6 +61,14 @@ pub trait Scheduler {
     /// Tasks pushed and not yet popped (for diagnoses and invariant checks).
     fn queued(&self) -> usize;
 
+    /// Whether a push wakes every sleeping worker (StarPU's `ws_push_task` calls
+    /// `starpu_wake_worker_relax_light` on all of them) rather than one that can run the task
+    /// (eager's). It decides which workers reach their pop at the instant of a push
+    /// (`runtime::sim`, `wake_workers`).
+    fn wakes_all(&self) -> bool {
+        false
+    }
+
     /// Whether task priorities reach this policy. In StarPU only the policies that set their
     /// context's priority bounds see them (dmdap, dmdas and dmdasd accept any integer, prio a
     /// range); under the others the bounds stay 0..0 and StarPU's examples submit every task

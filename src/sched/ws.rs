@@ -11,11 +11,19 @@
 //! - **Pop.** The owner takes the front of its deque: the first task of the highest level.
 //! - **Steal.** A worker whose deque is empty steals. `ws` walks the workers round-robin from
 //!   the thief's cursor (StarPU's per-worker `last_pop_worker`: where the previous walk stopped,
-//!   plus one) and takes the first victim that is busy — executing a task
-//!   ([`crate::runtime::WorkerLoad::running`]) — and holds a task the thief can run; the cursor
-//!   moves past that victim. The thief takes from the **back** of the victim's deque: within
-//!   the highest priority level holding a task it can run, the last such task. A walk that finds
-//!   no victim leaves the worker idle until the next event.
+//!   plus one) and takes the first victim that is **busy** and whose deque is not empty; the
+//!   cursor moves past that victim. Busy is StarPU's flag (`select_victim_round_robin`): the
+//!   worker's last pop returned a task. A worker whose task has just ended is therefore still
+//!   busy while it pushes the tasks it released, and a GPU whose last pop found nothing is not,
+//!   though a kernel of its runs. The thief takes the **front** of the victim's deque: the
+//!   first task it can run, highest level first, as the owner would. StarPU's
+//!   `_starpu_prio_deque_deque_task_for_worker` is commented "from the back", but its
+//!   `REMOVE_TASK` macro ignores the end it is given and walks from the list's beginning
+//!   (StarPU 1.3.10 and the 1.4-era `prio_deque.c`). If the victim holds nothing the thief
+//!   can run, the steal fails. A walk that finds no victim leaves the worker idle until the
+//!   next event.
+//! - **Wake-up.** A push wakes every sleeping worker (`ws_push_task`), so at the first push
+//!   all of them head for their pop ([`Scheduler::wakes_all`]).
 //! - `lws` walks victims nearest first instead, along a proximity list per worker. StarPU
 //!   builds it from the hwloc tree (`lws_add_workers`): the workers bound near the thief's core
 //!   first. hetsim builds it from the machine's `[affinity]` when it has one for every GPU
@@ -68,9 +76,12 @@ impl PrioDeque {
     }
 
     /// The first task `ok` accepts, walking levels highest first and each level front to
-    /// back (`from_back = false`) or back to front (`from_back = true`); removed.
-    fn take(&mut self, from_back: bool, ok: impl Fn(TaskId) -> bool) -> Option<TaskId> {
-        let (key, pos) = self.find(from_back, ok)?;
+    /// back; removed.
+    fn take(&mut self, ok: impl Fn(TaskId) -> bool) -> Option<TaskId> {
+        let (key, pos) = self
+            .levels
+            .iter()
+            .find_map(|(key, level)| level.iter().position(|&t| ok(t)).map(|p| (*key, p)))?;
         let level = self.levels.get_mut(&key).expect("level found");
         let t = level.remove(pos).expect("position found");
         if level.is_empty() {
@@ -78,24 +89,6 @@ impl PrioDeque {
         }
         self.len -= 1;
         Some(t)
-    }
-
-    fn find(&self, from_back: bool, ok: impl Fn(TaskId) -> bool) -> Option<(Reverse<i32>, usize)> {
-        for (key, level) in &self.levels {
-            let pos = if from_back {
-                level.iter().rposition(|&t| ok(t))
-            } else {
-                level.iter().position(|&t| ok(t))
-            };
-            if let Some(p) = pos {
-                return Some((*key, p));
-            }
-        }
-        None
-    }
-
-    fn has(&self, ok: impl Fn(TaskId) -> bool) -> bool {
-        self.levels.values().flatten().any(|&t| ok(t))
     }
 
     /// Tasks in pop order (front first), for tests and diagnoses.
@@ -114,6 +107,9 @@ pub struct WorkStealing {
     last_push: usize,
     /// Per thief: where its next round-robin walk starts (StarPU's `last_pop_worker`).
     next_victim: Vec<usize>,
+    /// Per worker: whether its last pop returned a task (StarPU's `busy`). A worker whose
+    /// task has just ended is still busy while it pushes the tasks it released.
+    busy: Vec<bool>,
     /// Per worker: the other workers, nearest first (`lws`).
     proximity: Vec<Vec<WorkerId>>,
     /// Whether `proximity` comes from the machine's `[affinity]`.
@@ -130,6 +126,7 @@ impl WorkStealing {
             deques: Vec::new(),
             last_push: 0,
             next_victim: Vec::new(),
+            busy: Vec::new(),
             proximity: Vec::new(),
             by_affinity: false,
             queued: 0,
@@ -178,6 +175,7 @@ impl WorkStealing {
         }
         self.deques = vec![PrioDeque::default(); n];
         self.next_victim = vec![0; n];
+        self.busy = vec![false; n];
         if self.proximity.len() != n {
             self.proximity = memory_node_proximity(view.workers());
             self.by_affinity = false;
@@ -198,26 +196,26 @@ impl WorkStealing {
         panic!("the runtime pushes only tasks some worker can run");
     }
 
-    fn is_victim(&self, v: WorkerId, thief: WorkerId, view: &View<'_>) -> bool {
-        v != thief && view.load(v).running && self.deques[v.index()].has(|t| view.can_run(t, thief))
+    fn is_victim(&self, v: WorkerId, thief: WorkerId) -> bool {
+        v != thief && self.busy[v.index()] && self.deques[v.index()].len > 0
     }
 
     /// The victim `thief` steals from, if any (moves the round-robin cursor).
-    fn victim(&mut self, thief: WorkerId, view: &View<'_>) -> Option<WorkerId> {
+    fn victim(&mut self, thief: WorkerId) -> Option<WorkerId> {
         match self.victims {
             Victims::RoundRobin => {
                 let n = self.deques.len();
                 let start = self.next_victim[thief.index()];
                 let v = (0..n)
                     .map(|k| WorkerId(((start + k) % n) as u32))
-                    .find(|&v| self.is_victim(v, thief, view))?;
+                    .find(|&v| self.is_victim(v, thief))?;
                 self.next_victim[thief.index()] = (v.index() + 1) % n;
                 Some(v)
             }
             Victims::Nearest => self.proximity[thief.index()]
                 .iter()
                 .copied()
-                .find(|&v| self.is_victim(v, thief, view)),
+                .find(|&v| self.is_victim(v, thief)),
         }
     }
 }
@@ -340,24 +338,25 @@ impl Scheduler for WorkStealing {
 
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId> {
         self.ensure(view);
-        let own = self.deques[worker.index()].take(false, |t| view.can_run(t, worker));
-        let task = match own {
-            Some(t) => t,
-            None => {
-                let v = self.victim(worker, view)?;
-                let t = self.deques[v.index()]
-                    .take(true, |t| view.can_run(t, worker))
-                    .expect("the victim holds a task the thief can run");
-                self.steals += 1;
-                t
-            }
-        };
-        self.queued -= 1;
-        Some(task)
+        let own = self.deques[worker.index()].take(|t| view.can_run(t, worker));
+        let task = own.or_else(|| {
+            let v = self.victim(worker)?;
+            let t = self.deques[v.index()].take(|t| view.can_run(t, worker));
+            self.steals += u64::from(t.is_some());
+            t
+        });
+        self.busy[worker.index()] = task.is_some();
+        self.queued -= usize::from(task.is_some());
+        task
     }
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    /// `ws_push_task` wakes every worker, whatever the task.
+    fn wakes_all(&self) -> bool {
+        true
     }
 
     /// `initialize_ws_policy` (also lws's) sets its context's priority bounds to any integer.
@@ -371,7 +370,7 @@ mod tests {
     use super::*;
     use crate::machine;
     use crate::runtime::fixture::{Fixture, star_machine};
-    use crate::runtime::{FlopRate, WorkerLoad};
+    use crate::runtime::FlopRate;
     use crate::workload::{Access, AccessMode, Handle, TaskGraph, TaskGraphBuilder};
 
     /// RAM with 8 CPU cores (one per GPU drives it), and `ngpu` GPUs each with its own memory.
@@ -467,46 +466,56 @@ mod tests {
         assert_eq!(s.queued(), 0);
     }
 
+    /// Make `w` busy as StarPU's `busy` flag counts it: push `tasks` as released by `w`,
+    /// then let `w` pop once (it takes the first, all at one priority).
+    fn busy_with(s: &mut WorkStealing, f: &Fixture<'_>, w: u32, tasks: &[u32]) {
+        for &t in tasks {
+            push_from(s, f, t, Some(w));
+        }
+        assert_eq!(s.pop(WorkerId(w), &f.view(0.0)), Some(TaskId(tasks[0])));
+    }
+
     #[test]
-    fn a_thief_takes_the_back_of_the_highest_level_of_a_busy_victim() {
-        // GPU0 holds tasks 0..4 with priorities 0, 5, 5, 0: the back of the highest level is
-        // task 2. CPU worker 1 steals it, then task 1, then task 3 (back of level 0).
+    fn a_thief_takes_the_front_of_a_busy_victim() {
+        // GPU0 (worker 0) holds tasks 0..5 with priorities 0, 5, 5, 0, 0. StarPU's `busy` is
+        // "the last pop returned a task": GPU0 has not popped yet, so CPU worker 1 cannot
+        // steal. GPU0 pops the front of its highest level, task 1. Its deque is then
+        // [2 | 0, 3, 4] and it is busy: the thief takes the front each time, 2, 0, 3
+        // (`_starpu_prio_deque_deque_task_for_worker` walks from the list's beginning, as
+        // the owner's pop does). GPU0's next pop returns 4; one more returns nothing, after
+        // which GPU0 is no longer busy and a task pushed to it cannot be stolen.
         let m = machine(1);
-        let g = graph(&[0, 5, 5, 0]);
-        let mut f = Fixture::new(&m, &g, &RATES, &config(1, 1));
+        let g = graph(&[0, 5, 5, 0, 0, 0]);
+        let f = Fixture::new(&m, &g, &RATES, &config(1, 1));
         let mut s = WorkStealing::ws();
-        for t in 0..4 {
+        for t in 0..5 {
             push_from(&mut s, &f, t, Some(0));
         }
-        // The victim is not executing anything: no steal.
         assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), None);
         assert_eq!(s.steals(), 0);
-        f.loads[0] = WorkerLoad {
-            held: 1,
-            running: true,
-        };
+        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(1)));
         let stolen: Vec<_> = (0..3)
             .map(|_| s.pop(WorkerId(1), &f.view(0.0)).unwrap())
             .collect();
-        assert_eq!(stolen, [TaskId(2), TaskId(1), TaskId(3)]);
+        assert_eq!(stolen, [TaskId(2), TaskId(0), TaskId(3)]);
         assert_eq!(s.steals(), 3);
-        // The owner still pops its front.
-        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(0)));
-        assert_eq!(s.queued(), 0);
+        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(4)));
+        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), None);
+        push_from(&mut s, &f, 5, Some(0));
+        assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), None);
+        assert_eq!(s.queued(), 1);
     }
 
     #[test]
     fn a_thief_skips_tasks_it_cannot_run() {
         // A CPU thief with no model for the tasks steals nothing from a busy GPU.
         let m = machine(1);
-        let g = graph(&[0, 0]);
-        let mut f = Fixture::new(&m, &g, &GPU_ONLY, &config(1, 1));
+        let g = graph(&[0, 0, 0]);
+        let f = Fixture::new(&m, &g, &GPU_ONLY, &config(1, 1));
         let mut s = WorkStealing::ws();
-        push_from(&mut s, &f, 0, Some(0));
-        push_from(&mut s, &f, 1, Some(0));
-        f.loads[0].running = true;
+        busy_with(&mut s, &f, 0, &[0, 1, 2]);
         assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), None);
-        assert_eq!(s.deque(WorkerId(0)), [TaskId(0), TaskId(1)]);
+        assert_eq!(s.deque(WorkerId(0)), [TaskId(1), TaskId(2)]);
     }
 
     #[test]
@@ -514,12 +523,11 @@ mod tests {
         // Workers 0..4 (2 GPUs, 3 CPUs); 1, 2 and 4 are busy with one task each queued. Thief
         // 3's cursor starts at 0: first victim 1; then from 2: victim 2; then from 3: victim 4.
         let m = machine(2);
-        let g = graph(&[0, 0, 0]);
-        let mut f = Fixture::new(&m, &g, &RATES, &config(3, 2));
+        let g = graph(&[0; 6]);
+        let f = Fixture::new(&m, &g, &RATES, &config(3, 2));
         let mut s = WorkStealing::ws();
         for (t, w) in [(0, 4), (1, 2), (2, 1)] {
-            push_from(&mut s, &f, t, Some(w));
-            f.loads[w as usize].running = true;
+            busy_with(&mut s, &f, w, &[t + 3, t]);
         }
         let got: Vec<_> = (0..3)
             .map(|_| s.pop(WorkerId(3), &f.view(0.0)).unwrap())
@@ -531,8 +539,8 @@ mod tests {
     fn lws_looks_at_the_same_memory_node_first_then_by_id_distance() {
         // Workers: GPU0 (0, own memory), GPU1 (1, own memory), CPUs 2..5 in RAM.
         let m = machine(2);
-        let g = graph(&[0, 0, 0]);
-        let mut f = Fixture::new(&m, &g, &RATES, &config(4, 2));
+        let g = graph(&[0; 5]);
+        let f = Fixture::new(&m, &g, &RATES, &config(4, 2));
         let mut s = WorkStealing::lws();
         s.ensure(&f.view(0.0));
         let ids = |v: &[WorkerId]| v.iter().map(|w| w.0).collect::<Vec<_>>();
@@ -541,8 +549,7 @@ mod tests {
         assert_eq!(ids(s.proximity(WorkerId(1))), [0, 2, 3, 4, 5]);
         // CPU 3 steals from busy CPU 5 before busy GPU 1, though ws would reach 1 first.
         for (t, w) in [(0, 1), (1, 5)] {
-            push_from(&mut s, &f, t, Some(w));
-            f.loads[w as usize].running = true;
+            busy_with(&mut s, &f, w, &[t + 3, t]);
         }
         assert_eq!(s.pop(WorkerId(3), &f.view(0.0)), Some(TaskId(1)));
         assert_eq!(s.pop(WorkerId(3), &f.view(0.0)), Some(TaskId(0)));
@@ -602,13 +609,12 @@ mod tests {
         // CPU2 comes first: it takes task 1.
         for (affinity, first, second) in [(TWO_SOCKETS, 0, 1), ("", 1, 0)] {
             let m = two_sockets(affinity);
-            let g = graph(&[0, 0]);
-            let mut f = Fixture::new(&m, &g, &RATES, &config(4, 2));
+            let g = graph(&[0; 4]);
+            let f = Fixture::new(&m, &g, &RATES, &config(4, 2));
             let mut s = WorkStealing::lws();
             s.prepare(&m, &f.workers);
             for (t, w) in [(0, 1), (1, 4)] {
-                push_from(&mut s, &f, t, Some(w));
-                f.loads[w as usize].running = true;
+                busy_with(&mut s, &f, w, &[t + 2, t]);
             }
             let got = [
                 s.pop(WorkerId(5), &f.view(0.0)),
