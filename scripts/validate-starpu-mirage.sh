@@ -8,10 +8,12 @@
 # Targets (issue 4): within 5 % for dmda, dmdar, dmdas; within 10 % for ws, lws, eager.
 #
 # With --starpu13 the reference is StarPU 1.3.10, measured for hetsim
-# (docs/validation/starpu13-simgrid-mirage-cholesky.csv), and mirage gets StarPU 1.3's two runtime
+# (docs/validation/starpu13-simgrid-cholesky.csv), and the machine gets StarPU 1.3's two runtime
 # settings that differ from 1.4's: no push cost, and 20 / 10 pending fetches / prefetches per pair.
+# That file also has attila, idgraf and sirocco: --machine NAME runs scenarios/cholesky-NAME.toml.
 #
-# Usage:  scripts/validate-starpu-mirage.sh [--starpu13] [extra `hetsim run` options, e.g. --set run.prefetch=false]
+# Usage:  scripts/validate-starpu-mirage.sh [--starpu13] [--machine NAME] [extra `hetsim run` options,
+#         e.g. --set run.prefetch=false]
 # Environment: HETSIM=/path/to/hetsim (default: `cargo build --release`, target/release/hetsim)
 set -euo pipefail
 
@@ -22,14 +24,24 @@ if [ -z "${HETSIM:-}" ]; then
     HETSIM="$root/target/release/hetsim"
 fi
 csv="${STARPU_CSV:-$root/../shared/validation/starpu-simgrid-mirage-cholesky.csv}"
-if [ "${1:-}" = --starpu13 ]; then
-    shift
-    csv="${STARPU_CSV:-$root/docs/validation/starpu13-simgrid-mirage-cholesky.csv}"
+starpu13=0
+machine=mirage
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --starpu13) starpu13=1; shift ;;
+        --machine) machine="${2:?--machine needs a name}"; shift 2 ;;
+        *) break ;;
+    esac
+done
+scenario="scenarios/cholesky-$machine.toml"
+[ -f "$scenario" ] || { echo "no scenario $scenario" >&2; exit 2; }
+if [ "$starpu13" = 1 ]; then
+    csv="${STARPU_CSV:-$root/docs/validation/starpu13-simgrid-cholesky.csv}"
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    cp calibration/mirage.toml "$tmp/mirage.toml"
-    printf '\n[runtime]\npush_cost = 0\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n' >>"$tmp/mirage.toml"
-    set -- --set "scenario.machine=$tmp/mirage.toml" "$@"
+    cp "calibration/$machine.toml" "$tmp/$machine.toml"
+    printf '\n[runtime]\npush_cost = 0\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n' >>"$tmp/$machine.toml"
+    set -- --set "scenario.machine=$tmp/$machine.toml" "$@"
 fi
 if [ ! -f "$csv" ]; then
     for c in /work/shared/validation/starpu-simgrid-mirage-cholesky.csv; do
@@ -48,7 +60,7 @@ starpu_ms() { # sched n -> sim_ms or empty
     [ "$have_csv" = 1 ] || return 0
     local s="$1"
     [ "$s" = lws ] && s=ws
-    awk -F, -v s="$s" -v n="$2" '!/^#/ && $3 == s && $6 == n { print $9 }' "$csv"
+    awk -F, -v m="$machine" -v s="$s" -v n="$2" '!/^#/ && $2 == m && $3 == s && $6 == n { print $9 }' "$csv"
 }
 
 printf '%-7s %6s %10s %10s %8s %8s %8s  %s\n' sched n hetsim_ms starpu_ms diff hetsimGF starpuGF target
@@ -59,7 +71,7 @@ for s in dmda dmdar dmdas ws lws eager random; do
         *) tol=- ;;
     esac
     for n in 9600 19200 38400; do
-        ms=$("$HETSIM" run scenarios/cholesky-mirage.toml --sched "$s" --set "workload.n=$n" --json "$@" |
+        ms=$("$HETSIM" run "$scenario" --sched "$s" --set "workload.n=$n" --json "$@" |
             jq -r '.makespan_s * 1000')
         ref=$(starpu_ms "$s" "$n")
         gf=$(awk -v n="$n" -v ms="$ms" 'BEGIN { printf "%.1f", n^3 / 3 / (ms / 1000) / 1e9 }')
