@@ -1616,31 +1616,46 @@ mod tests {
     /// Nobody fills a second pipeline slot: filling GPU1's first would give it two tasks.
     #[test]
     fn each_woken_worker_takes_one_task_in_pop_date_order() {
-        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
-        let mut b = TaskGraphBuilder::new();
-        let cl = b.codelet("k").unwrap();
-        let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
-        let a = b
-            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::RW)])
-            .unwrap();
-        let mut bs = Vec::new();
-        for _ in 0..3 {
-            let o = b.add_handle(Handle::bytes(1 << 20)).unwrap();
-            let acc = [Access::new(h, AccessMode::R), Access::new(o, AccessMode::W)];
-            bs.push(b.submit(cl, 1e6, 0, &acc).unwrap());
-        }
-        let g = b.build().unwrap();
+        let (g, a, bs) = fan_out(3, false);
         for (runtime, want) in [("", [1, 2, 0]), ("[runtime]\npush_cost = 0\n", [2, 1, 0])] {
             let text = crate::runtime::fixture::star_machine_text(2, 3) + runtime;
             let m = crate::machine::from_str(&text, "t.toml").unwrap();
-            let mut s = crate::sched::by_name("eager", 1).unwrap();
-            let mut who = WhoRan(Vec::new());
-            simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
-            let on = |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0);
+            let on = ran_on(&m, &g, "eager");
             assert_eq!(on(a), Some(0));
             let got: Vec<Option<u32>> = bs.iter().map(|&t| on(t)).collect();
             assert_eq!(got, want.map(Some), "with `{runtime}`");
         }
+    }
+
+    /// Root A (writing one handle; synchronous on a GPU if `a_gpu_sync`), then `n` tasks
+    /// reading A's output, each writing its own handle. Returns the graph, A and the others.
+    fn fan_out(n: usize, a_gpu_sync: bool) -> (TaskGraph, TaskId, Vec<TaskId>) {
+        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("a").unwrap();
+        if a_gpu_sync {
+            b.gpu_synchronous(cl);
+        }
+        let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+        let a = b
+            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::RW)])
+            .unwrap();
+        let other = b.codelet("b").unwrap();
+        let mut bs = Vec::new();
+        for _ in 0..n {
+            let o = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+            let acc = [Access::new(h, AccessMode::R), Access::new(o, AccessMode::W)];
+            bs.push(b.submit(other, 1e6, 0, &acc).unwrap());
+        }
+        (b.build().unwrap(), a, bs)
+    }
+
+    /// Run `g` under `sched` with one CPU and two GPU workers; which worker ran each task.
+    fn ran_on(m: &Machine, g: &TaskGraph, sched: &str) -> impl Fn(TaskId) -> Option<u32> + use<> {
+        let mut s = crate::sched::by_name(sched, 1).unwrap();
+        let mut who = WhoRan(Vec::new());
+        simulate_observed(m, g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
+        move |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0)
     }
 
     /// ws wakes every sleeping worker at the first push (`ws_push_task`), so woken CPUs
@@ -1659,27 +1674,8 @@ mod tests {
     /// while A ran, found nothing and stopped being busy: nobody could steal at A's end.
     #[test]
     fn ws_wakes_every_sleeping_worker_at_the_first_push() {
-        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
-        let mut b = TaskGraphBuilder::new();
-        let cl = b.codelet("k").unwrap();
-        let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
-        let a = b
-            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::RW)])
-            .unwrap();
-        b.gpu_synchronous(cl);
-        let other = b.codelet("b").unwrap();
-        let mut bs = Vec::new();
-        for _ in 0..2 {
-            let o = b.add_handle(Handle::bytes(1 << 20)).unwrap();
-            let acc = [Access::new(h, AccessMode::R), Access::new(o, AccessMode::W)];
-            bs.push(b.submit(other, 1e6, 0, &acc).unwrap());
-        }
-        let g = b.build().unwrap();
-        let m = star_machine(2, 3);
-        let mut s = crate::sched::by_name("ws", 1).unwrap();
-        let mut who = WhoRan(Vec::new());
-        simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
-        let on = |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0);
+        let (g, a, bs) = fan_out(2, true);
+        let on = ran_on(&star_machine(2, 3), &g, "ws");
         assert_eq!(on(a), Some(1));
         assert_eq!(on(bs[0]), Some(2));
         assert_eq!(on(bs[1]), Some(0));

@@ -369,8 +369,8 @@ impl Scheduler for WorkStealing {
 mod tests {
     use super::*;
     use crate::machine;
-    use crate::runtime::fixture::{Fixture, star_machine};
     use crate::runtime::FlopRate;
+    use crate::runtime::fixture::{Fixture, star_machine};
     use crate::workload::{Access, AccessMode, Handle, TaskGraph, TaskGraphBuilder};
 
     /// RAM with 8 CPU cores (one per GPU drives it), and `ngpu` GPUs each with its own memory.
