@@ -25,6 +25,8 @@ fn task_count(t: u64) -> u64 {
 /// `R A(y,z), R B(z,x), RW C(y,x)`. The T tasks on one C tile therefore form a chain in z
 /// order, and different C tiles are independent. Each task's model size is 3·nb²·elem, the
 /// size of the square-tile entries of `starpu_sgemm_gemm.<host>` (11,059,200 B at nb = 960).
+/// After each C tile's chain the example calls `starpu_data_wont_use` on that tile; the graph
+/// carries it as a [`TaskGraphBuilder::wont_use`] hint at the same place.
 ///
 /// Difference from StarPU: its z = 0 task uses a separate codelet with C in `W` mode
 /// (C = A·B, the old C is not read); here every task accumulates (`RW`), which is what
@@ -67,6 +69,8 @@ pub fn gemm(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputErr
                     ],
                 )?;
             }
+            // xgemm.c: `starpu_data_wont_use(Ctile)` once the tile's z chain is submitted.
+            b.wont_use(tile(2, y, x))?;
         }
     }
     b.build()
@@ -100,6 +104,21 @@ mod tests {
                 col: 1
             })
         );
+        // One wont_use hint per C tile, after its chain, in submission order: C(0,0), C(1,0),
+        // C(0,1), C(1,1), each held once the chain's last task (1, 3, 5, 7) is done.
+        let hinted: Vec<_> = g
+            .wont_use_hints()
+            .iter()
+            .map(|w| g.handle(w.handle).tile.map(|t| (t.matrix, t.row, t.col)))
+            .collect();
+        let c = |row, col| Some(('C', row, col));
+        assert_eq!(hinted, [c(0, 0), c(1, 0), c(0, 1), c(1, 1)]);
+        let triggers: Vec<_> = g
+            .wont_use_triggers()
+            .iter()
+            .map(|t| t.map(|t| t.0))
+            .collect();
+        assert_eq!(triggers, [Some(1), Some(3), Some(5), Some(7)]);
     }
 
     #[test]

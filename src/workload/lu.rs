@@ -75,6 +75,10 @@ fn task_count(t: u64) -> u64 {
 /// (StarPU's code indexes sub-data as (column, row) because it splits columns first; the tiles
 /// above are the same ones in (row, column) order.) The older 2020 revision gave `STARPU_MAX_PRIO`
 /// to getrf and to the first trsm and gemm of each step instead.
+///
+/// Every revision calls `starpu_data_wont_use(A(k,k))` after the trsm loop of step k, and
+/// after its gemm loop `starpu_data_wont_use` on A(i,k) then A(k,i) for each i > k; the graph
+/// carries these as [`TaskGraphBuilder::wont_use`] hints at the same places.
 pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError> {
     let tiling = Tiling::new(n, nb, precision, task_count)?;
     let t = tiling.tiles;
@@ -137,6 +141,9 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
                 &[Access::new(a(k, k), R), Access::new(a(i, k), RW)],
             )?;
         }
+        // xlu_implicit.c: `starpu_data_wont_use` on the diagonal tile once the panel is
+        // submitted.
+        b.wont_use(a(k, k))?;
         for i in k + 1..t {
             for j in k + 1..t {
                 b.submit(
@@ -150,6 +157,12 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
                     ],
                 )?;
             }
+        }
+        // xlu_implicit.c: after the updates of step k, `starpu_data_wont_use` on each panel
+        // tile, StarPU's sub-data (k, i) then (i, k): A(i,k), then A(k,i).
+        for i in k + 1..t {
+            b.wont_use(a(i, k))?;
+            b.wont_use(a(k, i))?;
         }
     }
     debug_assert_eq!(b.num_tasks(), ntasks);
@@ -189,6 +202,30 @@ mod tests {
         assert_eq!(g.task(TaskId(1)).model_size_bytes(), 819_200);
         let g = lu(640, 320, Precision::Double).unwrap();
         assert_eq!(g.task(TaskId(0)).model_size_bytes(), 819_200);
+    }
+
+    /// Where `xlu_implicit.c` calls `starpu_data_wont_use`, by hand for T = 3 tiles: step 0
+    /// hints A(0,0), then A(1,0), A(0,1), A(2,0), A(0,2); step 1 hints A(1,1), then A(2,1),
+    /// A(1,2); step 2 hints A(2,2).
+    #[test]
+    fn wont_use_hints_follow_xlu_implicit() {
+        let g = lu(3, 1, Precision::Single).unwrap();
+        let tile = |h: HandleId| (h.0 / 3, h.0 % 3);
+        let hints: Vec<(u32, u32)> = g.wont_use_hints().iter().map(|w| tile(w.handle)).collect();
+        assert_eq!(
+            hints,
+            [
+                (0, 0),
+                (1, 0),
+                (0, 1),
+                (2, 0),
+                (0, 2),
+                (1, 1),
+                (2, 1),
+                (1, 2),
+                (2, 2)
+            ]
+        );
     }
 
     #[test]
