@@ -42,8 +42,8 @@ fn starpu_ms(csv: &Path, machine: &str, sched: &str, n: u32) -> f64 {
         .unwrap_or_else(|| panic!("no {machine} {sched} n={n} row in {}", csv.display()))
 }
 
-fn hetsim_ms(name: &str, sched: &str, n: u32, machine: Option<&Path>) -> f64 {
-    let scenario = format!("scenarios/cholesky-{name}.toml");
+fn hetsim_ms(app: &str, name: &str, sched: &str, n: u32, machine: Option<&Path>) -> f64 {
+    let scenario = format!("scenarios/{app}-{name}.toml");
     let n_set = format!("workload.n={n}");
     let machine_set = machine.map(|m| format!("scenario.machine={}", m.display()));
     let mut args = vec![
@@ -66,10 +66,28 @@ fn target_pct(sched: &str) -> f64 {
     if sched.starts_with("dmda") { 5.0 } else { 10.0 }
 }
 
-/// Compare every cell of machine `name` (its file replaced by `machine` if given); `known`
-/// lists the (sched, n, bound %) cells that miss their target. Returns the sum of absolute
-/// differences, % and the number of cells.
+/// Compare every Cholesky cell of machine `name` (its file replaced by `machine` if given);
+/// `known` lists the (sched, n, bound %) cells that miss their target. Returns the sum of
+/// absolute differences, % and the number of cells.
 fn check(
+    csv: &Path,
+    name: &str,
+    scheds: &[&str],
+    machine: Option<&Path>,
+    known: &[(&str, u32, f64)],
+) -> (f64, f64) {
+    check_app(
+        "cholesky", &SIZES, target_pct, csv, name, scheds, machine, known,
+    )
+}
+
+/// [`check`] for application `app` (its scenarios are `scenarios/{app}-{name}.toml`) at
+/// orders `sizes`, with per-scheduler targets `target`.
+#[allow(clippy::too_many_arguments)]
+fn check_app(
+    app: &str,
+    sizes: &[u32],
+    target: fn(&str) -> f64,
     csv: &Path,
     name: &str,
     scheds: &[&str],
@@ -79,17 +97,17 @@ fn check(
     let mut sum = 0.0;
     let mut cells = 0.0;
     for &sched in scheds {
-        for n in SIZES {
-            let h = hetsim_ms(name, sched, n, machine);
+        for &n in sizes {
+            let h = hetsim_ms(app, name, sched, n, machine);
             let s = starpu_ms(csv, name, sched, n);
             let diff = 100.0 * (h - s) / s;
             let bound = known
                 .iter()
                 .find(|k| k.0 == sched && k.1 == n)
-                .map_or(target_pct(sched), |k| k.2);
+                .map_or(target(sched), |k| k.2);
             assert!(
                 diff.abs() <= bound,
-                "{name} {sched} n={n}: hetsim {h:.1} ms, StarPU {s} ms ({diff:+.1} %, bound {bound} %)"
+                "{app} {name} {sched} n={n}: hetsim {h:.1} ms, StarPU {s} ms ({diff:+.1} %, bound {bound} %)"
             );
             sum += diff.abs();
             cells += 1.0;
@@ -107,18 +125,25 @@ fn agrees_with_starpu_1_4_on_mirage() {
     assert!(mean <= 4.0, "mean absolute difference {mean:.2} %");
 }
 
-#[test]
-fn agrees_with_starpu_1_3_on_four_machines() {
+/// A copy of `calibration/{name}.toml` with StarPU 1.3's runtime settings (no push cost; 20 /
+/// 10 pending fetches / prefetches per pair).
+fn starpu13_machine(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("starpu13");
     std::fs::create_dir_all(&dir).unwrap();
+    let machine = dir.join(format!("{name}.toml"));
+    let file = root().join(format!("calibration/{name}.toml"));
+    let text = std::fs::read_to_string(file).unwrap()
+        + "\n[runtime]\npush_cost = 0\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n";
+    std::fs::write(&machine, text).unwrap();
+    machine
+}
+
+#[test]
+fn agrees_with_starpu_1_3_on_four_machines() {
     let csv = root().join("docs/validation/starpu13-simgrid-cholesky.csv");
     let (mut sum, mut cells) = (0.0, 0.0);
     for name in ["mirage", "attila", "idgraf", "sirocco"] {
-        let machine = dir.join(format!("{name}.toml"));
-        let file = root().join(format!("calibration/{name}.toml"));
-        let text = std::fs::read_to_string(file).unwrap()
-            + "\n[runtime]\npush_cost = 0\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n";
-        std::fs::write(&machine, text).unwrap();
+        let machine = starpu13_machine(name);
         // The cells that miss today (docs/schedulers.md): mirage's dmdas at 9 600 (+9.8 %, the
         // cell shown to be fragile) and sirocco's dmdar at 9 600 (+8.2 %).
         let (scheds, known): (&[&str], &[(&str, u32, f64)]) = match name {
@@ -133,6 +158,36 @@ fn agrees_with_starpu_1_3_on_four_machines() {
     let mean = sum / cells;
     assert!(
         mean <= 3.0,
+        "mean absolute difference {mean:.2} % over {cells} cells"
+    );
+}
+
+/// StarPU 1.3.10's LU example (`docs/validation/starpu13-simgrid-lu.csv`: dmda, dmdar, eager at
+/// n = 9 600 and 19 200). Not an issue target: held to 12 % per cell and 4 % on average, the
+/// figures it has now with some margin (the worst cell is idgraf's dmda at 19 200, +11.1 %;
+/// the mean 3.6 %).
+#[test]
+fn lu_agrees_with_starpu_1_3_on_four_machines() {
+    let csv = root().join("docs/validation/starpu13-simgrid-lu.csv");
+    let (mut sum, mut cells) = (0.0, 0.0);
+    for name in ["mirage", "attila", "idgraf", "sirocco"] {
+        let machine = starpu13_machine(name);
+        let (s, c) = check_app(
+            "lu",
+            &[9600, 19200],
+            |_| 12.0,
+            &csv,
+            name,
+            &["dmda", "dmdar", "eager"],
+            Some(&machine),
+            &[],
+        );
+        sum += s;
+        cells += c;
+    }
+    let mean = sum / cells;
+    assert!(
+        mean <= 4.0,
         "mean absolute difference {mean:.2} % over {cells} cells"
     );
 }
