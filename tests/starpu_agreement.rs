@@ -1,5 +1,5 @@
-//! Agreement with StarPU itself on StarPU's Cholesky example on mirage (issue 4): hetsim's
-//! makespans against two StarPU-SimGrid references, cell by cell.
+//! Agreement with StarPU itself (issue 4): hetsim's makespans against StarPU-SimGrid's, cell
+//! by cell, for StarPU's Cholesky example (and, not an issue target, its LU example).
 //!
 //! - StarPU 1.4: `../shared/validation/starpu-simgrid-mirage-cholesky.csv`, with mirage as
 //!   calibrated (`calibration/mirage.toml`, StarPU 1.4's runtime defaults).
@@ -62,65 +62,90 @@ fn hetsim_ms(app: &str, name: &str, sched: &str, n: u32, machine: Option<&Path>)
     v["makespan_s"].as_f64().unwrap() * 1e3
 }
 
+/// One application compared at some orders, with a target per scheduler, against one CSV.
+struct Study {
+    app: &'static str,
+    sizes: &'static [u32],
+    target: fn(&str) -> f64,
+    csv: PathBuf,
+}
+
+/// Issue 4's targets: 5 % for the dmda family, 10 % for the others.
 fn target_pct(sched: &str) -> f64 {
     if sched.starts_with("dmda") { 5.0 } else { 10.0 }
 }
 
-/// Compare every Cholesky cell of machine `name` (its file replaced by `machine` if given);
-/// `known` lists the (sched, n, bound %) cells that miss their target. Returns the sum of
-/// absolute differences, % and the number of cells.
-fn check(
-    csv: &Path,
-    name: &str,
-    scheds: &[&str],
-    machine: Option<&Path>,
-    known: &[(&str, u32, f64)],
-) -> (f64, f64) {
-    check_app(
-        "cholesky", &SIZES, target_pct, csv, name, scheds, machine, known,
-    )
-}
-
-/// [`check`] for application `app` (its scenarios are `scenarios/{app}-{name}.toml`) at
-/// orders `sizes`, with per-scheduler targets `target`.
-#[allow(clippy::too_many_arguments)]
-fn check_app(
-    app: &str,
-    sizes: &[u32],
-    target: fn(&str) -> f64,
-    csv: &Path,
-    name: &str,
-    scheds: &[&str],
-    machine: Option<&Path>,
-    known: &[(&str, u32, f64)],
-) -> (f64, f64) {
-    let mut sum = 0.0;
-    let mut cells = 0.0;
-    for &sched in scheds {
-        for &n in sizes {
-            let h = hetsim_ms(app, name, sched, n, machine);
-            let s = starpu_ms(csv, name, sched, n);
-            let diff = 100.0 * (h - s) / s;
-            let bound = known
-                .iter()
-                .find(|k| k.0 == sched && k.1 == n)
-                .map_or(target(sched), |k| k.2);
-            assert!(
-                diff.abs() <= bound,
-                "{app} {name} {sched} n={n}: hetsim {h:.1} ms, StarPU {s} ms ({diff:+.1} %, bound {bound} %)"
-            );
-            sum += diff.abs();
-            cells += 1.0;
+impl Study {
+    fn cholesky(csv: PathBuf) -> Self {
+        Study {
+            app: "cholesky",
+            sizes: &SIZES,
+            target: target_pct,
+            csv,
         }
     }
-    (sum, cells)
+
+    /// Compare every cell of machine `name` (its file replaced by `machine` if given); `known`
+    /// lists the (sched, n, bound %) cells that miss their target. Returns the sum of absolute
+    /// differences, % and the number of cells.
+    fn check(
+        &self,
+        name: &str,
+        scheds: &[&str],
+        machine: Option<&Path>,
+        known: &[(&str, u32, f64)],
+    ) -> (f64, f64) {
+        let app = self.app;
+        let mut sum = 0.0;
+        let mut cells = 0.0;
+        for &sched in scheds {
+            for &n in self.sizes {
+                let h = hetsim_ms(app, name, sched, n, machine);
+                let s = starpu_ms(&self.csv, name, sched, n);
+                let diff = 100.0 * (h - s) / s;
+                let bound = known
+                    .iter()
+                    .find(|k| k.0 == sched && k.1 == n)
+                    .map_or((self.target)(sched), |k| k.2);
+                assert!(
+                    diff.abs() <= bound,
+                    "{app} {name} {sched} n={n}: hetsim {h:.1} ms, StarPU {s} ms ({diff:+.1} %, \
+                     bound {bound} %)"
+                );
+                sum += diff.abs();
+                cells += 1.0;
+            }
+        }
+        (sum, cells)
+    }
+
+    /// [`Study::check`] on each machine StarPU 1.3.10 was run on, each given 1.3's settings;
+    /// `cell` gives the schedulers and known misses of a machine. Returns the mean absolute
+    /// difference, % and the number of cells.
+    fn check_starpu13(
+        &self,
+        cell: impl Fn(&str) -> (&'static [&'static str], Known),
+    ) -> (f64, f64) {
+        let (mut sum, mut cells) = (0.0, 0.0);
+        for name in ["mirage", "attila", "idgraf", "sirocco"] {
+            let (scheds, known) = cell(name);
+            let (s, c) = self.check(name, scheds, Some(&starpu13_machine(name)), known);
+            sum += s;
+            cells += c;
+        }
+        (sum / cells, cells)
+    }
 }
+
+/// (sched, n, bound %) of the cells that miss their target.
+type Known = &'static [(&'static str, u32, f64)];
 
 #[test]
 fn agrees_with_starpu_1_4_on_mirage() {
-    let csv = root().join("../shared/validation/starpu-simgrid-mirage-cholesky.csv");
+    let study =
+        Study::cholesky(root().join("../shared/validation/starpu-simgrid-mirage-cholesky.csv"));
     // eager at 9 600: −22.2 % today (same-instant wake order, docs/schedulers.md).
-    let (sum, cells) = check(&csv, "mirage", &SCHEDS, None, &[("eager", 9600, 25.0)]);
+    let (sum, cells) = study.check("mirage", &SCHEDS, None, &[("eager", 9600, 25.0)]);
     let mean = sum / cells;
     assert!(mean <= 4.0, "mean absolute difference {mean:.2} %");
 }
@@ -140,22 +165,14 @@ fn starpu13_machine(name: &str) -> PathBuf {
 
 #[test]
 fn agrees_with_starpu_1_3_on_four_machines() {
-    let csv = root().join("docs/validation/starpu13-simgrid-cholesky.csv");
-    let (mut sum, mut cells) = (0.0, 0.0);
-    for name in ["mirage", "attila", "idgraf", "sirocco"] {
-        let machine = starpu13_machine(name);
-        // The cells that miss today (docs/schedulers.md): mirage's dmdas at 9 600 (+9.8 %, the
-        // cell shown to be fragile) and sirocco's dmdar at 9 600 (+8.2 %).
-        let (scheds, known): (&[&str], &[(&str, u32, f64)]) = match name {
-            "mirage" => (&SCHEDS, &[("dmdas", 9600, 12.0)]),
-            "sirocco" => (&SCHEDS_NO_LWS, &[("dmdar", 9600, 10.0)]),
-            _ => (&SCHEDS_NO_LWS, &[]),
-        };
-        let (s, c) = check(&csv, name, scheds, Some(&machine), known);
-        sum += s;
-        cells += c;
-    }
-    let mean = sum / cells;
+    let study = Study::cholesky(root().join("docs/validation/starpu13-simgrid-cholesky.csv"));
+    // The cells that miss today (docs/schedulers.md): mirage's dmdas at 9 600 (+9.8 %, the
+    // cell shown to be fragile) and sirocco's dmdar at 9 600 (+8.2 %).
+    let (mean, cells) = study.check_starpu13(|name| match name {
+        "mirage" => (&SCHEDS, &[("dmdas", 9600, 12.0)]),
+        "sirocco" => (&SCHEDS_NO_LWS, &[("dmdar", 9600, 10.0)]),
+        _ => (&SCHEDS_NO_LWS, &[]),
+    });
     assert!(
         mean <= 3.0,
         "mean absolute difference {mean:.2} % over {cells} cells"
@@ -168,24 +185,13 @@ fn agrees_with_starpu_1_3_on_four_machines() {
 /// the mean 3.6 %).
 #[test]
 fn lu_agrees_with_starpu_1_3_on_four_machines() {
-    let csv = root().join("docs/validation/starpu13-simgrid-lu.csv");
-    let (mut sum, mut cells) = (0.0, 0.0);
-    for name in ["mirage", "attila", "idgraf", "sirocco"] {
-        let machine = starpu13_machine(name);
-        let (s, c) = check_app(
-            "lu",
-            &[9600, 19200],
-            |_| 12.0,
-            &csv,
-            name,
-            &["dmda", "dmdar", "eager"],
-            Some(&machine),
-            &[],
-        );
-        sum += s;
-        cells += c;
-    }
-    let mean = sum / cells;
+    let study = Study {
+        app: "lu",
+        sizes: &[9600, 19200],
+        target: |_| 12.0,
+        csv: root().join("docs/validation/starpu13-simgrid-lu.csv"),
+    };
+    let (mean, cells) = study.check_starpu13(|_| (&["dmda", "dmdar", "eager"], &[]));
     assert!(
         mean <= 4.0,
         "mean absolute difference {mean:.2} % over {cells} cells"
