@@ -682,21 +682,9 @@ impl<'a> Sim<'a> {
             (true, _) => usize::MAX,
             (false, k) => k,
         };
-        order.extend(
-            others
-                .clone()
-                .filter(|&w| self.is_asleep(WorkerId(w)))
-                .take(wake),
-        );
-        let woken = order.len();
-        order.extend(releasing.map(|w| w.0));
+        // Each woken worker, then the releaser, with the date it reaches its pop.
         let push_s = self.machine.runtime().push_s;
-        let pop_at_s = |i: usize, w: u32| {
-            let pushes_before = match (i < woken, wakes_all) {
-                (true, true) => 0,
-                (true, false) => i,
-                (false, _) => pushes,
-            };
+        let pop_at_s = |pushes_before: usize, w: u32| {
             let progress_s = match self.workers[w as usize].kind {
                 WorkerKind::Cpu => PROGRESS_S_PER_NODE,
                 WorkerKind::Gpu => 2.0 * PROGRESS_S_PER_NODE,
@@ -705,10 +693,14 @@ impl<'a> Sim<'a> {
         };
         let mut dated = std::mem::take(&mut self.scratch_dated);
         dated.clear();
-        dated.extend(order.iter().enumerate().map(|(i, &w)| (pop_at_s(i, w), w)));
+        let asleep = others.clone().filter(|&w| self.is_asleep(WorkerId(w)));
+        for (j, w) in asleep.take(wake).enumerate() {
+            dated.push((pop_at_s(if wakes_all { 0 } else { j }, w), w));
+        }
+        let woken = dated.len();
+        dated.extend(releasing.map(|w| (pop_at_s(pushes, w.0), w.0)));
         // Stable: equal dates keep push order, the releaser last.
         dated.sort_by(|a, b| a.0.total_cmp(&b.0));
-        order.clear();
         order.extend(dated.iter().map(|&(_, w)| w));
         self.scratch_dated = dated;
         let nwoken = order.len();
@@ -933,8 +925,7 @@ impl<'a> Sim<'a> {
             running: false,
         };
         self.account(w);
-        let worker = &self.workers[w.index()];
-        let node = worker.memory;
+        let node = self.workers[w.index()].memory;
         if self.gpu_sync(t, w) {
             self.runners.set_blocked(node, false);
             self.start_transfers();
