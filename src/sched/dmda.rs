@@ -195,10 +195,10 @@ impl Dmda {
         }
     }
 
-    /// The worker dmda would choose for `task`, with its predicted length and penalty (µs).
-    fn choose(&mut self, task: TaskId, view: &View<'_>) -> (WorkerId, f64, f64) {
+    /// The worker dmda would choose for `task` (of priority `prio` as this policy sees it),
+    /// with its predicted length and penalty (µs).
+    fn choose(&mut self, task: TaskId, prio: i32, view: &View<'_>) -> (WorkerId, f64, f64) {
         let now_us = view.now_s() * 1e6;
-        let prio = self.priority(task, view);
         let mut cands: Vec<(WorkerId, f64, f64, f64)> = Vec::new(); // (w, exp_end, len, penalty)
         let mut uncalibrated = false;
         for w in view.workers() {
@@ -341,8 +341,8 @@ impl Scheduler for Dmda {
 
     fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>) {
         self.ensure(view);
-        let (w, len, penalty) = self.choose(task, view);
         let prio = self.priority(task, view);
+        let (w, len, penalty) = self.choose(task, prio, view);
         let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
         q.exp_start_us = q.exp_start_us.max(now_us);
