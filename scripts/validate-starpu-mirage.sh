@@ -39,8 +39,7 @@ if [ "$starpu13" = 1 ]; then
     csv="${STARPU_CSV:-$root/docs/validation/starpu13-simgrid-cholesky.csv}"
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    cp "calibration/$machine.toml" "$tmp/$machine.toml"
-    printf '\n[runtime]\npush_cost = 0\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n' >>"$tmp/$machine.toml"
+    { cat "calibration/$machine.toml"; echo; cat docs/validation/starpu13-runtime.toml; } >"$tmp/$machine.toml"
     set -- --set "scenario.machine=$tmp/$machine.toml" "$@"
 fi
 if [ ! -f "$csv" ]; then

@@ -150,15 +150,17 @@ fn agrees_with_starpu_1_4_on_mirage() {
     assert!(mean <= 4.0, "mean absolute difference {mean:.2} %");
 }
 
-/// A copy of `calibration/{name}.toml` with StarPU 1.3's runtime settings (no push cost; 20 /
-/// 10 pending fetches / prefetches per pair).
+/// A copy of `calibration/{name}.toml` with StarPU 1.3's runtime settings
+/// (`docs/validation/starpu13-runtime.toml`: no push cost; 20 / 10 pending fetches /
+/// prefetches per pair), as `scripts/validate-starpu-mirage.sh --starpu13` builds it.
 fn starpu13_machine(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("starpu13");
     std::fs::create_dir_all(&dir).unwrap();
     let machine = dir.join(format!("{name}.toml"));
-    let file = root().join(format!("calibration/{name}.toml"));
-    let text = std::fs::read_to_string(file).unwrap()
-        + "\n[runtime]\npush_cost = 0\nmax_pending_fetches = 20\nmax_pending_prefetches = 10\n";
+    let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
+    let text = read(&format!("calibration/{name}.toml"))
+        + "\n"
+        + &read("docs/validation/starpu13-runtime.toml");
     std::fs::write(&machine, text).unwrap();
     machine
 }
