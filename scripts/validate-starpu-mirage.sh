@@ -2,7 +2,7 @@
 # Side-by-side table: hetsim against StarPU 1.4 in SimGrid mode for StarPU's Cholesky example on
 # mirage (9 CPU + 3 CUDA workers, tiles of 960, n = 9 600, 19 200, 38 400), schedulers dmda,
 # dmdar, dmdas, ws, lws, eager, random. GFlop/s are counted as StarPU's example does: n^3/3 over
-# the makespan. The StarPU figures come from ../shared/validation/starpu-simgrid-mirage-cholesky.csv
+# the makespan. The StarPU figures come from docs/validation/starpu14-simgrid-mirage-cholesky.csv
 # (override with STARPU_CSV=...); without that file only hetsim's column is printed.
 # StarPU's lws in SimGrid mode is its ws (no hwloc): hetsim's lws row is compared with StarPU's ws.
 # Targets (issue 4): within 5 % for dmda, dmdar, dmdas; within 10 % for ws, lws, eager.
@@ -23,7 +23,7 @@ if [ -z "${HETSIM:-}" ]; then
     cargo build --release --quiet
     HETSIM="$root/target/release/hetsim"
 fi
-csv="${STARPU_CSV:-$root/../shared/validation/starpu-simgrid-mirage-cholesky.csv}"
+csv="${STARPU_CSV:-$root/docs/validation/starpu14-simgrid-mirage-cholesky.csv}"
 starpu13=0
 machine=mirage
 while [ $# -gt 0 ]; do
@@ -41,11 +41,6 @@ if [ "$starpu13" = 1 ]; then
     trap 'rm -rf "$tmp"' EXIT
     { cat "calibration/$machine.toml"; echo; cat docs/validation/starpu13-runtime.toml; } >"$tmp/$machine.toml"
     set -- --set "scenario.machine=$tmp/$machine.toml" "$@"
-fi
-if [ ! -f "$csv" ]; then
-    for c in /work/shared/validation/starpu-simgrid-mirage-cholesky.csv; do
-        [ -f "$c" ] && csv="$c"
-    done
 fi
 have_csv=0
 if [ -f "$csv" ]; then

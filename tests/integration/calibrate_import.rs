@@ -6,8 +6,7 @@
 // Figures are typed exactly as StarPU's files write them.
 #![allow(clippy::excessive_precision)]
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -5,8 +5,7 @@
 //! Expected values always come from `src/analytic` (code independent of the simulator) or from
 //! hand derivation written next to them, never from a simulation.
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use hetsim::analytic::mmgp::{MmgpParams, mmgp};
 use hetsim::cluster::Cluster;
 use hetsim::crosscheck::{Outcome, crosscheck, mmgp_params};
@@ -40,7 +39,7 @@ fn node(n: usize, own_gbps: f64, bus_gbps: Option<f64>) -> Machine {
     hetsim::machine::from_str(&t, "test-node.toml").expect("test node")
 }
 
-/// PBPI's MMGP parameters (seed 002 §4.1 and §4.3, `seed002_mmgp_params.csv`): T_HPU = 1.3 s,
+/// PBPI's MMGP parameters (Blagojevic et al. 2008 §4.1 and §4.3, `seed002_mmgp_params.csv`): T_HPU = 1.3 s,
 /// T_APU = 370 s, g = 0.8 s, C_APU = 1.72 s, α_m = 1.28; O_offload = 70 ns and T_CSW = 2 µs from
 /// the micro-benchmarks of §4.1; O_COL not given (0). Totals over the run, so N = 1
 /// (docs/analytic.md).
@@ -66,7 +65,7 @@ fn rel(a: f64, b: f64) -> f64 {
 
 #[test]
 fn mmgp_agrees_for_every_feasible_configuration_of_pbpi() {
-    // 16 SPEs, as the QS20 of seed 002 §4; no data moves with an offload (PBPI keeps its code
+    // 16 SPEs, as the QS20 of Blagojevic et al. 2008 §4; no data moves with an offload (PBPI keeps its code
     // in the local stores and the SPEs fetch their arguments themselves, §4.1), so the
     // simulated program has exactly eq. 11's terms.
     let cluster = Cluster::single_node(node(16, 25.6, None));
@@ -96,7 +95,7 @@ fn mmgp_agrees_for_every_feasible_configuration_of_pbpi() {
             configurations += 1;
         }
     }
-    // Every feasible (m, p) with m·p ≤ 16 (as Fig. 7 of seed 002): Σ_m ⌊16/m⌋ = 50.
+    // Every feasible (m, p) with m·p ≤ 16 (as Fig. 7 of Blagojevic et al. 2008): Σ_m ⌊16/m⌋ = 50.
     assert_eq!(configurations, 50);
     // Spot value by hand: (4, 4) = 1.28·1.3 + 370/16 + 1.72 + 70e-9 + 2e-6 + 4·0.8 = 29.70900207
     let sim = simulate(&pbpi(4, 4), &cluster);
@@ -132,7 +131,7 @@ struct Q {
 #[test]
 fn offload_copies_over_a_shared_bus_make_the_simulation_slower_than_mmgp() {
     // Differs by design. MMGP assumes the offloaded data is streamed and hidden behind APU
-    // computation (seed 002 §3.1): an offload costs O_offload only. Here every offload first
+    // computation (Blagojevic et al. 2008 §3.1): an offload costs O_offload only. Here every offload first
     // copies 64 MiB from host memory to its APU, and the 16 APUs' routes all cross one shared
     // 25.6 GB/s `Bus` (their own links are 100 GB/s). With (m, p) = (16, 1) all 16 offloads
     // start together, after O_offload + g. All 16 copies (thread 0's first APU is rank 0,
@@ -192,7 +191,7 @@ fn no_violation_is_reported_when_mmgp_holds() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// LogGP (seed 000 eq. 1) and the binomial broadcast (seed 000 eq. 3) against messages and
+// LogGP (Liu et al. 2012 eq. 1) and the binomial broadcast (Liu et al. 2012 eq. 3) against messages and
 // broadcasts simulated between nodes joined by one NIC link each and a crossbar.
 
 use hetsim::analytic::loggp::{BcastAlgorithm, BcastParams, bcast_cost, loggp_p2p};
@@ -207,7 +206,7 @@ const NIC_BW: f64 = 3.2e9;
 const NIC_LAT: f64 = 1.5e-6;
 const SW_LAT: f64 = 0.1e-6;
 
-/// seed 000 Table 1's host send and receive overheads (o_scn, o_rn) by size, from the
+/// Liu et al. 2012 Table 1's host send and receive overheads (o_scn, o_rn) by size, from the
 /// validation CSV (microseconds), as a cluster `[overheads]` table.
 fn seed000_overheads() -> OverheadTable {
     let text = std::fs::read_to_string(concat!(
@@ -319,7 +318,7 @@ fn gpu_to_gpu_messages_are_slower_than_loggp_by_the_two_pcie_steps() {
 #[test]
 fn binomial_broadcast_agrees_on_2_to_8_nodes() {
     // One rank per node, host buffers, the binomial tree forced (MPICH would switch to
-    // scatter + allgather for large messages on 8 nodes): seed 000 eq. 3,
+    // scatter + allgather for large messages on 8 nodes): Liu et al. 2012 eq. 3,
     // ⌈lg P⌉·(o + k·G + l) with o = o_s + o_r, which the simulated tree matches because each
     // step's messages use distinct NIC links (no contention) and every rank's sends are
     // sequential.
@@ -425,7 +424,7 @@ fn cli_bad_inputs_exit_2_with_their_own_messages() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Stencil (seed 004 eqs. 2-3): where the simulation differs from the model by design.
+// Stencil (Shimokawabe et al. 2013 eqs. 2-3): where the simulation differs from the model by design.
 
 fn stencil_cluster(bus_gbps: Option<f64>) -> Cluster {
     let nic = (5e9, 1e-6, 0.0);
@@ -452,7 +451,7 @@ fn compared(w: ProgramWorkload, c: &Cluster) -> hetsim::crosscheck::Comparison {
 
 #[test]
 fn stencil_simulation_is_slower_than_the_model_when_gpus_share_a_pcie_uplink() {
-    // Seed 004 eq. 3 charges each message 2s/B_PCIe(s): its own PCIe link, both ways. Here the
+    // Shimokawabe et al. 2013 eq. 3 charges each message 2s/B_PCIe(s): its own PCIe link, both ways. Here the
     // two GPUs of a node reach host memory through one shared 0.5 GB/s `Bus` (their own links
     // are 8 GB/s), so B_PCIe = 0.5 GB/s (the route's bottleneck). The busiest subdomain, rank 1,
     // has 2 messages: the model charges 2·2s/B. But in the simulation node 0's Bus carries
@@ -564,7 +563,7 @@ fn hpl_model_parameters_come_from_the_cluster_and_the_rate_model() {
 
 #[test]
 fn mhloggp_case_d_accounts_for_the_staging_copies() {
-    // mHLogGP (seed 000 §3.1, case D) adds o_sg and o_rd to LogGP: here the cross-check takes
+    // mHLogGP (Liu et al. 2012 §3.1, case D) adds o_sg and o_rd to LogGP: here the cross-check takes
     // them as the PCIe copies of the node's route, k/6e9 each (no latency on the test links), so
     // the model is eq. 1 + 2k/6e9 and agrees with the staged simulation within 1 % (it differs
     // only by the first-byte G).

@@ -1,4 +1,4 @@
-//! Stencil and matmul programs on the seed 004 / seed 000 machines, run by the executor.
+//! Stencil and matmul programs on the Shimokawabe et al. 2013 / Liu et al. 2012 machines, run by the executor.
 //!
 //! The clusters are built here from the node files and the network figures of the cluster files
 //! (calibration/*-cluster.toml), so that the tests do not depend on the cluster-file reader.
@@ -8,7 +8,7 @@ use hetsim::machine::MemNodeId;
 use hetsim::mpi::exec::{ExecOptions, ProgramReport, run};
 use hetsim::workload::{MatmulSpec, ProgramGenerator, StencilSpec};
 
-/// TSUBAME 2.0: 3 M2050 per node, IB aligned fit B0 = 5.80 GB/s, t0 = 7.47 us (seed 004
+/// TSUBAME 2.0: 3 M2050 per node, IB aligned fit B0 = 5.80 GB/s, t0 = 7.47 us (Shimokawabe et al. 2013
 /// Table 1), full-bisection fat tree of 18 nodes per leaf (calibration/tsubame2-cluster.toml).
 fn tsubame(nodes: u32) -> Cluster {
     let switch = Switch::FatTree {
@@ -25,7 +25,7 @@ fn tsubame(nodes: u32) -> Cluster {
     )
 }
 
-/// Cray XK6m: 1 K20X per node, Gemini fit B0 = 9.87 GB/s, t0 = 3.75 us (seed 004 Table 2),
+/// Cray XK6m: 1 K20X per node, Gemini fit B0 = 9.87 GB/s, t0 = 3.75 us (Shimokawabe et al. 2013 Table 2),
 /// crossbar.
 fn cray(nodes: u32) -> Cluster {
     let switch = Switch::Crossbar { latency_s: 0.0 };
@@ -173,7 +173,7 @@ fn cluster_files_load_with_their_figures() {
         (40, 9.87e9)
     );
     let d = cluster::load("calibration/dawning-tc3600-cluster.toml").unwrap();
-    // seed 000 Table 1: oscn 65 us, orn 67 us at 1 MiB.
+    // Liu et al. 2012 Table 1: oscn 65 us, orn 67 us at 1 MiB.
     assert!((d.overheads().send_s(1048576.0) - 65e-6).abs() < 1e-15);
     assert!((d.overheads().recv_s(1048576.0) - 67e-6).abs() < 1e-15);
     // The file-built TSUBAME cluster runs the hand-built one's program in the same time.
@@ -199,7 +199,7 @@ fn same_program_same_report() {
 #[test]
 fn weak_scaling_scenario_counts_the_whole_grid() {
     // The Cray diffusion scenario with 128³ per GPU on 4 nodes, overlapping: each GPU computes
-    // at the Improved Roofline rate, 99.0 Gflop/s (seed 004 §6.1.3). On 2 × 2 each GPU sends
+    // at the Improved Roofline rate, 99.0 Gflop/s (Shimokawabe et al. 2013 §6.1.3). On 2 × 2 each GPU sends
     // two 128 × 128 faces of 64 KiB one after the other, each 2 × (65536/6.34e9 + 41.5e-6) +
     // (65536/9.87e9 + 3.75e-6) ≈ 114 us, 228 us in all, which hides behind the inner kernel
     // (about 98.5 % of 128³ points × 13 flops / 99 Gflop/s ≈ 272 us), so the run reports

@@ -1,4 +1,4 @@
-//! The StarPU-SimGrid paper's most influential parameter (seed 003): GPU memory capacity. On
+//! The StarPU-SimGrid paper's most influential parameter (Stanisic et al. 2015): GPU memory capacity. On
 //! attila (3 × C2050 with 3 GB each, StarPU's calibration), a Cholesky whose matrix is far
 //! larger than the GPUs' memory makes eager evict and re-fetch tiles over PCIe; the same run
 //! with GPU memories large enough for the whole matrix does not.

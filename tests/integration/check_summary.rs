@@ -3,8 +3,7 @@
 //! here from those files (the sizes of a codelet's history, which devices have a model, the
 //! rows of `bus/<host>.affinity`), never from hetsim's output or its machine files.
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -299,7 +298,7 @@ fn gemini_codelets_and_affinity_match_starpu_files() {
 
 #[test]
 fn machines_without_affinity_or_codelets_print_neither_section() {
-    // tsubame2-node.toml is written by hand from seed 004 and has neither `[affinity]` nor
+    // tsubame2-node.toml is written by hand from Shimokawabe et al. 2013 and has neither `[affinity]` nor
     // `[[codelets]]`.
     let text = std::fs::read_to_string(repo("calibration/tsubame2-node.toml")).unwrap();
     assert!(!text.contains("[affinity]") && !text.contains("[[codelets]]"));

@@ -2,8 +2,7 @@
 //! number of threads, the StarPU GFlop/s column, the plot, and bad arguments (exit status 2,
 //! the offending `--vary` named).
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -1,4 +1,4 @@
-//! HPL on the HD-PEX P100 cluster (seed 001): the scenario's calibration point and the shape of
+//! HPL on the HD-PEX P100 cluster (Kim et al. 2021): the scenario's calibration point and the shape of
 //! multi-GPU runs.
 
 use hetsim::cluster::Cluster;
@@ -30,7 +30,7 @@ fn gflops(nodes: u32, gpus: u32, n: u64) -> f64 {
 
 #[test]
 fn single_gpu_matches_the_calibration_point() {
-    // Seed 001 Table 5 / validation/seed001_platform.csv: 1N1G, N = 44 000, 3882 GFlop/s
+    // Kim et al. 2021 Table 5 / validation/seed001_platform.csv: 1N1G, N = 44 000, 3882 GFlop/s
     // measured. The scenario's e_max was fitted to this point (scripts/hpl-calibrate.sh); the
     // check keeps scenario, cluster file and model consistent with it (0.1 %).
     let g = gflops(1, 1, 44_000);

@@ -1,13 +1,12 @@
 //! The papers' own numbers, reproduced from the papers' own parameters: the expected values are
-//! the figures printed in the papers (seeds 001, 002, 004), not hetsim's. The parameters come
+//! the figures printed in the papers (Kim et al. 2021, Blagojevic et al. 2008 and Shimokawabe et al. 2013), not hetsim's. The parameters come
 //! from copies of `shared/validation/*.csv` in `tests/data/analytic/`; where a paper leaves a
 //! parameter open, the value chosen is named and justified here and in `docs/analytic.md`.
 //!
 //! The last tests run `hetsim model` end to end (output, `--json`, `--sweep`, exit status 2 on
 //! bad input).
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -79,7 +78,7 @@ fn assert_within(what: &str, got: f64, paper: f64, tol: f64) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 004: Improved Roofline (eq. 1) with the device peaks the paper states (§4: "M2050 ...
+// Shimokawabe et al. 2013: Improved Roofline (eq. 1) with the device peaks the paper states (§4: "M2050 ...
 // 1030 GFlops and 148 GB/s; K20X ... 3950 GFlops and 250 GB/s", single precision).
 
 const FACTS: &str = "seed004_stencil_facts.csv";
@@ -150,7 +149,7 @@ fn bandwidth_model_fit_recovers_the_papers_tables() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 001: MCL-HPL for one P100 at N = 44 000 (§4.1, Table 5 row 1N1G): 3840 GFlop/s.
+// Kim et al. 2021: MCL-HPL for one P100 at N = 44 000 (§4.1, Table 5 row 1N1G): 3840 GFlop/s.
 //
 // The paper's parameters: 732.2 GB/s HBM2 over 3584 cores = 204 MB/s per core (eq. 6); the
 // equivalent bandwidth 13 GB/s (eq. 7, × 64 quad-words: the 4096-bit HBM2 interface); latency
@@ -236,7 +235,7 @@ fn mcl_hpl_simple_bandwidth_overestimates_as_the_paper_says() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 002: MMGP eq. 11 on the PBPI and RAxML parameters (§4.3-4.6), against values computed
+// Blagojevic et al. 2008: MMGP eq. 11 on the PBPI and RAxML parameters (§4.3-4.6), against values computed
 // by hand below. The CSV's figures are sums over the whole run (a profile of a sequential run,
 // §4.1), so N = 1. For PBPI the micro-benchmarked O_offload = 70 ns and T_CSW = 2 µs (§4.1) are
 // included (O_COL is not given: 0); for RAxML the paper disregards everything but T_HPU, T_APU,
@@ -322,7 +321,7 @@ fn mmgp_best_configuration_on_16_spes() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Seed 000: the calibration tables, read from the validation CSVs, equal the built-in ones.
+// Liu et al. 2012: the calibration tables, read from the validation CSVs, equal the built-in ones.
 
 #[test]
 fn mhloggp_csv_tables_equal_the_built_in_calibration() {

@@ -5,8 +5,7 @@
 //! The test machine (`tests/data/run/tiny.toml`) has peak flop rates, so kernel durations come
 //! from the flop-rate model and no calibration is needed.
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -5,8 +5,7 @@
 //! link of 10 GB/s per direction and 1 µs latency, no GPU↔GPU route. The test cluster: NICs of
 //! 5 GB/s per direction and 2 µs, a crossbar of 0.5 µs, o_s = 3 µs and o_r = 4 µs at every size.
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use std::path::{Path, PathBuf};
 
 use hetsim::cluster::{self, ClusterNetwork};
@@ -389,7 +388,7 @@ fn task_graph_kinds_refuse_multi_node_clusters() {
 
 #[test]
 fn overheads_from_a_csv_file() {
-    // Seed 000's format: comment lines, a header, microseconds. o_s = oscn, o_r = orn.
+    // Liu et al. 2012's format: comment lines, a header, microseconds. o_s = oscn, o_r = orn.
     let d = dir("csv");
     std::fs::write(
         d.join("o.csv"),

@@ -1,4 +1,4 @@
-//! The machine files built from seeds 000, 001, 004 and from public H100 specifications: each
+//! The machine files built from Liu et al. 2012, Kim et al. 2021 and Shimokawabe et al. 2013 and from public H100 specifications: each
 //! loads, carries the figures of its source (typed here from the papers and validation CSVs), and
 //! its Cholesky scenario runs to completion.
 
@@ -64,19 +64,19 @@ fn each_file_loads_with_models_for_every_generator_codelet() {
 #[test]
 fn cray_xk6m_figures_of_seed_004() {
     let m = load("calibration/cray-xk6m-node.toml");
-    // Seed 004 section 2.2: "a 16-core AMD Opteron 6272 processor", "a NVIDIA Tesla K20X GPU".
+    // Shimokawabe et al. 2013 section 2.2: "a 16-core AMD Opteron 6272 processor", "a NVIDIA Tesla K20X GPU".
     assert_eq!(m.cpu_cores(), 16);
     assert_eq!(m.gpus().len(), 1);
     let g = &m.gpus()[0];
-    // Seed 004 section 4 (seed004_stencil_facts.csv k20x_peak_flops, k20x_peak_bw):
+    // Shimokawabe et al. 2013 section 4 (seed004_stencil_facts.csv k20x_peak_flops, k20x_peak_bw):
     // 3950 GFlops single precision, 250 GB/s.
     assert_eq!(g.peak_flops_per_sec, Some(3950e9));
     assert_eq!(g.memory_bandwidth_bytes_per_sec, Some(250e9));
-    // Seed 004 section 2.2: "16 GB DDR3 main memory".
+    // Shimokawabe et al. 2013 section 2.2: "16 GB DDR3 main memory".
     let ram = m.memory_node_by_name("RAM").unwrap();
     assert_eq!(ram.capacity_bytes, 16 * (1u64 << 30));
     for (src, dst) in [(ram.id, g.memory), (g.memory, ram.id)] {
-        // Seed 004 Table 2 (seed004_bandwidth_models.csv, cray_xk6m_k20x,pcie):
+        // Shimokawabe et al. 2013 Table 2 (seed004_bandwidth_models.csv, cray_xk6m_k20x,pcie):
         // B0 = 6.34 GB/s, t0 = 41.5 us.
         let Some(TransferModel::Stencil(s)) = &m.route(src, dst).unwrap().model else {
             panic!("the K20X routes should carry the stencil model")
@@ -98,7 +98,7 @@ fn dawning_figures_of_seed_000() {
     let Some(TransferModel::Piecewise(d2h)) = &m.route(gpu, ram).unwrap().model else {
         panic!("CUDA0 -> RAM should carry Table 1's piecewise model")
     };
-    // Seed 000 Table 1 (seed000_p2p_overheads_us.csv), row "oscd,ord": 4 KB 45 us, 1 MB 381 us,
+    // Liu et al. 2012 Table 1 (seed000_p2p_overheads_us.csv), row "oscd,ord": 4 KB 45 us, 1 MB 381 us,
     // 256 MB 71799 us; row "Org": 4 KB 22 us, 1 MB 824 us, 256 MB 70209 us.
     for (pts, expect) in [
         (
@@ -129,7 +129,7 @@ fn dawning_figures_of_seed_000() {
 #[test]
 fn hdpex_p100_figures_of_seed_001() {
     let m = load("calibration/hdpex-p100-node.toml");
-    // Seed 001 Table 4: "Xeon E5-2650 v4, 12c", "256 GB"; the test platform used "3 x P100 per
+    // Kim et al. 2021 Table 4: "Xeon E5-2650 v4, 12c", "256 GB"; the test platform used "3 x P100 per
     // SLED", Table 3 and section 5.1 say a SLED takes up to four: the file holds four, runs with
     // fewer use the first G (cluster `gpus_per_node`).
     assert_eq!(m.cpu_cores(), 12);
@@ -138,7 +138,7 @@ fn hdpex_p100_figures_of_seed_001() {
     assert_eq!(ram.capacity_bytes, 256 * (1u64 << 30));
     let uplink = m.link_by_name("Uplink").unwrap().id;
     for g in m.gpus() {
-        // Seed 001 section 4.1 (seed001_platform.csv, gpu): HBM2 "732.2 GB/s", "16 GB".
+        // Kim et al. 2021 section 4.1 (seed001_platform.csv, gpu): HBM2 "732.2 GB/s", "16 GB".
         assert_eq!(g.memory_bandwidth_bytes_per_sec, Some(732.2e9));
         assert_eq!(
             m.memory_node(g.memory).unwrap().capacity_bytes,

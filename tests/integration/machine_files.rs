@@ -5,8 +5,7 @@
 // so that they can be compared with the source by eye.
 #![allow(clippy::excessive_precision)]
 
-mod common;
-use common::hetsim;
+use crate::common::hetsim;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -158,12 +157,12 @@ fn tsubame2_node_uses_the_stencil_model_of_seed_004() {
     let ram = m.memory_node_by_name("RAM").unwrap().id;
     for g in m.gpus() {
         assert_eq!(g.model, "Tesla M2050");
-        // Seed 004 section 4: 1030 GFlops single precision, 148 GB/s.
+        // Shimokawabe et al. 2013 section 4: 1030 GFlops single precision, 148 GB/s.
         assert_eq!(g.peak_flops_per_sec, Some(1030e9));
         assert_eq!(g.memory_bandwidth_bytes_per_sec, Some(148e9));
         for (src, dst) in [(ram, g.memory), (g.memory, ram)] {
             let r = m.route(src, dst).unwrap();
-            // Seed 004 Table 1, PCI Express bus: B0 = 4.29 GB/s, t0 = 16.9 us.
+            // Shimokawabe et al. 2013 Table 1, PCI Express bus: B0 = 4.29 GB/s, t0 = 16.9 us.
             let Some(TransferModel::Stencil(s)) = &r.model else {
                 panic!("{} route should carry the stencil model", g.name)
             };

@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests (`mod common;`).
+//! Helpers shared by the integration tests (the `common` module of this test binary).
 
 use std::process::{Command, Output, Stdio};
 

@@ -1,0 +1,27 @@
+//! The integration tests, gathered in one binary so that `cargo test` links it once: each
+//! module is one concern, and `common` holds what they share.
+
+mod common;
+
+mod analytic_papers;
+mod calibrate_import;
+mod check_summary;
+mod cli_net;
+mod cli_run;
+mod cluster;
+mod crosscheck;
+mod fluid_properties;
+mod gpu_memory_effect;
+mod hpl_hdpex;
+mod machine_files;
+mod noise_runs;
+mod perfmodel;
+mod runtime_semantics;
+mod sched_ws_heft;
+mod seed_machines;
+mod simgrid_oracle;
+mod starpu_agreement;
+mod stencil_cluster;
+mod sweep;
+mod traces;
+mod workload_graphs;
