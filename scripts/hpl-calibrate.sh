@@ -1,5 +1,5 @@
 #!/bin/sh
-# Calibrate the P100's DGEMM asymptotic efficiency e_max on seed 001's single-GPU point ONLY:
+# Calibrate the P100's DGEMM asymptotic efficiency e_max on Kim et al. 2021's single-GPU point ONLY:
 # 1 node, 1 GPU, N = 44 000, 3882 GFlop/s measured (validation/seed001_platform.csv).
 # Bisection on e_max in (0.5, 1] (40 steps): the simulated GFlop/s increases with e_max. Every
 # other figure of scenarios/hpl-hdpex-p100.toml (peaks, PCIe, InfiniBand, s_half, NB) stays as

@@ -1,6 +1,6 @@
 #!/bin/sh
-# hetsim's HPL predictions for the HD-PEX P100 cluster (seed 001): 1-4 GPUs per node on 1-4 nodes.
-# N as HPL users choose it: about 90 % of the total GPU memory (seed 001's calibration point,
+# hetsim's HPL predictions for the HD-PEX P100 cluster (Kim et al. 2021): 1-4 GPUs per node on 1-4 nodes.
+# N as HPL users choose it: about 90 % of the total GPU memory (Kim et al. 2021's calibration point,
 # N = 44 000 on one 16 GiB P100, is 90 %), rounded down to a multiple of NB = 384:
 #   N = 384 · floor( sqrt(0.90 · K·G · 16 GiB / 8 B) / 384 ).
 # P × Q is picked by the workload. Prints a Markdown table (docs/hpl.md). Model:

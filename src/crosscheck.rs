@@ -4,10 +4,10 @@
 //!
 //! | workload kind | model |
 //! |---|---|
-//! | `offload` | MMGP, seed 002 eq. 11 ([`crate::analytic::mmgp`]) |
-//! | `p2p`, `bcast` | LogGP / mHLogGP, seed 000 §3 ([`crate::analytic::loggp`]) |
-//! | `stencil` | stencil scalability + Improved Roofline, seed 004 ([`crate::analytic::stencil`]) |
-//! | `hpl` | HPL and MCL-HPL, seed 001 ([`crate::analytic::hpl`]) |
+//! | `offload` | MMGP, Blagojevic et al. 2008 eq. 11 ([`crate::analytic::mmgp`]) |
+//! | `p2p`, `bcast` | LogGP / mHLogGP, Liu et al. 2012 §3 ([`crate::analytic::loggp`]) |
+//! | `stencil` | stencil scalability + Improved Roofline, Shimokawabe et al. 2013 ([`crate::analytic::stencil`]) |
+//! | `hpl` | HPL and MCL-HPL, Kim et al. 2021 ([`crate::analytic::hpl`]) |
 //!
 //! A scenario outside a model's parameter mapping (a single node where the model needs a
 //! network, matmul which no model describes) is reported as [`Outcome::NotComparable`], never
@@ -60,7 +60,7 @@ pub struct Violation {
 /// A side-by-side comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
-    /// The model and where it comes from: "MMGP (seed 002 eq. 11)".
+    /// The model and where it comes from: "MMGP (Blagojevic et al. 2008 eq. 11)".
     pub model: String,
     /// The configuration compared, e.g. "(m, p) = (4, 4) on 16 APUs".
     pub configuration: String,
@@ -119,11 +119,13 @@ pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outco
 /// The analytic model that matches a workload kind (`workload.kind`).
 pub fn model_name(kind: &str) -> &'static str {
     match kind {
-        "offload" => "MMGP (seed 002 eq. 11)",
-        "p2p" => "LogGP / mHLogGP point-to-point (seed 000 eq. 1, §3.1)",
-        "bcast" => "binomial-tree broadcast, mHLogGP (seed 000 eq. 3)",
-        "stencil" => "stencil scalability model + Improved Roofline (seed 004 eqs. 1-5)",
-        "hpl" => "HPL model and MCL-HPL (seed 001 eqs. 17-29)",
+        "offload" => "MMGP (Blagojevic et al. 2008 eq. 11)",
+        "p2p" => "LogGP / mHLogGP point-to-point (Liu et al. 2012 eq. 1, §3.1)",
+        "bcast" => "binomial-tree broadcast, mHLogGP (Liu et al. 2012 eq. 3)",
+        "stencil" => {
+            "stencil scalability model + Improved Roofline (Shimokawabe et al. 2013 eqs. 1-5)"
+        }
+        "hpl" => "HPL model and MCL-HPL (Kim et al. 2021 eqs. 17-29)",
         _ => "none",
     }
 }
@@ -146,7 +148,7 @@ pub fn mmgp_params(spec: &OffloadSpec) -> Result<MmgpParams, InputError> {
 }
 
 /// LogGP parameters of one host-to-host message of `bytes` bytes from node `src` to node `dst`
-/// of `cluster` (seed 000 eq. 1), read off the cluster file: `l` = the NIC latency plus the
+/// of `cluster` (Liu et al. 2012 eq. 1), read off the cluster file: `l` = the NIC latency plus the
 /// switch crossings on the way (crossbar: one; fat tree: one inside a leaf, three across the
 /// spine), `G` = 1 / NIC bandwidth, `o_s`, `o_r` = the `[overheads]` table at `bytes`, `g` = 0
 /// (the simulator has no gap beyond `o_s`). `None` for a cluster without network.
@@ -226,7 +228,7 @@ fn offload(spec: &OffloadSpec, cluster: &Cluster) -> Result<Comparison, InputErr
         best.m, best.p, best.total_s
     )];
     Ok(Comparison {
-        model: "MMGP (seed 002 eq. 11)".into(),
+        model: "MMGP (Blagojevic et al. 2008 eq. 11)".into(),
         configuration: format!(
             "(m, p) = ({}, {}), N = {} phase(s), on {n_apu} APUs",
             q.m, q.p, q.phases
@@ -248,12 +250,13 @@ fn staging_violation(cluster: &Cluster, device_ends: usize) -> Option<Violation>
         return None;
     }
     Some(Violation {
-        assumption: "one network between the end points: l and G are the NIC's (seed 000 eq. 1)"
-            .into(),
+        assumption:
+            "one network between the end points: l and G are the NIC's (Liu et al. 2012 eq. 1)"
+                .into(),
         detail: format!(
             "{device_ends} end(s) of each message in GPU memory without GPU-direct: the bytes are \
              staged device → host → host → device over PCIe, store and forward (mHLogGP counts \
-             this in o_sg/o_rd, seed 000 §3.1), which adds to the simulated time"
+             this in o_sg/o_rd, Liu et al. 2012 §3.1), which adds to the simulated time"
         ),
     })
 }
@@ -287,7 +290,7 @@ fn p2p(spec: &crate::workload::P2pSpec, cluster: &Cluster) -> Result<Outcome, In
     };
     let report = run(&program, cluster, &ExecOptions::default())?;
     let one = loggp_p2p(&params, k, 1)?;
-    // mHLogGP (seed 000 §3.1, Fig. 4): a GPU buffer adds o_sg (GPU → host) to o_s and o_rd
+    // mHLogGP (Liu et al. 2012 §3.1, Fig. 4): a GPU buffer adds o_sg (GPU → host) to o_s and o_rd
     // (host → GPU) to o_r. Here they are the copies over the node's route between the GPU and
     // the NIC's memory node, latency + k / bottleneck; o_rgb (first-receive GPU
     // initialisation) is 0, the executor has none. With GPU-direct nothing is staged.
@@ -370,14 +373,14 @@ fn p2p(spec: &crate::workload::P2pSpec, cluster: &Cluster) -> Result<Outcome, In
     let mut violations = Vec::new();
     if !staged && (on_gpu(spec.from) || on_gpu(spec.to)) {
         violations.push(Violation {
-            assumption: "G is the network's gap per byte (seed 000 eq. 1)".into(),
+            assumption: "G is the network's gap per byte (Liu et al. 2012 eq. 1)".into(),
             detail: "GPU-direct: one flow from GPU memory through the NIC, whose rate may be set \
                      by the PCIe link rather than the NIC"
                 .into(),
         });
     }
     Ok(Outcome::Compared(Box::new(Comparison {
-        model: format!("mHLogGP case {case} (seed 000 eq. 1, §3.1 Fig. 4)"),
+        model: format!("mHLogGP case {case} (Liu et al. 2012 eq. 1, §3.1 Fig. 4)"),
         configuration: format!(
             "{} message(s){} of {k} bytes, rank {} ({ns}) → rank {dst} ({nd}); l = {:.3e} s, \
              G = {:.3e} s/B, o_s = {:.3e} s, o_r = {:.3e} s",
@@ -450,8 +453,9 @@ fn bcast_check(
     distinct.dedup();
     if distinct.len() < nodes.len() {
         violations.push(Violation {
-            assumption: "P processes on P nodes, every step crossing the network (seed 000 §3.2)"
-                .into(),
+            assumption:
+                "P processes on P nodes, every step crossing the network (Liu et al. 2012 §3.2)"
+                    .into(),
             detail: format!(
                 "{} ranks on {} nodes: ranks of one node share its NIC and exchange data inside \
                  the node, which the model prices as network steps",
@@ -482,7 +486,7 @@ fn bcast_check(
         };
         if leaves > 1 && *oversubscription > 1.0 {
             violations.push(Violation {
-                assumption: "no contention in the network (seed 000 §3.2)".into(),
+                assumption: "no contention in the network (Liu et al. 2012 §3.2)".into(),
                 detail: format!(
                     "the group spans {leaves} leaf switches with {oversubscription}:1 \
                      oversubscribed uplinks: concurrent steps contend in the switch"
@@ -492,8 +496,9 @@ fn bcast_check(
     }
     if algorithm != BcastAlgorithm::Binomial {
         violations.push(Violation {
-            assumption: "every step pays the overhead o(k) of the whole message (seed 000 §3.2)"
-                .into(),
+            assumption:
+                "every step pays the overhead o(k) of the whole message (Liu et al. 2012 §3.2)"
+                    .into(),
             detail: format!(
                 "{algorithm:?}: the simulated scatter and allgather send pieces of about k/P \
                  bytes, each paying o_s and o_r at its own size"
@@ -501,7 +506,9 @@ fn bcast_check(
         });
     }
     Ok(Outcome::Compared(Box::new(Comparison {
-        model: format!("{algorithm:?} broadcast (seed 000 §3.2, eq. 3 for the binomial tree)"),
+        model: format!(
+            "{algorithm:?} broadcast (Liu et al. 2012 §3.2, eq. 3 for the binomial tree)"
+        ),
         configuration: format!(
             "P = {procs} ranks, k = {k} bytes, root rank {}; o = o_s + o_r = {:.3e} s, \
              G = {:.3e} s/B, l = {:.3e} s",
@@ -523,7 +530,7 @@ fn bcast_check(
     })))
 }
 
-/// The MMGP assumptions an offload scenario breaks (seed 002 §3.1: data streamed and overlapped
+/// The MMGP assumptions an offload scenario breaks (Blagojevic et al. 2008 §3.1: data streamed and overlapped
 /// with APU computation, so an offload costs only `O_offload`).
 pub fn offload_violations(
     spec: &OffloadSpec,
@@ -535,7 +542,7 @@ pub fn offload_violations(
         return Ok(out);
     }
     let streamed = "offloaded data is streamed and overlapped with APU computation; an offload \
-                    costs only O_offload (seed 002 §3.1)";
+                    costs only O_offload (Blagojevic et al. 2008 §3.1)";
     out.push(Violation {
         assumption: streamed.into(),
         detail: format!(
@@ -562,7 +569,7 @@ pub fn offload_violations(
     {
         out.push(Violation {
             assumption: "an offload's software cost is O_offload, once per phase and thread \
-                         (seed 002 eq. 2)"
+                         (Blagojevic et al. 2008 eq. 2)"
                 .into(),
             detail: "the cluster's MPI overheads o_s/o_r are charged per copy as well, o_s on \
                      the HPU's CPU"
@@ -574,7 +581,9 @@ pub fn offload_violations(
     let ranks: Vec<u32> = (0..used.min(per_node) as u32).collect();
     for (name, apus) in shared_host_links(cluster, &ranks) {
         out.push(Violation {
-            assumption: "each APU's traffic is independent of the others' (seed 002 §3.1)".into(),
+            assumption:
+                "each APU's traffic is independent of the others' (Blagojevic et al. 2008 §3.1)"
+                    .into(),
             detail: format!(
                 "{} APUs (ranks {}) receive their copies over the shared link `{name}`",
                 apus.len(),
@@ -736,9 +745,10 @@ fn stencil_check(
     let node0: Vec<u32> = (0..cluster.gpus_per_node().min(cluster.ranks())).collect();
     for (name, gpus) in shared_host_links(cluster, &node0) {
         violations.push(Violation {
-            assumption: "each message crosses PCIe at B_PCIe(s) of its own (seed 004 eq. 3 \
+            assumption:
+                "each message crosses PCIe at B_PCIe(s) of its own (Shimokawabe et al. 2013 eq. 3 \
                          charges 2s/B_PCIe per message, no sharing between GPUs)"
-                .into(),
+                    .into(),
             detail: format!(
                 "{} GPUs of a node (ranks {}) share the link `{name}` to host memory: their \
                  halo copies contend, which makes the simulation slower",
@@ -755,7 +765,9 @@ fn stencil_check(
         .count();
     if r > g && local > 0 {
         violations.push(Violation {
-            assumption: "every halo message crosses the network (seed 004 eq. 3, 2g·s/B_IB)".into(),
+            assumption:
+                "every halo message crosses the network (Shimokawabe et al. 2013 eq. 3, 2g·s/B_IB)"
+                    .into(),
             detail: format!(
                 "{local} of the {} messages of the busiest subdomain ({worst_rank}) go to a GPU of \
                  the same node and never reach the NIC: the simulation is faster",
@@ -765,7 +777,7 @@ fn stencil_check(
     }
     if r > g && cluster.nic().is_some() {
         violations.push(Violation {
-            assumption: "sends and receives share the node's link (seed 004 eq. 3: B_IB/2g per \
+            assumption: "sends and receives share the node's link (Shimokawabe et al. 2013 eq. 3: B_IB/2g per \
                          GPU)"
                 .into(),
             detail: "the cluster's NIC links are full duplex (an up and a down link): the \
@@ -775,7 +787,7 @@ fn stencil_check(
     }
     if neighbours.len() > 1 && spec.exchange == crate::workload::StencilExchange::Concurrent {
         violations.push(Violation {
-            assumption: "a subdomain's messages follow one another (seed 004 eq. 3 sums them)"
+            assumption: "a subdomain's messages follow one another (Shimokawabe et al. 2013 eq. 3 sums them)"
                 .into(),
             detail: format!(
                 "the {} messages of a subdomain are in flight together: their latencies and \
@@ -789,7 +801,7 @@ fn stencil_check(
         && nic.count > 1
     {
         violations.push(Violation {
-            assumption: "the g GPUs of a node share one network link (seed 004 eq. 3, 2g/B_IB)"
+            assumption: "the g GPUs of a node share one network link (Shimokawabe et al. 2013 eq. 3, 2g/B_IB)"
                 .into(),
             detail: format!(
                 "each node has {} NIC links: fewer GPUs share each, the simulation is faster",
@@ -804,7 +816,7 @@ fn stencil_check(
         && cluster.nodes() > 1
     {
         violations.push(Violation {
-            assumption: "no contention in the switch (seed 004 eq. 3)".into(),
+            assumption: "no contention in the switch (Shimokawabe et al. 2013 eq. 3)".into(),
             detail: format!(
                 "fat tree with {oversubscription}:1 oversubscribed leaf uplinks: halo traffic \
                  between leaves contends there"
@@ -829,7 +841,7 @@ fn stencil_check(
     }
     Ok(Outcome::Compared(Box::new(Comparison {
         model: format!(
-            "stencil scalability model (seed 004 {eq}) with the Improved Roofline (eq. 1)"
+            "stencil scalability model (Shimokawabe et al. 2013 {eq}) with the Improved Roofline (eq. 1)"
         ),
         configuration: format!(
             "{nx}×{ny}×{nz} grid on {r} GPUs ({} per node, {}×{} subdomains), {} step(s); \
@@ -985,7 +997,7 @@ fn hpl_check(spec: &crate::workload::HplSpec, cluster: &Cluster) -> Result<Outco
     )];
     if let Some(m) = &mcl {
         notes.push(format!(
-            "MCL-HPL (seed 001 eqs. 17-29, layers pcie 1×1 and network {pp}×{qq}): {:.6} s, \
+            "MCL-HPL (Kim et al. 2021 eqs. 17-29, layers pcie 1×1 and network {pp}×{qq}): {:.6} s, \
              difference of the simulation {:+.2} %",
             m.total_s,
             100.0 * relative_difference(report.makespan_s, m.total_s)

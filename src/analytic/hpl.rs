@@ -1,12 +1,12 @@
 //! HPL performance models: the original one HPL documents, and the multi-communication-layer
-//! MCL-HPL model of seed 001.
+//! MCL-HPL model of Kim et al. 2021.
 //!
 //! HPL's model (`hpl/www/scalability.html`, Petitet, Whaley, Dongarra, Cleary) keeps the main
 //! terms in γ (flop rate), β (time per double-precision word) and α (latency):
 //!
 //! `T = 2N³/(3PQγ) + β·N²(3P + Q)/(2PQ) + α·N((NB + 1)·log P + P)/NB`.
 //!
-//! MCL-HPL (seed 001) splits the communication of the N/NB panel steps among communication
+//! MCL-HPL (Kim et al. 2021) splits the communication of the N/NB panel steps among communication
 //! layers (GPU memory, the intra-node network, the interconnect ...), each with its own α and β,
 //! and keeps the lower-order terms. With one layer it is HPL's model plus those terms (its
 //! eq. 30). `log P` is `log2 P`, as in HPL's binary-exchange and tree broadcasts.
@@ -17,7 +17,7 @@ use crate::InputError;
 /// Bytes in one word of HPL's communication volume (a double).
 pub const HPL_WORD_BYTES: f64 = 8.0;
 
-/// The operation count HPL credits to a run of order `n`: `2N³/3 + 3N²/2` (seed 001 §2).
+/// The operation count HPL credits to a run of order `n`: `2N³/3 + 3N²/2` (Kim et al. 2021 §2).
 pub fn hpl_flops(n: f64) -> f64 {
     2.0 * n * n * n / 3.0 + 1.5 * n * n
 }
@@ -57,7 +57,7 @@ pub struct HplPrediction {
 }
 
 /// The original HPL model, as HPL documents it (`scalability.html`, "Total execution time"):
-/// `T = 2N³/(3PQγ) + β·N²(3P + Q)/(2PQ) + α·N((NB + 1)·log2 P + P)/NB`; seed 001 eq. 3.
+/// `T = 2N³/(3PQγ) + β·N²(3P + Q)/(2PQ) + α·N((NB + 1)·log2 P + P)/NB`; Kim et al. 2021 eq. 3.
 pub fn hpl(params: &HplParams) -> Result<HplPrediction, InputError> {
     let n = at_least_one("n", params.n)? as f64;
     let nb = at_least_one("nb", params.nb)? as f64;
@@ -85,7 +85,7 @@ pub fn hpl(params: &HplParams) -> Result<HplPrediction, InputError> {
 /// The layer spans the processes of a `grid_p × grid_q` sub-grid of the `P × Q` grid (1 × 1 for
 /// the first layer, one accelerator and its memory; `P × Q` for the last, the whole machine), so
 /// its boundaries are `m_j = grid_p·N_new/P` rows and `n_j = grid_q·N_new/Q` columns
-/// (seed 001 eqs. 18-21 and Fig. 2).
+/// (Kim et al. 2021 eqs. 18-21 and Fig. 2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MclLayer {
     /// A name for reports (`memory`, `pcie`, `infiniband` ...).
@@ -111,13 +111,13 @@ pub struct MclHplParams {
     pub p: u64,
     /// `Q`: process columns.
     pub q: u64,
-    /// `γ`: each process's (model processor's) flop rate, flop/s (seed 001 eq. 10 for a GPU).
+    /// `γ`: each process's (model processor's) flop rate, flop/s (Kim et al. 2021 eq. 10 for a GPU).
     pub gamma_flops_per_sec: f64,
     /// The layers, innermost first; the last one's grid must be `P × Q`.
     pub layers: Vec<MclLayer>,
 }
 
-/// The communication terms of one layer (seed 001 eqs. 26-29).
+/// The communication terms of one layer (Kim et al. 2021 eqs. 26-29).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MclLayerTerms {
     /// The layer's name.
@@ -153,7 +153,7 @@ pub struct MclHplPrediction {
     pub flops_per_sec: f64,
 }
 
-/// Seed 001 eq. 17: the order padded to whole panels, `N_new = NB·⌈N/NB⌉`.
+/// Kim et al. 2021 eq. 17: the order padded to whole panels, `N_new = NB·⌈N/NB⌉`.
 ///
 /// The equation itself did not survive in our copy of the paper; the text says an `N` not
 /// divisible by `NB` is padded with zeros to whole `NB × NB` panels, which is what this does.
@@ -162,14 +162,14 @@ pub fn mcl_n_new(n: u64, nb: u64) -> f64 {
     (n.div_ceil(nb) * nb) as f64
 }
 
-/// Seed 001 eq. 6: the memory bandwidth per core of an accelerator, its total bandwidth
+/// Kim et al. 2021 eq. 6: the memory bandwidth per core of an accelerator, its total bandwidth
 /// (`M·W·64 bits·H`: controllers × 64-bit words per controller × 8 bytes × memory clock) over
 /// its `C` cores.
 pub fn bandwidth_per_core_bytes_per_sec(total_bytes_per_sec: f64, cores: u64) -> f64 {
     total_bytes_per_sec / cores.max(1) as f64
 }
 
-/// Seed 001 eq. 7: the equivalent bandwidth of the model processor's single memory controller,
+/// Kim et al. 2021 eq. 7: the equivalent bandwidth of the model processor's single memory controller,
 /// the per-core bandwidth (eq. 6) times the `M·W` 64-bit words the one big core accesses at once.
 /// `β_L1` is derived from it (eq. 9).
 pub fn equivalent_bandwidth_bytes_per_sec(
@@ -180,17 +180,17 @@ pub fn equivalent_bandwidth_bytes_per_sec(
     bandwidth_per_core_bytes_per_sec(total_bytes_per_sec, cores) * qwords as f64
 }
 
-/// Seed 001 eq. 8: `α_L1`, a memory latency given in cycles of a clock, in seconds.
+/// Kim et al. 2021 eq. 8: `α_L1`, a memory latency given in cycles of a clock, in seconds.
 pub fn latency_from_cycles_s(cycles: f64, clock_hz: f64) -> f64 {
     cycles / clock_hz
 }
 
-/// Seed 001 eq. 10: `Rpeak = C·F·S` (cores × flops per cycle per core × clock), flop/s.
+/// Kim et al. 2021 eq. 10: `Rpeak = C·F·S` (cores × flops per cycle per core × clock), flop/s.
 pub fn rpeak_flops_per_sec(cores: u64, flops_per_cycle_per_core: f64, clock_hz: f64) -> f64 {
     cores as f64 * flops_per_cycle_per_core * clock_hz
 }
 
-/// Seed 001 eq. 25: the computation time summed over all panels,
+/// Kim et al. 2021 eq. 25: the computation time summed over all panels,
 /// `(1/γ)·[2N³/(3PQ) + NB(3Q + 3P + 6)N²/(6PQ) + NB²((3P + 2) - (2P + 3)Q)N/(6PQ)]` with
 /// `N = N_new`. It does not depend on the layers.
 pub fn mcl_compute_s(n_new: f64, nb: f64, p: f64, q: f64, gamma_flops_per_sec: f64) -> f64 {
@@ -201,7 +201,7 @@ pub fn mcl_compute_s(n_new: f64, nb: f64, p: f64, q: f64, gamma_flops_per_sec: f
     flops / gamma_flops_per_sec
 }
 
-/// Seed 001 eqs. 26-29: one layer's pivoting, panel broadcast and update communication, with
+/// Kim et al. 2021 eqs. 26-29: one layer's pivoting, panel broadcast and update communication, with
 /// `β = 8 bytes / bandwidth` and `Δm = m_j - m_{j-1}`, `Δn = n_j - n_{j-1}`:
 ///
 /// - pivot (27): `NB·log P·(α + β(2NB + 4))·Δm/NB`;
@@ -243,7 +243,7 @@ pub fn mcl_layer_comm(
     }
 }
 
-/// The MCL-HPL model, seed 001 eq. 22: `T = Σ_j (T_CALC,Lj + T_COMM,Lj)` with the computation of
+/// The MCL-HPL model, Kim et al. 2021 eq. 22: `T = Σ_j (T_CALC,Lj + T_COMM,Lj)` with the computation of
 /// eq. 25 and each layer's communication (eqs. 26-29) over the panels between its boundary and
 /// the previous layer's (eq. 24).
 ///
@@ -317,7 +317,7 @@ pub fn mcl_hpl(params: &MclHplParams) -> Result<MclHplPrediction, InputError> {
     })
 }
 
-/// The sub-grid of `ranks` processes "as square as possible" with `p ≤ q` (seed 001
+/// The sub-grid of `ranks` processes "as square as possible" with `p ≤ q` (Kim et al. 2021
 /// §3.1.4.2, following HPL's guideline): the largest divisor `p ≤ √ranks`, `q = ranks/p`.
 pub fn square_grid(ranks: u64) -> (u64, u64) {
     let ranks = ranks.max(1);
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn one_layer_is_hpl_plus_lower_order_terms() {
-        // Seed 001 eq. 30: with one layer the α and β terms are HPL's, plus the lower-order
+        // Kim et al. 2021 eq. 30: with one layer the α and β terms are HPL's, plus the lower-order
         // ones: β(2NB + 4)·N·log P (pivot), -β·N·NB/(2P) (broadcast), +3β·N·NB/(2Q) (update).
         let b = base();
         let h = hpl(&b).unwrap();
@@ -451,7 +451,7 @@ mod tests {
     fn helpers() {
         assert_eq!(mcl_n_new(44000, 384), 44160.0);
         assert_eq!(mcl_n_new(768, 384), 768.0);
-        // P100: 732.2 GB/s over 3584 cores = 204.3 MB/s; × 64 QW = 13.07 GB/s (seed 001 §4.1).
+        // P100: 732.2 GB/s over 3584 cores = 204.3 MB/s; × 64 QW = 13.07 GB/s (Kim et al. 2021 §4.1).
         let per_core = bandwidth_per_core_bytes_per_sec(732.2e9, 3584);
         assert!(close(per_core, 204.3e6, 1e-3));
         let eq = equivalent_bandwidth_bytes_per_sec(732.2e9, 3584, 64);

@@ -1,13 +1,13 @@
-//! Point-to-point and broadcast costs: LogP, LogGP, PLogP and mHLogGP (seed 000).
+//! Point-to-point and broadcast costs: LogP, LogGP, PLogP and mHLogGP (Liu et al. 2012).
 //!
 //! - LogP (Culler et al. 1993): one short message costs `o + L + o`;
-//! - LogGP (Alexandrov et al. 1995), as seed 000 writes it in eq. 1: a `k`-byte message costs
+//! - LogGP (Alexandrov et al. 1995), as Liu et al. 2012 writes it in eq. 1: a `k`-byte message costs
 //!   `T = o_s + (k - 1)·G + l + o_r`;
 //! - PLogP (Kielmann et al. 2000): the overheads and the gap depend on the message size; a
 //!   message of `m` bytes arrives after `L + g(m)` (the round trip is `2·(L + g(m))`);
-//! - mHLogGP (seed 000 §3.1, Fig. 4): LogGP whose overheads depend on where the data sits (CPU or
+//! - mHLogGP (Liu et al. 2012 §3.1, Fig. 4): LogGP whose overheads depend on where the data sits (CPU or
 //!   GPU, sender and receiver) and on the size, interpolated from the paper's Table 1 and 2;
-//! - broadcast (seed 000 §3.2, eq. 3 and the two formulas after it), with MPICH2's rule choosing
+//! - broadcast (Liu et al. 2012 §3.2, eq. 3 and the two formulas after it), with MPICH2's rule choosing
 //!   among binomial tree, recursive doubling and ring.
 
 use super::{SizeTable, at_least_one, ceil_log2, non_negative};
@@ -34,7 +34,7 @@ pub fn logp_messages_s(p: &LogP, messages: u64) -> Result<f64, InputError> {
     Ok(p.overhead_s + (n - 1.0) * p.gap_s.max(p.overhead_s) + p.latency_s + p.overhead_s)
 }
 
-/// LogGP parameters, with distinct send and receive overheads as seed 000 writes them.
+/// LogGP parameters, with distinct send and receive overheads as Liu et al. 2012 writes them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LogGp {
     /// `l`: latency, seconds.
@@ -79,7 +79,7 @@ impl P2pCost {
     }
 }
 
-/// LogGP point-to-point time of one `bytes`-byte message, seed 000 eq. 1:
+/// LogGP point-to-point time of one `bytes`-byte message, Liu et al. 2012 eq. 1:
 /// `T = o_s + (k - 1)·G + l + o_r` (for `k = 0` the transfer term is 0).
 ///
 /// With `messages = n > 1` consecutive messages of the same size, the sender starts one every
@@ -121,7 +121,7 @@ pub fn plogp_p2p_s(p: &PLogP, bytes: f64) -> Result<f64, InputError> {
     Ok(p.latency_s + p.gap_s.at(m))
 }
 
-/// Where a message's data starts or ends in mHLogGP (seed 000 Fig. 4).
+/// Where a message's data starts or ends in mHLogGP (Liu et al. 2012 Fig. 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Device {
     /// Host memory, handled by the CPU.
@@ -149,7 +149,7 @@ impl Device {
     }
 }
 
-/// mHLogGP's calibration: every overhead as a function of the message size (seed 000 Table 1)
+/// mHLogGP's calibration: every overhead as a function of the message size (Liu et al. 2012 Table 1)
 /// and the transfer time `(k - 1)·G` (from Table 2), in seconds.
 ///
 /// The transfer time is interpolated as `(k - 1)·G(k)` rather than `G` itself: `G` spans five
@@ -174,7 +174,7 @@ pub struct MhLogGpCalibration {
     pub transfer_s: SizeTable,
 }
 
-/// Seed 000 Table 1 (Dawning TC3600, Xeon X5650 + Tesla C2050, 40 Gb/s InfiniBand), µs:
+/// Liu et al. 2012 Table 1 (Dawning TC3600, Xeon X5650 + Tesla C2050, 40 Gb/s InfiniBand), µs:
 /// size, oscd/ord, org, oscn, orgb, orn, lnn.
 const TC3600_OVERHEADS_US: [[f64; 7]; 9] = [
     [1.0, 3.0, 20.0, 4.0, 102055.0, 3.0, 141.0],
@@ -196,7 +196,7 @@ const TC3600_OVERHEADS_US: [[f64; 7]; 9] = [
     ],
 ];
 
-/// Seed 000 Table 2: size, G (µs per byte).
+/// Liu et al. 2012 Table 2: size, G (µs per byte).
 const TC3600_GAP_US_PER_BYTE: [[f64; 2]; 9] = [
     [1.0, 141.0],
     [256.0, 0.578125],
@@ -210,7 +210,7 @@ const TC3600_GAP_US_PER_BYTE: [[f64; 2]; 9] = [
 ];
 
 impl MhLogGpCalibration {
-    /// The paper's own calibration (seed 000 Tables 1 and 2, Dawning TC3600).
+    /// The paper's own calibration (Liu et al. 2012 Tables 1 and 2, Dawning TC3600).
     pub fn dawning_tc3600() -> Self {
         let ov: Vec<Vec<f64>> = TC3600_OVERHEADS_US.iter().map(|r| r.to_vec()).collect();
         let gap: Vec<(f64, f64)> = TC3600_GAP_US_PER_BYTE
@@ -298,7 +298,7 @@ fn parse_csv(text: &str, name: &str, columns: usize) -> Result<Vec<Vec<f64>>, In
     Ok(rows)
 }
 
-/// mHLogGP point-to-point cost of one `bytes`-byte message between two nodes, seed 000 §3.1,
+/// mHLogGP point-to-point cost of one `bytes`-byte message between two nodes, Liu et al. 2012 §3.1,
 /// eq. 1 with the overheads of Fig. 4:
 ///
 /// - A, CPU→CPU: `o_s = o_scn`, `o_r = o_rn`;
@@ -391,7 +391,7 @@ impl Default for MpichBcastThresholds {
     }
 }
 
-/// MPICH2's choice of broadcast algorithm (seed 000 §3.2): binomial tree for short messages or
+/// MPICH2's choice of broadcast algorithm (Liu et al. 2012 §3.2): binomial tree for short messages or
 /// fewer than `min_procs` processes; recursive doubling for medium messages on a power-of-two
 /// number of processes; ring otherwise.
 pub fn mpich_bcast_algorithm(procs: u64, bytes: f64, t: &MpichBcastThresholds) -> BcastAlgorithm {
@@ -404,7 +404,7 @@ pub fn mpich_bcast_algorithm(procs: u64, bytes: f64, t: &MpichBcastThresholds) -
     }
 }
 
-/// Broadcast parameters of seed 000 §3.2.
+/// Broadcast parameters of Liu et al. 2012 §3.2.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BcastParams {
     /// `P`: the number of nodes.
@@ -432,7 +432,7 @@ pub struct BcastCost {
     pub total_s: f64,
 }
 
-/// Broadcast time of seed 000 §3.2 for the given algorithm, with `lgP = ⌈log2 P⌉`:
+/// Broadcast time of Liu et al. 2012 §3.2 for the given algorithm, with `lgP = ⌈log2 P⌉`:
 ///
 /// - binomial tree (eq. 3): `lgP·o + lgP·k·(G + l_nn)`;
 /// - recursive doubling: `2·lgP·o + 2·k·(P - 1)/P·(G + l_nn)`;

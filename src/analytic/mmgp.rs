@@ -1,17 +1,17 @@
-//! MMGP, the Model of Multi-Grain Parallelism (seed 002, Blagojevic et al.): a host (HPU) that
+//! MMGP, the Model of Multi-Grain Parallelism (Blagojevic et al. 2008, Blagojevic et al.): a host (HPU) that
 //! offloads work to accelerators (APUs), with `m` HPU threads each spreading its APU work over
 //! `p` APUs.
 
 use super::{at_least_one, non_negative};
 use crate::InputError;
 
-/// Seed 002 eqs. 2 and 4: one offloaded sub-phase, `T_offload = T_APU + O_r + O_s`; with the
+/// Blagojevic et al. 2008 eqs. 2 and 4: one offloaded sub-phase, `T_offload = T_APU + O_r + O_s`; with the
 /// host's own parts, `T = T_HPU + T_APU + O_offload` where `O_offload = O_s + O_r`.
 pub fn offload_phase_s(t_hpu_s: f64, t_apu_s: f64, o_offload_s: f64) -> f64 {
     t_hpu_s + t_apu_s + o_offload_s
 }
 
-/// Seed 002 eq. 5: a program of `N` phases, `T = Σ_i (T_HPU,i + T_APU,i + O_offload)`, from the
+/// Blagojevic et al. 2008 eq. 5: a program of `N` phases, `T = Σ_i (T_HPU,i + T_APU,i + O_offload)`, from the
 /// phases' `(T_HPU,i, T_APU,i)`.
 pub fn phases_s(phases: &[(f64, f64)], o_offload_s: f64) -> f64 {
     phases
@@ -20,13 +20,13 @@ pub fn phases_s(phases: &[(f64, f64)], o_offload_s: f64) -> f64 {
         .sum()
 }
 
-/// Seed 002 eq. 6 (and eq. 9 per HPU thread): the APU time of a phase over `p` APUs,
+/// Blagojevic et al. 2008 eq. 6 (and eq. 9 per HPU thread): the APU time of a phase over `p` APUs,
 /// `T_APU(1, p) = T_APU(1, 1)/p + C_APU`.
 pub fn apu_time_s(t_apu_s: f64, c_apu_s: f64, p: u64) -> f64 {
     t_apu_s / p.max(1) as f64 + c_apu_s
 }
 
-/// Seed 002 eq. 7: one phase with one HPU thread and `p` APUs,
+/// Blagojevic et al. 2008 eq. 7: one phase with one HPU thread and `p` APUs,
 /// `T_i(1, p) = T_HPU,i + T_APU,i(1, 1)/p + C_APU,i + O_offload + p·g`.
 pub fn phase_one_hpu_s(
     t_hpu_s: f64,
@@ -39,14 +39,14 @@ pub fn phase_one_hpu_s(
     t_hpu_s + apu_time_s(t_apu_s, c_apu_s, p) + o_offload_s + p as f64 * g_s
 }
 
-/// Seed 002 eq. 10: an HPU thread's time in a phase when `m` threads share the HPU,
+/// Blagojevic et al. 2008 eq. 10: an HPU thread's time in a phase when `m` threads share the HPU,
 /// `T_HPU,i(m, p) = α_m·T_HPU,i(1, p) + T_CSW + O_COL`.
 pub fn hpu_thread_s(alpha_m: f64, t_hpu_s: f64, t_csw_s: f64, o_col_s: f64) -> f64 {
     alpha_m * t_hpu_s + t_csw_s + o_col_s
 }
 
-/// The parameters of seed 002 eq. 11, summed over the program's phases as a profile of a
-/// sequential run gives them (seed 002 §4.1).
+/// The parameters of Blagojevic et al. 2008 eq. 11, summed over the program's phases as a profile of a
+/// sequential run gives them (Blagojevic et al. 2008 §4.1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MmgpParams {
     /// `T_HPU(1, 1)`: the host's part with one thread, seconds.
@@ -63,7 +63,7 @@ pub struct MmgpParams {
     pub t_csw_s: f64,
     /// `O_COL`: the global synchronisation time, seconds.
     pub o_col_s: f64,
-    /// `α_m`: the slowdown of HPU threads sharing the HPU (seed 002 uses 1.28 for any `m`).
+    /// `α_m`: the slowdown of HPU threads sharing the HPU (Blagojevic et al. 2008 uses 1.28 for any `m`).
     pub alpha_m: f64,
     /// `N`: the number of phases the per-phase terms (`O_offload`, `T_CSW`, `O_COL`, `p·g`) are
     /// paid in.
@@ -106,7 +106,7 @@ pub struct MmgpPrediction {
     pub total_s: f64,
 }
 
-/// Seed 002 eq. 11: `T(m, p) = α_m·T_HPU(1, 1) + T_APU(1, 1)/(m·p) + C_APU
+/// Blagojevic et al. 2008 eq. 11: `T(m, p) = α_m·T_HPU(1, 1) + T_APU(1, 1)/(m·p) + C_APU
 /// + N·(O_offload + T_CSW + O_COL + p·g)`.
 pub fn mmgp(params: &MmgpParams, m: u64, p: u64) -> Result<MmgpPrediction, InputError> {
     params.check()?;
@@ -137,8 +137,8 @@ pub struct MmgpSearch {
     pub all: Vec<MmgpPrediction>,
 }
 
-/// The best `(m, p)` for eq. 11 under seed 002's constraint `m·p ≤ N_APU`, by exhaustive search
-/// (seed 002 §3.3, step 3). Ties (times equal within 1e-12 relative) go to the configuration
+/// The best `(m, p)` for eq. 11 under Blagojevic et al. 2008's constraint `m·p ≤ N_APU`, by exhaustive search
+/// (Blagojevic et al. 2008 §3.3, step 3). Ties (times equal within 1e-12 relative) go to the configuration
 /// using fewer APUs, then to the smaller `p` (task-level before data-level parallelism, fewer
 /// offload gaps).
 pub fn mmgp_search(params: &MmgpParams, n_apu: u64) -> Result<MmgpSearch, InputError> {

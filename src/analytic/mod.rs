@@ -2,15 +2,15 @@
 //! parameter structures, so a prediction can be set beside a simulation.
 //!
 //! - [`loggp`]: LogP, LogGP and PLogP point-to-point costs; mHLogGP's four CPU/GPU
-//!   sender/receiver cases with size-dependent overheads (seed 000 §3.1, Fig. 4) and broadcast by
-//!   binomial tree, recursive doubling and ring with MPICH's selection rule (seed 000 §3.2, eq. 3);
+//!   sender/receiver cases with size-dependent overheads (Liu et al. 2012 §3.1, Fig. 4) and broadcast by
+//!   binomial tree, recursive doubling and ring with MPICH's selection rule (Liu et al. 2012 §3.2, eq. 3);
 //! - [`hpl`]: the original HPL model (HPL's `scalability.html`) and the multi-communication-layer
-//!   MCL-HPL model (seed 001, eqs. 6-10 and 17-29) for any number of layers;
-//! - [`mmgp`]: the Model of Multi-Grain Parallelism (seed 002, eqs. 2-11) and the search for the
+//!   MCL-HPL model (Kim et al. 2021, eqs. 6-10 and 17-29) for any number of layers;
+//! - [`mmgp`]: the Model of Multi-Grain Parallelism (Blagojevic et al. 2008, eqs. 2-11) and the search for the
 //!   best (m, p) with m·p ≤ N_APU;
-//! - [`roofline`]: the Improved Roofline model (seed 004, eq. 1);
+//! - [`roofline`]: the Improved Roofline model (Shimokawabe et al. 2013, eq. 1);
 //! - [`stencil`]: the multi-GPU stencil scalability model, non-overlapping and overlapping
-//!   (seed 004, eqs. 2-5), with the bandwidth model B(s) fitted by least squares.
+//!   (Shimokawabe et al. 2013, eqs. 2-5), with the bandwidth model B(s) fitted by least squares.
 //!
 //! Units are in the names: `_s` seconds, `_bytes`, `_bytes_per_sec`, `_flops_per_sec`. Bad
 //! parameters (negative times, zero rates, inconsistent grids) are [`InputError`]s naming the
@@ -26,7 +26,7 @@ pub mod roofline;
 pub mod stencil;
 
 /// A value as a function of message size, linear between measured sizes (the calibration tables
-/// of seed 000, Tables 1 and 2).
+/// of Liu et al. 2012, Tables 1 and 2).
 ///
 /// Below the smallest size the first value holds; beyond the largest size the last segment is
 /// extended linearly (the paper observes that overheads grow linearly with size for large

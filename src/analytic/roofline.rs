@@ -1,4 +1,4 @@
-//! The Improved Roofline model (seed 004 eq. 1, from the authors' earlier paper): the time of a
+//! The Improved Roofline model (Shimokawabe et al. 2013 eq. 1, from the authors' earlier paper): the time of a
 //! kernel is the sum of its computing time, its memory time and the time of its other
 //! operations, not their maximum as in the Roofline model (Williams et al. 2009).
 
@@ -22,7 +22,7 @@ impl Device {
     }
 }
 
-/// Seed 004 eq. 1, first form: `P = F / (F/F_peak + B/B_peak + α)` for a kernel doing `F` flops
+/// Shimokawabe et al. 2013 eq. 1, first form: `P = F / (F/F_peak + B/B_peak + α)` for a kernel doing `F` flops
 /// and moving `B` bytes (per grid point, per call ... any unit of work), `α` being the time of
 /// its other operations (the paper takes `α = 0`). Returns flop/s.
 pub fn improved_roofline_flops_per_sec(
@@ -38,7 +38,7 @@ pub fn improved_roofline_flops_per_sec(
     Ok(f / (f / device.peak_flops_per_sec + b / device.peak_bytes_per_sec + a))
 }
 
-/// Seed 004 eq. 1, second form with `α = 0`: with the arithmetic intensity `I = F/B` (flop per
+/// Shimokawabe et al. 2013 eq. 1, second form with `α = 0`: with the arithmetic intensity `I = F/B` (flop per
 /// byte), `P = I / (I + F_peak/B_peak) · F_peak`.
 pub fn improved_roofline_from_intensity(
     device: &Device,

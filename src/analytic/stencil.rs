@@ -1,4 +1,4 @@
-//! The multi-GPU scalability model of stencil applications (seed 004 §5): each time step, every
+//! The multi-GPU scalability model of stencil applications (Shimokawabe et al. 2013 §5): each time step, every
 //! GPU updates its subdomain (`V` flops at the single-GPU rate `P`) and exchanges boundary data
 //! GPU → CPU → network → CPU → GPU; without overlap the two add up (eq. 2), with overlap the
 //! longer one counts (eq. 4). Link bandwidths depend on the message size (eq. 5).
@@ -6,7 +6,7 @@
 use super::{at_least_one, non_negative, positive};
 use crate::InputError;
 
-/// Seed 004 eq. 5: a link's effective bandwidth for `s`-byte messages,
+/// Shimokawabe et al. 2013 eq. 5: a link's effective bandwidth for `s`-byte messages,
 /// `B(s) = s / (s/B0 + t0)`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BandwidthModel {
@@ -132,7 +132,7 @@ pub struct StencilPrediction {
     pub overlap_flops_per_sec: f64,
 }
 
-/// Seed 004 eq. 3: `Σ_j s_j·[2g/B_IB(s_j) + 2/B_PCIe(s_j)]` — the `g` GPUs of a node share its
+/// Shimokawabe et al. 2013 eq. 3: `Σ_j s_j·[2g/B_IB(s_j) + 2/B_PCIe(s_j)]` — the `g` GPUs of a node share its
 /// network link in both directions (`B_IB/2g` each), and each message crosses PCIe twice
 /// (GPU → CPU, CPU → GPU). Returns `(inter-node, PCIe)` seconds. When all `R` GPUs are in one
 /// node (`R ≤ g`) no message crosses the network and the inter-node part is 0 (the paper only
@@ -157,7 +157,7 @@ pub fn comm_time_s(params: &StencilParams) -> Result<(f64, f64), InputError> {
     Ok((ib, pcie))
 }
 
-/// Seed 004 eqs. 2 and 4: the multi-GPU performance without and with overlap of communication
+/// Shimokawabe et al. 2013 eqs. 2 and 4: the multi-GPU performance without and with overlap of communication
 /// by computation, `P_m = VR/(V/P + Σ s_j/B_m(s_j))` and `P_m = VR/max(V/P, Σ s_j/B_m(s_j))`.
 pub fn stencil(params: &StencilParams) -> Result<StencilPrediction, InputError> {
     let v = positive("flops_per_subdomain", params.flops_per_subdomain)?;
@@ -181,7 +181,7 @@ pub fn stencil(params: &StencilParams) -> Result<StencilPrediction, InputError> 
 }
 
 /// A regular `nx × ny × nz` mesh decomposed in 2-D over `y` and `z` on a `py × pz` grid of GPUs
-/// (seed 004 §6: 2-D decomposition; for the LBM mesh `192 × N × N` the small `x` is kept whole).
+/// (Shimokawabe et al. 2013 §6: 2-D decomposition; for the LBM mesh `192 × N × N` the small `x` is kept whole).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Mesh2d {
     /// Points along x (not decomposed).
@@ -216,7 +216,7 @@ impl Mesh2d {
     /// The messages of an interior subdomain per step: up to two faces normal to y
     /// (`nx·nz/pz` points each) and two normal to z (`nx·ny/py`); a dimension split in two has
     /// one neighbour, a dimension not split none. For `N³` on `√R × √R` with 4-byte points a face
-    /// is `4N²/√R` bytes, as in seed 004 §6.1.2.
+    /// is `4N²/√R` bytes, as in Shimokawabe et al. 2013 §6.1.2.
     pub fn messages_bytes(&self) -> Vec<f64> {
         let b = self.bytes_per_boundary_point;
         let y_face = self.nx as f64 * self.nz as f64 / self.pz.max(1) as f64 * b;
@@ -343,7 +343,7 @@ mod tests {
             flops_per_point: 13.0,
             bytes_per_boundary_point: 4.0,
         };
-        // 4 faces of 4N²/√R bytes (seed 004 §6.1.2)
+        // 4 faces of 4N²/√R bytes (Shimokawabe et al. 2013 §6.1.2)
         let f = 4.0 * 512.0 * 512.0 / 4.0;
         assert_eq!(m.messages_bytes(), vec![f; 4]);
         assert_eq!(m.flops_per_subdomain(), 13.0 * 512f64.powi(3) / 16.0);

@@ -374,15 +374,19 @@ pub fn specs(kind: &str) -> Option<&'static [ParamSpec]> {
 
 fn kind_summary(kind: &str) -> &'static str {
     match kind {
-        "loggp" => "LogP/LogGP point-to-point (seed 000 eq. 1)",
-        "mhloggp" => "mHLogGP CPU/GPU point-to-point, four cases (seed 000 §3.1, Fig. 4)",
-        "bcast" => "broadcast: binomial, recursive doubling, ring, MPICH2 rule (seed 000 §3.2)",
-        "hpl" => "original HPL model (HPL scalability.html; seed 001 eq. 3)",
-        "mcl-hpl" => "multi-communication-layer HPL (seed 001 eqs. 17-29)",
-        "mmgp" => "MMGP T(m, p) (seed 002 eq. 11)",
-        "mmgp-search" => "best (m, p) with m·p ≤ N_APU (seed 002 eq. 11)",
-        "roofline" => "Improved Roofline (seed 004 eq. 1)",
-        "stencil" => "multi-GPU stencil scalability, 2-D decomposition (seed 004 eqs. 2-5)",
+        "loggp" => "LogP/LogGP point-to-point (Liu et al. 2012 eq. 1)",
+        "mhloggp" => "mHLogGP CPU/GPU point-to-point, four cases (Liu et al. 2012 §3.1, Fig. 4)",
+        "bcast" => {
+            "broadcast: binomial, recursive doubling, ring, MPICH2 rule (Liu et al. 2012 §3.2)"
+        }
+        "hpl" => "original HPL model (HPL scalability.html; Kim et al. 2021 eq. 3)",
+        "mcl-hpl" => "multi-communication-layer HPL (Kim et al. 2021 eqs. 17-29)",
+        "mmgp" => "MMGP T(m, p) (Blagojevic et al. 2008 eq. 11)",
+        "mmgp-search" => "best (m, p) with m·p ≤ N_APU (Blagojevic et al. 2008 eq. 11)",
+        "roofline" => "Improved Roofline (Shimokawabe et al. 2013 eq. 1)",
+        "stencil" => {
+            "multi-GPU stencil scalability, 2-D decomposition (Shimokawabe et al. 2013 eqs. 2-5)"
+        }
         _ => "",
     }
 }
@@ -734,7 +738,7 @@ fn evaluate(p: &Params) -> Result<Evaluation, InputError> {
             };
             ev.note("case", case);
             if builtin {
-                ev.note("calibration", "seed 000 Tables 1-2 (Dawning TC3600)");
+                ev.note("calibration", "Liu et al. 2012 Tables 1-2 (Dawning TC3600)");
             }
         }
         "bcast" => {
@@ -785,7 +789,7 @@ fn evaluate(p: &Params) -> Result<Evaluation, InputError> {
                 ev.note(
                     "defaults",
                     format!(
-                        "{} from seed 000 Tables 1-2, CPU to CPU",
+                        "{} from Liu et al. 2012 Tables 1-2, CPU to CPU",
                         defaulted.join(", ")
                     ),
                 );
@@ -923,7 +927,10 @@ fn evaluate(p: &Params) -> Result<Evaluation, InputError> {
                         ))
                         .at_field(e.location.field.unwrap_or_default())
                     })?;
-                    ev.note("single_gpu", "Improved Roofline (seed 004 eq. 1)");
+                    ev.note(
+                        "single_gpu",
+                        "Improved Roofline (Shimokawabe et al. 2013 eq. 1)",
+                    );
                     roofline::improved_roofline_from_intensity(
                         &dev,
                         p.real("intensity_flops_per_byte")?,
@@ -1325,7 +1332,7 @@ mod tests {
     fn bcast_defaults_come_from_the_paper_and_the_rule_picks() {
         let t = render(&args("bcast", &["procs=8", "bytes=1048576"])).unwrap();
         assert!(t.contains("algorithm: ring"), "{t}");
-        assert!(t.contains("seed 000"), "{t}");
+        assert!(t.contains("Liu et al. 2012"), "{t}");
         let t = render(&args("bcast", &["procs=4", "bytes=1048576"])).unwrap();
         assert!(t.contains("algorithm: binomial"), "{t}");
     }

@@ -70,7 +70,7 @@ pub enum Switch {
     },
 }
 
-/// Per-message software overheads as a function of size (mHLogGP's o_s and o_r, seed 000
+/// Per-message software overheads as a function of size (mHLogGP's o_s and o_r, Liu et al. 2012
 /// §3.1), linearly interpolated between rows and held constant beyond the last.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OverheadTable {

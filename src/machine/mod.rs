@@ -252,13 +252,13 @@ pub struct Route {
     pub generated_by_symmetry: bool,
 }
 
-/// Runtime overheads and policies (`[runtime]`). Defaults are StarPU-SimGrid's, from seed 003
+/// Runtime overheads and policies (`[runtime]`). Defaults are StarPU-SimGrid's, from Stanisic et al. 2015
 /// Table 2 and StarPU's simulation code (see `docs/machine-format.md`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuntimeConfig {
     /// Cost of allocating GPU memory (cudaMalloc). Default 175 µs.
     pub cuda_malloc_s: f64,
-    /// Cost of freeing GPU memory (cudaFree). Default 125 µs (seed 003 Table 2); StarPU's
+    /// Cost of freeing GPU memory (cudaFree). Default 125 µs (Stanisic et al. 2015 Table 2); StarPU's
     /// simulation code charges 750 µs, so the realistic range is 125-750 µs.
     pub cuda_free_s: f64,
     /// Cost of allocating pinned host memory, per MiB. Default 650 µs.

@@ -8,9 +8,9 @@
 //! - **piecewise**: piecewise-linear in `s` through measured `(bytes, seconds)` points, with
 //!   linear extrapolation beyond the first and last points. StarPU-SimGrid found size- and
 //!   pitch-dependent regimes on PCIe that one line does not capture;
-//! - **stencil**: the stencil scalability paper's bandwidth model (seed 004, eq. 5),
+//! - **stencil**: the stencil scalability paper's bandwidth model (Shimokawabe et al. 2013, eq. 5),
 //!   `B(s) = s / (s/B0 + t0)`, i.e. `t(s) = s/B0 + t0`, with B0 the device's peak bandwidth and
-//!   t0 its latency (seed 004, Table 1: TSUBAME 2.0 PCIe B0 = 4.29 GB/s, t0 = 16.9 µs).
+//!   t0 its latency (Shimokawabe et al. 2013, Table 1: TSUBAME 2.0 PCIe B0 = 4.29 GB/s, t0 = 16.9 µs).
 //!
 //! The stencil model is the affine model under another name; it is kept apart so that files say
 //! which paper their figures come from and which parameter means what.
@@ -53,7 +53,7 @@ impl Piecewise {
     }
 }
 
-/// Seed 004 eq. 5: `B(s) = s / (s/B0 + t0)`, so `t(s) = s/B0 + t0`.
+/// Shimokawabe et al. 2013 eq. 5: `B(s) = s / (s/B0 + t0)`, so `t(s) = s/B0 + t0`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stencil {
     b0_bytes_per_sec: f64,
@@ -79,7 +79,7 @@ pub enum TransferModel {
     Affine(Affine),
     /// Piecewise-linear in size, extrapolated linearly beyond its ends.
     Piecewise(Piecewise),
-    /// `t(s) = s/B0 + t0` (seed 004, eq. 5).
+    /// `t(s) = s/B0 + t0` (Shimokawabe et al. 2013, eq. 5).
     Stencil(Stencil),
 }
 
@@ -145,7 +145,7 @@ impl TransferModel {
         }))
     }
 
-    /// Seed 004 eq. 5 with peak bandwidth `b0_bytes_per_sec` and latency `t0_s`.
+    /// Shimokawabe et al. 2013 eq. 5 with peak bandwidth `b0_bytes_per_sec` and latency `t0_s`.
     pub fn stencil(b0_bytes_per_sec: f64, t0_s: f64) -> Result<Self, ModelError> {
         check_bandwidth("b0", b0_bytes_per_sec)?;
         check_latency("t0", t0_s)?;
@@ -259,7 +259,7 @@ impl TransferModel {
     }
 
     /// The effective bandwidth `s / t(s)` for a transfer of `bytes` bytes, in bytes per second:
-    /// for the stencil model this is seed 004's `B(s)`. 0 for an empty transfer; infinite if the
+    /// for the stencil model this is Shimokawabe et al. 2013's `B(s)`. 0 for an empty transfer; infinite if the
     /// model gives a zero duration to a non-empty transfer (possible only with a piecewise model
     /// whose first points are at zero time).
     pub fn effective_bandwidth_bytes_per_sec(&self, bytes: f64) -> f64 {
@@ -309,7 +309,7 @@ impl fmt::Display for TransferModel {
             ),
             TransferModel::Stencil(m) => write!(
                 f,
-                "stencil (seed 004 eq. 5): t = s / {} + {}",
+                "stencil (Shimokawabe et al. 2013 eq. 5): t = s / {} + {}",
                 format_si(m.b0_bytes_per_sec, "B/s"),
                 format_secs(m.t0_s)
             ),
@@ -348,7 +348,7 @@ mod tests {
 
     #[test]
     fn stencil_matches_seed_004_eq_5() {
-        // TSUBAME 2.0 PCIe, seed 004 Table 1: B0 = 4.29 GB/s, t0 = 16.9 us.
+        // TSUBAME 2.0 PCIe, Shimokawabe et al. 2013 Table 1: B0 = 4.29 GB/s, t0 = 16.9 us.
         let m = TransferModel::stencil(4.29e9, 16.9e-6).unwrap();
         // s = B0 * t0 = 72501 bytes is the half-bandwidth point: t = 2 * t0, B(s) = B0 / 2.
         let half = 4.29e9 * 16.9e-6;

@@ -1,7 +1,7 @@
 //! Collectives built from point-to-point messages, so that the executor simulates their
 //! contention instead of assuming it.
 //!
-//! Broadcast follows MPICH's algorithms and selection rule (seed 000 §3.2;
+//! Broadcast follows MPICH's algorithms and selection rule (Liu et al. 2012 §3.2;
 //! [`crate::analytic::loggp::mpich_bcast_algorithm`], the same rule the analytic model uses):
 //! a binomial tree for short messages (< 12 288 bytes) or fewer than 8 ranks; for medium messages
 //! (< 524 288 bytes) on a power-of-two number of ranks, a binomial scatter of the message cut in

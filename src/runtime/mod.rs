@@ -1,7 +1,7 @@
 //! The StarPU-like runtime: workers, data replicas, memory, transfers, and the simulation loop
 //! that executes a task graph on a machine under a scheduler.
 //!
-//! Semantics (`starpu-reference.md`, seed 003 §5-7):
+//! Semantics (`starpu-reference.md`, Stanisic et al. 2015 §5-7):
 //!
 //! - **Workers.** One per GPU and one per CPU core used for computing; by default each GPU
 //!   reserves a core to drive it. Workers are numbered GPUs first, then CPU cores. A worker runs

@@ -6,7 +6,7 @@
 //! 1. **panel factorisation** on the `P` ranks of process column `k mod Q` (on the host: the
 //!    panel is copied device→host, factorised by the rank's cores, copied back; or on the GPU),
 //!    followed by the **pivot search** cost: `NB` allreduces along the process column, each
-//!    `⌈log2 P⌉` rounds of a small message (seed 001 eq. 27), as one documented latency term
+//!    `⌈log2 P⌉` rounds of a small message (Kim et al. 2021 eq. 27), as one documented latency term
 //!    ([`Op::Delay`](crate::mpi::Op::Delay)), not as messages;
 //! 2. the **panel broadcast** along each process row, built from point-to-point messages:
 //!    increasing ring (HPL's `1ring`), modified increasing ring (`1ringM`) or HPL's long
@@ -378,7 +378,7 @@ impl HplSpec {
 
 /// The seconds of the pivot search of one panel of width `b` in a process column: `b` column
 /// allreduces of `⌈log2 P⌉` rounds, each round one message of `8·(2b + 4)` bytes (the candidate
-/// row and its index, seed 001 eq. 27: `NB·log P·(α + β(2NB + 4))`), costing o_s + o_r plus,
+/// row and its index, Kim et al. 2021 eq. 27: `NB·log P·(α + β(2NB + 4))`), costing o_s + o_r plus,
 /// when the column spans nodes, the NIC and switch latencies and the bytes at NIC bandwidth.
 fn pivot_secs(cluster: &Cluster, b: u64, p: u32, column_spans_nodes: bool) -> f64 {
     let rounds = (p as f64).log2().ceil();

@@ -1,4 +1,4 @@
-//! The `matmul` workload: seed 000 §5's master/worker matrix product C = A·B, as an MPI-style
+//! The `matmul` workload: Liu et al. 2012 §5's master/worker matrix product C = A·B, as an MPI-style
 //! program.
 //!
 //! "Matrices A is divided into p parts. The master process sends every part and broadcast
@@ -12,7 +12,7 @@
 //! - then broadcasts B (n × n) into the host memory of the workers with `MPI_Bcast`
 //!   ([`crate::mpi::collective::bcast`]: MPICH's algorithms and selection rule, from
 //!   point-to-point messages), and each worker copies it host → GPU;
-//! - each worker pays the GPU initialisation `orgb` (seed 000 Table 1: "orgb is the time of
+//! - each worker pays the GPU initialisation `orgb` (Liu et al. 2012 Table 1: "orgb is the time of
 //!   initializing the GPU", charged on the first message a GPU receives, §3.1: o_r = o_rgb +
 //!   o_rn + o_rd) on its host core once its first message has arrived, multiplies its block on
 //!   its GPU (2·rows·n² flops at the node's GEMM rate) and sends its C block back to the
@@ -31,7 +31,7 @@ use crate::units::{self, Kind};
 use super::{Precision, ProgramGenerator};
 
 /// The GPU initialisation time: one figure, or a table by the size of the first message
-/// received (seed 000 Table 1's `orgb` row), interpolated linearly and held beyond its ends.
+/// received (Liu et al. 2012 Table 1's `orgb` row), interpolated linearly and held beyond its ends.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum GpuInit {
@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn gpu_init_table_interpolates() {
-        // Seed 000 Table 1, orgb: 102055 us at 1 B, 103537 us at 4096 B; at 2048.5 B halfway.
+        // Liu et al. 2012 Table 1, orgb: 102055 us at 1 B, 103537 us at 4096 B; at 2048.5 B halfway.
         let s = spec("n = 4\ngpu_init = [[1, \"102055 us\"], [4096, \"103537 us\"]]\n");
         assert!((s.gpu_init_s(2048.5).unwrap() - 0.102796).abs() < 1e-9);
         assert!((s.gpu_init_s(1e9).unwrap() - 0.103537).abs() < 1e-15);

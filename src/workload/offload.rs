@@ -1,7 +1,7 @@
-//! The `offload` workload: MMGP offload phases (seed 002, Blagojevic et al.), as an MPI-style
+//! The `offload` workload: MMGP offload phases (Blagojevic et al. 2008, Blagojevic et al.), as an MPI-style
 //! program.
 //!
-//! MMGP (seed 002 §3) describes a program of `N` phases. In each phase `m` host (HPU) threads do
+//! MMGP (Blagojevic et al. 2008 §3) describes a program of `N` phases. In each phase `m` host (HPU) threads do
 //! their host part, then each offloads its accelerator (APU) part to `p` APUs, one offload after
 //! another with a gap `g` between them (eq. 7's `p·g`); the APUs run their share of the
 //! parallelisable part `T_APU(1, 1)/(m·p)` (eqs. 6, 9), then a serial part `C_APU` runs on one
@@ -10,7 +10,7 @@
 //!
 //! # Mapping onto a program
 //!
-//! | MMGP (seed 002) | field | program |
+//! | MMGP (Blagojevic et al. 2008) | field | program |
 //! |---|---|---|
 //! | `N` (eq. 5) | `phases` | the phases run one after another; each ends in a join |
 //! | `m` (eq. 8) | `hpu_threads` | `m` host kernels per phase |
@@ -26,7 +26,7 @@
 //! | `O_COL` (eq. 10) | `o_col` | per phase, a delay after the join of all threads |
 //!
 //! All durations in the file are totals over the run (as a profile of a sequential run gives them,
-//! seed 002 §4.1), except the per-offload and per-phase overheads `o_offload`, `gap`, `t_csw` and
+//! Blagojevic et al. 2008 §4.1), except the per-offload and per-phase overheads `o_offload`, `gap`, `t_csw` and
 //! `o_col`, which eq. 11 multiplies by `N`. The host parts of a phase all run before its
 //! offloads (a join), as the model adds the HPU and APU terms. Kernel times are deterministic.
 //!
@@ -48,7 +48,7 @@ use super::ProgramGenerator;
 /// Largest number of operations an offload program may have (phases × threads × APUs × 2 or so).
 pub const MAX_OFFLOAD_OPS: u64 = 10_000_000;
 
-/// `[workload]` with `kind = "offload"`: MMGP's parameters (seed 002 eq. 11) and the
+/// `[workload]` with `kind = "offload"`: MMGP's parameters (Blagojevic et al. 2008 eq. 11) and the
 /// configuration `(m, p)`. Quantities are bare numbers in SI base units or strings with a unit
 /// (`"1.3 s"`, `"70 ns"`, `"4 KiB"`); they are boxed to keep [`super::ProgramWorkload`] small.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -80,7 +80,7 @@ pub struct OffloadSpec {
     /// `O_COL`: global synchronisation, per phase (default 0).
     #[serde(default)]
     pub o_col: Option<Box<RawQuantity>>,
-    /// `α_m`: slowdown of host work when threads share the HPU (default 1; seed 002 uses 1.28).
+    /// `α_m`: slowdown of host work when threads share the HPU (default 1; Blagojevic et al. 2008 uses 1.28).
     #[serde(default = "one_f64")]
     pub alpha_m: f64,
     /// Bytes each offload copies from host memory to its APU's memory before the APU starts

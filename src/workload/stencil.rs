@@ -1,9 +1,9 @@
 //! The `stencil` workload: explicit time stepping of a 3-D regular grid decomposed in 2-D over
-//! the GPUs, with halo exchange between neighbours, as an MPI-style program (seed 004,
+//! the GPUs, with halo exchange between neighbours, as an MPI-style program (Shimokawabe et al. 2013,
 //! "Scalability model for multi-GPU computation of stencil applications").
 //!
 //! The `nx × ny × nz` grid is cut along y and z into a `py × pz` grid of subdomains, one per
-//! rank; x, the contiguous dimension, is kept whole (seed 004 §6 decomposes in 2-D; its LBM
+//! rank; x, the contiguous dimension, is kept whole (Shimokawabe et al. 2013 §6 decomposes in 2-D; its LBM
 //! grids are `192 × N × N`, the small x kept whole, as [`crate::analytic::stencil::Mesh2d`]
 //! does). Rank r holds subdomain `(iy, iz) = (r mod py, r / py)`, so consecutive ranks — the
 //! GPUs of one node — are y-neighbours. Boundaries are not periodic: a subdomain on the edge of
@@ -15,10 +15,10 @@
 //! 004's three steps (GPU → CPU over PCIe, CPU → CPU over the network, CPU → GPU), each on the
 //! fluid network, so GPUs sharing a NIC slow each other down.
 //!
-//! Two methods (seed 004 §3.2-3.3, Fig. 2):
+//! Two methods (Shimokawabe et al. 2013 §3.2-3.3, Fig. 2):
 //!
 //! - **non-overlapping**: one kernel updates the whole subdomain, then the halos are exchanged;
-//!   the next step starts when the rank's sends and receives are done (seed 004 eq. 2's
+//!   the next step starts when the rank's sends and receives are done (Shimokawabe et al. 2013 eq. 2's
 //!   `V/P + Σ s/B(s)`);
 //! - **overlapping**: one kernel per face that has a neighbour updates that face's boundary
 //!   layer first; each face's message leaves as soon as its kernel is done, while the inner
@@ -26,7 +26,7 @@
 //!   paper neglects).
 //!
 //! Kernel time: `points × t_point`, with `t_point` either `1 / points_per_sec` (a calibrated
-//! rate) or the Improved Roofline (seed 004 eq. 1 with α = 0): `t_point = F/F_peak + B/B_peak`
+//! rate) or the Improved Roofline (Shimokawabe et al. 2013 eq. 1 with α = 0): `t_point = F/F_peak + B/B_peak`
 //! with `F`, `B` the flops and memory bytes per point and the peaks of the rank's GPU from the
 //! node machine file.
 //!
@@ -46,16 +46,16 @@ use super::ProgramGenerator;
 
 /// Largest number of operations a stencil program may have (steps × ranks × (kernels +
 /// messages)). Beyond this the program needs gigabytes; use fewer steps (every step is the
-/// same, seed 004 §5).
+/// same, Shimokawabe et al. 2013 §5).
 pub const MAX_STENCIL_OPS: u64 = 20_000_000;
 
-/// The applications of seed 004, which fill the per-point figures.
+/// The applications of Shimokawabe et al. 2013, which fill the per-point figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StencilPreset {
-    /// 3-D diffusion, 7-point stencil, single precision (seed 004 §6.1).
+    /// 3-D diffusion, 7-point stencil, single precision (Shimokawabe et al. 2013 §6.1).
     Diffusion,
-    /// D3Q19 lattice Boltzmann, single precision (seed 004 §6.2).
+    /// D3Q19 lattice Boltzmann, single precision (Shimokawabe et al. 2013 §6.2).
     Lbm,
 }
 
@@ -73,7 +73,7 @@ pub struct PresetFigures {
 }
 
 impl StencilPreset {
-    /// The figures from seed 004.
+    /// The figures from Shimokawabe et al. 2013.
     ///
     /// - Diffusion: 13 flops per point (§6.1.1); arithmetic intensity F/B = 0.41 (§6.1.2), so
     ///   B = 13/0.41 ≈ 32 bytes; we take B = 32 (8 single-precision accesses: 7 reads and 1
@@ -104,7 +104,7 @@ impl StencilPreset {
     }
 }
 
-/// How computation and halo exchange are ordered (seed 004 §3.2-3.3).
+/// How computation and halo exchange are ordered (Shimokawabe et al. 2013 §3.2-3.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum StencilMethod {
     /// Compute the whole subdomain, then exchange.
@@ -121,7 +121,7 @@ pub enum StencilMethod {
 pub enum StencilExchange {
     /// One message after the other, each one's three steps done before the next starts: the
     /// paper's codes copy the faces with blocking calls and its model sums the messages
-    /// (seed 004 eq. 3, `Σ_j`).
+    /// (Shimokawabe et al. 2013 eq. 3, `Σ_j`).
     #[default]
     Sequential,
     /// All of a rank's messages at once, sharing the links (non-blocking sends, several copy
@@ -137,7 +137,7 @@ pub enum StencilExchange {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StencilSpec {
-    /// `"diffusion"` or `"lbm"`: fills the per-point figures from seed 004.
+    /// `"diffusion"` or `"lbm"`: fills the per-point figures from Shimokawabe et al. 2013.
     #[serde(default)]
     pub preset: Option<StencilPreset>,
     /// Grid points along x (kept whole).
@@ -505,7 +505,7 @@ impl StencilSpec {
                         peak_flops_per_sec: f,
                         peak_bytes_per_sec: b,
                     };
-                    // Seed 004 eq. 1 with α = 0: P = F/(F/F_peak + B/B_peak); a point takes F/P.
+                    // Shimokawabe et al. 2013 eq. 1 with α = 0: P = F/(F/F_peak + B/B_peak); a point takes F/P.
                     let p = improved_roofline_flops_per_sec(&dev, flops_per_point, bytes, 0.0)
                         .map_err(|e| e.at_field("workload.bytes_per_point"))?;
                     out.push(flops_per_point / p);
@@ -757,7 +757,7 @@ mod tests {
 
     #[test]
     fn presets_match_the_papers_single_gpu_figures() {
-        // Seed 004: diffusion 56.8 Gflop/s on an M2050 (1030 Gflop/s, 148 GB/s) and 99.0 on a
+        // Shimokawabe et al. 2013: diffusion 56.8 Gflop/s on an M2050 (1030 Gflop/s, 148 GB/s) and 99.0 on a
         // K20X (3950, 250); LBM 214.5 on an M2050.
         let rate = |preset: StencilPreset, f: f64, b: f64| {
             let fig = preset.figures();
