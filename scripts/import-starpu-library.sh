@@ -2,7 +2,7 @@
 # Regenerate the imported machine library (calibration/{attila,mirage,idgraf,sirocco,hannibal,
 # hannibal-pitch,gemini}.toml) from the copies of StarPU's calibration samples in
 # tests/data/starpu-samples/. Run from the
-# repository root. tests/calibrate_import.rs checks that the shipped files are exactly what these
+# repository root. tests/integration/calibrate_import.rs checks that the shipped files are exactly what these
 # commands produce, so change both together.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -15,7 +15,7 @@
 //! Units are in the names: `_s` seconds, `_bytes`, `_bytes_per_sec`, `_flops_per_sec`. Bad
 //! parameters (negative times, zero rates, inconsistent grids) are [`InputError`]s naming the
 //! parameter; nothing here panics on input. `docs/analytic.md` lists every equation, the papers'
-//! figures reproduced by `tests/analytic_papers.rs`, and the choices made where a paper is silent.
+//! figures reproduced by `tests/integration/analytic_papers.rs`, and the choices made where a paper is silent.
 
 use crate::InputError;
 

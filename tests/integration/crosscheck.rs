@@ -186,7 +186,7 @@ fn no_violation_is_reported_when_mmgp_holds() {
     // No data moves, so the shared bus is irrelevant.
     assert!(c.violations.is_empty(), "{:?}", c.violations);
     assert!(c.relative_difference.abs() < 0.01);
-    // The model's best configuration on 16 APUs is (16, 1) (tests/analytic_papers.rs).
+    // The model's best configuration on 16 APUs is (16, 1) (tests/integration/analytic_papers.rs).
     assert!(c.notes[0].contains("(m, p) = (16, 1)"), "{}", c.notes[0]);
 }
 

@@ -447,7 +447,7 @@ fn truncated_codelet_sections_never_panic() {
 
 // ---------------------------------------------------------------------------------------------
 // The shipped calibrations against StarPU's files. Expected values are typed from
-// ../shared/calibration-samples/starpu-sampling/codelets/45/ (columns: hash, size, flops,
+// tests/data/starpu-samples/starpu-sampling/codelets/45/ (columns: hash, size, flops,
 // mean (us), dev (us), sum, sum2, n).
 
 fn load(rel: &str) -> Machine {

@@ -737,7 +737,7 @@ fn example_graph() -> TaskGraph {
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/traces");
 
 /// Rewrites `traces/cholesky-mirage-6x6.{paje,json,svg}`:
-/// `cargo test --release --test traces -- --ignored regenerate_example_traces`.
+/// `cargo test --release --test integration -- --ignored traces::regenerate_example_traces`.
 #[test]
 #[ignore = "writes into traces/; run by hand after changing the writers or the runtime"]
 fn regenerate_example_traces() {
