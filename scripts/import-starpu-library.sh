@@ -6,11 +6,11 @@
 # commands produce, so change both together.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet
-H=target/debug/hetsim
+cargo build --release --quiet
+H=target/release/hetsim
 S=tests/data/starpu-samples/starpu-sampling
 G=tests/data/starpu-samples/starpu-sampling-icpp2023-gemini
-STANISIC2015="Stanisic et al. 2015 (StarPU over SimGrid), Table 1 (shared/validation/seed003_machines.csv)"
+STANISIC2015="Stanisic et al. 2015 (StarPU over SimGrid), Table 1"
 README="tools/perfmodels/README (README.starpu-perfmodels in the samples)"
 
 $H calibrate import-starpu $S --host mirage -o calibration/mirage.toml \

@@ -1,9 +1,16 @@
 //! Quantities with units in machine and scenario files ("6.5 GB/s", "10 us", "5.6 GiB").
 //!
-//! Files may write a quantity either as a string with a unit or as a bare number. A bare number
-//! (TOML integer or float) is in SI base units: bytes, seconds, bytes per second, flop per
-//! second. Every parser returns plain `f64` in those base units; callers keep the unit in their
-//! field names (`capacity_bytes`, `latency_s`, ...).
+//! Files write a quantity as a string with its unit ("63 GB/s"). A bare number (`bandwidth = 63`)
+//! is refused with the units the field accepts, because nothing says whether 63 is in B/s or
+//! GB/s; only zero, the same in every unit, may be written bare. Fields whose unit is part of
+//! their documented name or format (SimGrid's XML, `bytes=` parameters) read bare numbers in SI
+//! base units through [`check_number`] and [`parse_or_base`]. Every parser returns plain `f64`
+//! in base units (bytes, seconds, bytes per second, flop per second); callers keep the unit in
+//! their field names (`capacity_bytes`, `latency_s`, ...).
+//!
+//! Values outside a physically meaningful range ([`Kind::range`]: a bandwidth under 1 B/s, a
+//! duration over an hour, ...) are refused with the range, so that no overflow, NaN or infinity
+//! can reach a simulation.
 //!
 //! Decimal prefixes (k, M, G, T) are powers of 10 and binary prefixes (Ki, Mi, Gi, Ti) powers of
 //! 2, as in the SI/IEC standards: "1 GB" is 10^9 bytes and "1 GiB" is 2^30 bytes. Bit rates
@@ -16,6 +23,9 @@
 //! say why.
 
 use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
 
 /// What a quantity measures. Decides the accepted units and the wording of error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,6 +75,111 @@ impl Kind {
             Kind::BytesPerSec => "B/s",
             Kind::FlopsPerSec => "flop/s",
         }
+    }
+
+    /// The physically meaningful magnitudes of a non-zero quantity of this kind, in base units,
+    /// with how they are written in messages: (smallest, largest, "text of the range").
+    /// Beyond them a value is a typo or a unit mistake, and it would overflow or lose all
+    /// precision in a simulation (a 1e-300 B/s link makes every transfer last longer than any
+    /// `f64` date).
+    pub fn range(self) -> (f64, f64, &'static str) {
+        match self {
+            Kind::Bytes => (1.0, 1.152921504606847e18, "from 1 B to 1 EiB"),
+            Kind::Seconds => (1e-15, 3600.0, "from 1 fs to 1 hour"),
+            Kind::BytesPerSec => (1.0, 1e15, "from 1 B/s to 1 PB/s"),
+            Kind::FlopsPerSec => (1.0, 1e19, "from 1 flop/s to 10 Eflop/s"),
+        }
+    }
+
+    /// An example of this kind written with its unit, for messages.
+    fn example(self) -> &'static str {
+        match self {
+            Kind::Bytes => "\"5.6 GiB\"",
+            Kind::Seconds => "\"10 us\"",
+            Kind::BytesPerSec => "\"6.5 GB/s\"",
+            Kind::FlopsPerSec => "\"1030 Gflop/s\"",
+        }
+    }
+}
+
+/// A quantity as written in a file: a bare number or a string with a unit. Read it with
+/// [`RawQuantity::read`], which refuses a bare number other than zero.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawQuantity {
+    /// A TOML integer or float. May be NaN or infinite: `toml` accepts `nan` and `inf`, and
+    /// reading refuses them with a clear message.
+    Number(f64),
+    /// A string such as "6.5 GB/s".
+    Text(String),
+}
+
+impl RawQuantity {
+    /// The value in base units: a string with a unit, or a bare zero; non-negative, finite and
+    /// in [`Kind::range`].
+    pub fn read(&self, kind: Kind) -> Result<f64, UnitError> {
+        self.read_impl(kind, false)
+    }
+
+    /// Like [`RawQuantity::read`], but a bare number is read in base units: for fields named
+    /// after their unit (`bytes = 4096`).
+    pub fn read_base(&self, kind: Kind) -> Result<f64, UnitError> {
+        match self {
+            RawQuantity::Number(v) => check_number(kind, *v),
+            RawQuantity::Text(t) => parse_impl(kind, t, false, true),
+        }
+    }
+
+    /// Like [`RawQuantity::read`], but negative values are accepted.
+    pub fn read_signed(&self, kind: Kind) -> Result<f64, UnitError> {
+        self.read_impl(kind, true)
+    }
+
+    fn read_impl(&self, kind: Kind, allow_negative: bool) -> Result<f64, UnitError> {
+        match self {
+            RawQuantity::Number(v) if *v == 0.0 => Ok(0.0),
+            RawQuantity::Number(v) if v.is_nan() || v.is_infinite() => {
+                check_value(kind, *v, &v.to_string(), allow_negative)
+            }
+            RawQuantity::Number(v) => Err(bare_number(kind, &v.to_string())),
+            RawQuantity::Text(t) => parse_impl(kind, t, allow_negative, false),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawQuantity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = RawQuantity;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string with a unit, such as \"6.5 GB/s\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawQuantity, E> {
+                Ok(RawQuantity::Number(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawQuantity, E> {
+                Ok(RawQuantity::Number(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawQuantity, E> {
+                Ok(RawQuantity::Number(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawQuantity, E> {
+                Ok(RawQuantity::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// "a bare number is ambiguous here": the error for a number written without its unit.
+fn bare_number(kind: Kind, shown: &str) -> UnitError {
+    UnitError {
+        message: format!(
+            "{shown} has no unit: write it with one, such as {} (units: {}); only 0 may be \
+             written bare",
+            kind.example(),
+            kind.known_units()
+        ),
     }
 }
 
@@ -207,10 +322,24 @@ fn check_value(
     if value < 0.0 && !allow_negative {
         return Err(err(kind, shown, "the value must not be negative"));
     }
+    // Signed quantities are coefficients (a regression's a and c), not physical magnitudes.
+    let (lo, hi, range) = kind.range();
+    if !allow_negative && value != 0.0 && !(lo..=hi).contains(&value) {
+        return Err(err(
+            kind,
+            shown,
+            &format!("out of the meaningful range ({range}, or 0)"),
+        ));
+    }
     Ok(value)
 }
 
-fn parse_impl(kind: Kind, text: &str, allow_negative: bool) -> Result<f64, UnitError> {
+fn parse_impl(
+    kind: Kind,
+    text: &str,
+    allow_negative: bool,
+    bare_is_base: bool,
+) -> Result<f64, UnitError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err(err(kind, text, "the string is empty"));
@@ -232,6 +361,9 @@ fn parse_impl(kind: Kind, text: &str, allow_negative: bool) -> Result<f64, UnitE
         .parse()
         .map_err(|_| err(kind, text, &format!("{number:?} is not a number")))?;
     let scale = if unit.is_empty() {
+        if value != 0.0 && !bare_is_base {
+            return Err(bare_number(kind, &format!("{trimmed:?}")));
+        }
         1.0
     } else {
         factor(kind, unit).ok_or_else(|| {
@@ -249,17 +381,25 @@ fn parse_impl(kind: Kind, text: &str, allow_negative: bool) -> Result<f64, UnitE
     check_value(kind, value * scale, text, allow_negative)
 }
 
-/// Parse a non-negative quantity of `kind` from a string, returning it in base units.
+/// Parse a non-negative quantity of `kind` from a string with its unit ("6.5 GB/s"; a bare
+/// "0" is accepted), returning it in base units.
 pub fn parse(kind: Kind, text: &str) -> Result<f64, UnitError> {
-    parse_impl(kind, text, false)
+    parse_impl(kind, text, false, false)
 }
 
 /// Like [`parse`], but negative values are accepted (for offsets and differences).
 pub fn parse_signed(kind: Kind, text: &str) -> Result<f64, UnitError> {
-    parse_impl(kind, text, true)
+    parse_impl(kind, text, true, false)
 }
 
-/// Check a bare number given in base units (a TOML integer or float): finite and non-negative.
+/// Like [`parse`], but a number without a unit is read in base units: for formats that
+/// document it (SimGrid's platform XML, `bytes=` parameters).
+pub fn parse_or_base(kind: Kind, text: &str) -> Result<f64, UnitError> {
+    parse_impl(kind, text, false, true)
+}
+
+/// Check a bare number given in base units, where the format documents them (a column named
+/// in bytes, SimGrid's XML): finite, non-negative and in [`Kind::range`].
 pub fn check_number(kind: Kind, value: f64) -> Result<f64, UnitError> {
     check_value(kind, value, &value.to_string(), false)
 }
@@ -364,7 +504,10 @@ mod tests {
             parse_bytes("5.6 GiB").unwrap(),
             5.6 * 1_073_741_824.0
         ));
-        assert_eq!(parse_bytes("5636554752").unwrap(), 5_636_554_752.0);
+        assert_eq!(
+            parse_or_base(Kind::Bytes, "5636554752").unwrap(),
+            5_636_554_752.0
+        );
     }
 
     #[test]
@@ -383,7 +526,7 @@ mod tests {
         assert!(close(parse_secs("10 μs").unwrap(), 10e-6));
         assert!(close(parse_secs("7 ns").unwrap(), 7e-9));
         assert!(close(parse_secs("0.000010 s").unwrap(), 1e-5));
-        assert!(close(parse_secs("1e-5").unwrap(), 1e-5));
+        assert!(close(parse_or_base(Kind::Seconds, "1e-5").unwrap(), 1e-5));
         assert_eq!(parse_secs("0").unwrap(), 0.0);
     }
 
@@ -427,7 +570,7 @@ mod tests {
         assert!(close(parse_flops_per_sec("14.9 Tflop/s").unwrap(), 14.9e12));
         assert_eq!(parse_flops_per_sec("2e9 flop/s").unwrap(), 2e9);
         assert_eq!(parse_flops_per_sec("5 Mflop/s").unwrap(), 5e6);
-        assert_eq!(parse_flops_per_sec("2000000000").unwrap(), 2e9);
+        assert_eq!(parse_or_base(Kind::FlopsPerSec, "2000000000").unwrap(), 2e9);
     }
 
     #[test]
@@ -521,9 +664,63 @@ mod tests {
     #[test]
     fn exponent_does_not_swallow_units() {
         assert_eq!(parse_bytes("2e3 B").unwrap(), 2000.0);
-        assert_eq!(parse_bytes("2E+3").unwrap(), 2000.0);
+        assert_eq!(parse_bytes("2E+3 B").unwrap(), 2000.0);
         // "2 EB" is not a unit we know; it must not be read as "2e" followed by "B".
         assert!(parse_bytes("2EB").is_err());
+    }
+
+    /// `bandwidth = 63`: GB/s or B/s? A bare number is refused with the units the field
+    /// accepts, in files (TOML numbers) and in strings; zero, the same in every unit, is not.
+    #[test]
+    fn a_bare_number_is_refused_with_the_units_accepted() {
+        let e = RawQuantity::Number(63.0)
+            .read(Kind::BytesPerSec)
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "63 has no unit: write it with one, such as \"6.5 GB/s\" (units: B/s, kB/s, MB/s, \
+             GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s, Bps, kBps, MBps, GBps, TBps, KiBps, MiBps, \
+             GiBps, bit/s, kbit/s, Mbit/s, Gbit/s, Tbit/s, kbps, Mbps, Gbps, Tbps); only 0 may be \
+             written bare"
+        );
+        let e = parse_secs("10").unwrap_err();
+        assert!(e.message.starts_with("\"10\" has no unit"), "{e}");
+        assert_eq!(RawQuantity::Number(0.0).read(Kind::Seconds).unwrap(), 0.0);
+        assert_eq!(parse_bytes_per_sec("0").unwrap(), 0.0);
+        // Where the field is named after its unit, base units are read.
+        assert_eq!(
+            RawQuantity::Number(4096.0).read_base(Kind::Bytes).unwrap(),
+            4096.0
+        );
+        assert!(
+            RawQuantity::Number(f64::NAN)
+                .read(Kind::Seconds)
+                .unwrap_err()
+                .message
+                .contains("NaN")
+        );
+    }
+
+    /// Values no machine has are typos or unit slips: refused with the range, in both paths.
+    #[test]
+    fn values_outside_the_physical_range_are_refused_with_it() {
+        let e = parse_bytes_per_sec("1e-300 B/s").unwrap_err();
+        assert!(
+            e.message
+                .ends_with("out of the meaningful range (from 1 B/s to 1 PB/s, or 0)"),
+            "{e}"
+        );
+        assert!(check_number(Kind::BytesPerSec, 5e-324).is_err());
+        assert!(parse_bytes_per_sec("2 PB/s").is_err());
+        assert_eq!(parse_bytes_per_sec("1 B/s").unwrap(), 1.0);
+        let e = parse_secs("2 h").unwrap_err();
+        assert!(e.message.contains("unknown unit"), "{e}");
+        let e = parse_secs("3601 s").unwrap_err();
+        assert!(e.message.contains("from 1 fs to 1 hour"), "{e}");
+        assert!(parse_flops_per_sec("0.5 flop/s").is_err());
+        assert!(parse_bytes("2 EB").is_err());
+        // Signed quantities are regression coefficients: only finiteness is checked.
+        assert_eq!(parse_signed(Kind::Seconds, "-1e-20 s").unwrap(), -1e-20);
     }
 
     #[test]

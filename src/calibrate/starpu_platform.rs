@@ -105,8 +105,8 @@ fn quantity(
             .map_err(|e| err_at(path, line, format!("{what}: {}", e.message)))?;
         return Ok((format!("{t} {}", kind.base_unit()), v));
     }
-    let v =
-        units::parse(kind, t).map_err(|e| err_at(path, line, format!("{what}: {}", e.message)))?;
+    let v = units::parse_or_base(kind, t)
+        .map_err(|e| err_at(path, line, format!("{what}: {}", e.message)))?;
     Ok((t.to_string(), v))
 }
 

@@ -51,7 +51,7 @@ fn device_name(d: StarpuDevice) -> String {
 fn history_entry(h: &HistoryLine) -> String {
     let mut s = format!(
         "{{ size = {}, mean = {}, stddev = {}, samples = {}",
-        h.size,
+        q(&format!("{} B", h.size)),
         q(&format!("{} us", h.mean_text)),
         q(&format!("{} us", h.dev_text)),
         h.samples
@@ -274,7 +274,7 @@ pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
         let cap = mem
             .trim()
             .parse::<u64>()
-            .map_or_else(|_| q(mem), |v| v.to_string());
+            .map_or_else(|_| q(mem), |v| q(&format!("{v} B")));
         let _ = writeln!(
             w,
             "[[memory_nodes]]\nname = \"CUDA{i}\"\nkind = \"gpu\"\ncapacity = {cap}  # line {}\n",
@@ -476,10 +476,12 @@ pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
                 let hi = 1.1 * r.maxx as f64;
                 match Regression::new(r.a.1 * 1e-6, r.b.1, r.c.1 * 1e-6, Some(lo), Some(hi)) {
                     Ok(_) => Some(format!(
-                        "regression = {{ a = {}, b = {}, c = {}, min_size = {lo:?}, max_size = {hi:?} }}  # line {}, n = {}, minx = {}, maxx = {}",
+                        "regression = {{ a = {}, b = {}, c = {}, min_size = {}, max_size = {} }}  # line {}, n = {}, minx = {}, maxx = {}",
                         q(&format!("{} us", r.a.0)),
                         toml_float(&r.b.0, r.b.1),
                         q(&format!("{} us", r.c.0)),
+                        q(&format!("{lo:?} B")),
+                        q(&format!("{hi:?} B")),
                         r.line,
                         r.samples,
                         r.minx,

@@ -337,7 +337,7 @@ fn overheads(
                 let f = |x: &str| format!("overheads.rows[{i}].{x}");
                 let w = row.get_ref();
                 out.push((
-                    ctx.quantity(&w.bytes, Kind::Bytes, &f("bytes"))?,
+                    ctx.quantity_base(&w.bytes, Kind::Bytes, &f("bytes"))?,
                     ctx.quantity(&w.send, Kind::Seconds, &f("send"))?,
                     ctx.quantity(&w.recv, Kind::Seconds, &f("recv"))?,
                 ));
@@ -505,7 +505,7 @@ mod tests {
             "switch.oversubscription"
         );
         assert_eq!(
-            field("[overheads]\nrows = [{bytes = 1, send = nan, recv = 1}]\n"),
+            field("[overheads]\nrows = [{bytes = 1, send = nan, recv = \"1 s\"}]\n"),
             "overheads.rows[0].send"
         );
     }

@@ -6,49 +6,12 @@
 //! `[machine]` plus the arrays are kept in one struct so that a later cluster format can embed
 //! the same tables per node.
 
-use std::fmt;
 use std::ops::Range;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, Visitor};
 use toml::Spanned;
 
-/// A quantity as written: a bare number (SI base units) or a string with a unit.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RawQuantity {
-    /// A TOML integer or float, in SI base units. May be NaN or infinite: `toml` accepts `nan`
-    /// and `inf`, and validation refuses them with a clear message.
-    Number(f64),
-    /// A string such as "6.5 GB/s".
-    Text(String),
-}
-
-impl<'de> Deserialize<'de> for RawQuantity {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = RawQuantity;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(
-                    "a number in SI base units or a string with a unit, such as \"6.5 GB/s\"",
-                )
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawQuantity, E> {
-                Ok(RawQuantity::Number(v as f64))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawQuantity, E> {
-                Ok(RawQuantity::Number(v as f64))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawQuantity, E> {
-                Ok(RawQuantity::Number(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawQuantity, E> {
-                Ok(RawQuantity::Text(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+pub use crate::units::RawQuantity;
 
 /// A whole machine file.
 #[derive(Debug, Deserialize)]

@@ -20,7 +20,7 @@ use crate::perfmodel::{
     DeviceKind, DeviceModel, DeviceSelector, Histogram, History, HistoryEntry, Noise, ParamError,
     PerfModels, Regression, history::MAX_EXACT_SIZE,
 };
-use crate::units::{self, Kind};
+use crate::units::Kind;
 
 /// Upper bounds that keep ids in `u32` and catch typos such as `count = 1200000`.
 const MAX_ITEMS: usize = 1 << 20;
@@ -58,6 +58,19 @@ impl Ctx<'_> {
         self.any_quantity(q, kind, field, false)
     }
 
+    /// A quantity of `kind` in a field named after its unit (`bytes`): a bare number is read in
+    /// base units.
+    pub(crate) fn quantity_base(
+        &self,
+        q: &Spanned<RawQuantity>,
+        kind: Kind,
+        field: &str,
+    ) -> Result<f64, InputError> {
+        q.get_ref()
+            .read_base(kind)
+            .map_err(|e| self.err(q.span(), field, e.message))
+    }
+
     /// A quantity of `kind` that may be negative (finite).
     fn quantity_signed(
         &self,
@@ -75,11 +88,10 @@ impl Ctx<'_> {
         field: &str,
         signed: bool,
     ) -> Result<f64, InputError> {
-        let r = match (q.get_ref(), signed) {
-            (RawQuantity::Number(v), false) => units::check_number(kind, *v),
-            (RawQuantity::Number(v), true) => units::check_number_signed(kind, *v),
-            (RawQuantity::Text(t), false) => units::parse(kind, t),
-            (RawQuantity::Text(t), true) => units::parse_signed(kind, t),
+        let r = if signed {
+            q.get_ref().read_signed(kind)
+        } else {
+            q.get_ref().read(kind)
         };
         r.map_err(|e| self.err(q.span(), field, e.message))
     }
@@ -1336,7 +1348,7 @@ name = "t"
 [[memory_nodes]]
 name = "RAM"
 kind = "ram"
-capacity = 17179869184
+capacity = "17179869184 B"
 [[memory_nodes]]
 name = "GPU0"
 kind = "gpu"
@@ -1351,7 +1363,7 @@ model = "g"
 memory = "GPU0"
 [[links]]
 name = "Host"
-bandwidth = 6.5e9
+bandwidth = "6.5e9 B/s"
 [[links]]
 name = "Bus"
 bandwidth = "8 GB/s"
@@ -1539,7 +1551,7 @@ model = { kind = "affine", latency = "10 us", bandwidth = "6 GB/s" }
         let e = err("[[routes]]\nsrc = \"RAM\"\ndst = \"RAM\"\nlinks = [\"Host\"]\n");
         assert!(e.message.contains("to itself"), "{e}");
         let e = err(&format!(
-            "{BOTH_ROUTES}[[links]]\nname = \"Bus_UP\"\nbandwidth = 1\n"
+            "{BOTH_ROUTES}[[links]]\nname = \"Bus_UP\"\nbandwidth = \"1 B/s\"\n"
         ));
         assert!(e.message.contains("duplicate link name"), "{e}");
         // More GPUs than cores when each GPU takes a driver core.
@@ -1547,7 +1559,7 @@ model = { kind = "affine", latency = "10 us", bandwidth = "6 GB/s" }
         let e = from_str(&text, "t.toml").unwrap_err();
         assert_eq!(e.location.field.as_deref(), Some("cpus[0].count"));
         let one_core = format!(
-            "{BASE}{BOTH_ROUTES}[[memory_nodes]]\nname = \"GPU1\"\nkind = \"gpu\"\ncapacity = 1\n\
+            "{BASE}{BOTH_ROUTES}[[memory_nodes]]\nname = \"GPU1\"\nkind = \"gpu\"\ncapacity = \"1 B\"\n\
              [[gpus]]\nname = \"GPU1\"\nmodel = \"g\"\nmemory = \"GPU1\"\n\
              [[routes]]\nsrc = \"RAM\"\ndst = \"GPU1\"\nlinks = [\"Host\"]\nsymmetric = true\n"
         )

@@ -604,7 +604,7 @@ pub(crate) mod tests {
         for g in 0..ngpu {
             t += &format!(
                 "[[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
-                 [[links]]\nname = \"P{g}\"\nbandwidth = {PCIE_BW}\nlatency = {PCIE_LAT}\n\
+                 [[links]]\nname = \"P{g}\"\nbandwidth = \"{PCIE_BW} B/s\"\nlatency = \"{PCIE_LAT} s\"\n\
                  sharing = \"split-duplex\"\n\
                  [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"P{g}_DOWN\"]\n\
                  symmetric = true\n"

@@ -381,7 +381,7 @@ pub(crate) mod fixture {
         for g in 0..ngpu {
             t += &format!(
                 "[[gpus]]\nname = \"GPU{g}\"\nmodel = \"g\"\nmemory = \"GPU{g}\"\n\
-                 [[links]]\nname = \"L{g}\"\nbandwidth = {STAR_BW}\nlatency = {STAR_LAT}\n\
+                 [[links]]\nname = \"L{g}\"\nbandwidth = \"{STAR_BW} B/s\"\nlatency = \"{STAR_LAT} s\"\n\
                  [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
             );
         }

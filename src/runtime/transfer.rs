@@ -448,7 +448,7 @@ mod tests {
     fn starpu_estimate_counts_every_gpu_on_every_hop() {
         // star_machine: RAM and two GPUs, each on its own 1 GB/s, 10 µs link.
         let t = crate::runtime::fixture::star_machine_text(2, 2)
-            + "[[links]]\nname = \"P\"\nbandwidth = 2e9\nlatency = 2e-5\n\
+            + "[[links]]\nname = \"P\"\nbandwidth = \"2e9 B/s\"\nlatency = \"2e-5 s\"\n\
                [[routes]]\nsrc = \"GPU0\"\ndst = \"GPU1\"\nlinks = [\"P\"]\n";
         let m = crate::machine::from_str(&t, "t.toml").unwrap();
         let e = Estimates::new(&m, MemNodeId(0), 2);

@@ -403,7 +403,7 @@ mod tests {
                  [[memory_nodes]]\nname = \"GPU0\"\nkind = \"gpu\"\ncapacity = \"8 GiB\"\n\
                  [[cpus]]\ncount = 2\nmodel = \"c\"\nmemory = \"RAM\"\n\
                  [[gpus]]\nname = \"GPU0\"\nmodel = \"g\"\nmemory = \"GPU0\"\n\
-                 [[links]]\nname = \"L\"\nbandwidth = 1e9\nlatency = 1e-3\n\
+                 [[links]]\nname = \"L\"\nbandwidth = \"1e9 B/s\"\nlatency = \"1e-3 s\"\n\
                  [[routes]]\nsrc = \"RAM\"\ndst = \"GPU0\"\nlinks = [\"L\"]\nsymmetric = true\n";
         machine::from_str(t, "t.toml").unwrap()
     }

@@ -28,7 +28,7 @@ use crate::analytic::hpl::{hpl_flops, square_grid};
 use crate::cluster::{Cluster, Switch};
 use crate::error::InputError;
 use crate::mpi::{Buffer, Kernel, Message, OpId, Program, ProgramBuilder, RankId, Unit};
-use crate::units;
+use crate::units::{self, RawQuantity};
 
 use super::ProgramGenerator;
 
@@ -74,23 +74,13 @@ pub enum RankOrder {
     ColumnMajor,
 }
 
-/// A quantity as written: a number in SI base units or a string with a unit.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum Quantity {
-    /// SI base units.
-    Number(f64),
-    /// "4.7 Tflop/s".
-    Text(String),
-}
-
 /// A DGEMM rate model as written in the scenario (`[workload.gpu_dgemm]`,
 /// `[workload.cpu_dgemm]`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRateModel {
     /// Double-precision peak: of one GPU, or of one CPU core.
-    pub peak: Quantity,
+    pub peak: RawQuantity,
     /// Asymptotic fraction of the peak, in (0, 1].
     pub e_max: f64,
     /// Smallest dimension at which half of `e_max` is reached, elements (≥ 0).
@@ -129,11 +119,10 @@ impl RateModel {
     }
 
     fn from_raw(raw: &RawRateModel, field: &str) -> Result<RateModel, InputError> {
-        let peak = match &raw.peak {
-            Quantity::Number(v) => units::check_number(units::Kind::FlopsPerSec, *v),
-            Quantity::Text(t) => units::parse_flops_per_sec(t),
-        }
-        .map_err(|e| InputError::new(e.to_string()).at_field(format!("{field}.peak")))?;
+        let peak = raw
+            .peak
+            .read(units::Kind::FlopsPerSec)
+            .map_err(|e| InputError::new(e.to_string()).at_field(format!("{field}.peak")))?;
         if peak <= 0.0 {
             return Err(InputError::new(format!("the peak must be > 0, got {peak}"))
                 .at_field(format!("{field}.peak")));
@@ -754,7 +743,7 @@ mod tests {
             panel: PanelUnit::Gpu,
             rank_order: RankOrder::RowMajor,
             gpu_dgemm: RawRateModel {
-                peak: Quantity::Text("4.7 Tflop/s".into()),
+                peak: RawQuantity::Text("4.7 Tflop/s".into()),
                 e_max: 0.8,
                 s_half: 0.0,
             },
@@ -937,7 +926,7 @@ mod tests {
         let s = HplSpec {
             panel: PanelUnit::Cpu,
             cpu_dgemm: Some(RawRateModel {
-                peak: Quantity::Number(35.2e9),
+                peak: RawQuantity::Text("35.2 Gflop/s".into()),
                 e_max: 0.9,
                 s_half: 0.0,
             }),
@@ -1042,7 +1031,7 @@ mod tests {
     #[test]
     fn error_peak_unit() {
         let mut s = spec(400, 100);
-        s.gpu_dgemm.peak = Quantity::Text("4.7 GB/s".into());
+        s.gpu_dgemm.peak = RawQuantity::Text("4.7 GB/s".into());
         let e = s.plan(&node4()).unwrap_err();
         assert_eq!(field(&e), "workload.gpu_dgemm.peak");
     }

@@ -22,11 +22,11 @@ use serde::Deserialize;
 
 use crate::cluster::Cluster;
 use crate::error::InputError;
-use crate::machine::format::RawQuantity;
 use crate::mpi::collective::{Bcast, bcast};
 use crate::mpi::{Buffer, Kernel, Message, OpId, Program, ProgramBuilder, RankId, Unit};
 use crate::perfmodel::{DeviceKind, DeviceSelector};
-use crate::units::{self, Kind};
+use crate::units::Kind;
+use crate::units::RawQuantity;
 
 use super::{Precision, ProgramGenerator};
 
@@ -67,11 +67,7 @@ fn err(field: &str, message: impl Into<String>) -> InputError {
 }
 
 fn quantity(field: &str, kind: Kind, q: &RawQuantity) -> Result<f64, InputError> {
-    match q {
-        RawQuantity::Number(v) => units::check_number(kind, *v),
-        RawQuantity::Text(t) => units::parse(kind, t),
-    }
-    .map_err(|e| err(field, e.message))
+    q.read(kind).map_err(|e| err(field, e.message))
 }
 
 /// Row `i`'s share of `n` rows cut in `p` parts: `n(i+1)/p − n·i/p`.
@@ -375,7 +371,7 @@ mod tests {
         let s = spec("n = 4\ngpu_init = [[1, \"102055 us\"], [4096, \"103537 us\"]]\n");
         assert!((s.gpu_init_s(2048.5).unwrap() - 0.102796).abs() < 1e-9);
         assert!((s.gpu_init_s(1e9).unwrap() - 0.103537).abs() < 1e-15);
-        let bad = spec("n = 4\ngpu_init = [[10, 1], [5, 2]]\n");
+        let bad = spec("n = 4\ngpu_init = [[10, \"1 s\"], [5, \"2 s\"]]\n");
         assert!(
             bad.gpu_init_s(1.0)
                 .unwrap_err()

@@ -39,9 +39,9 @@ use serde::Deserialize;
 
 use crate::cluster::Cluster;
 use crate::error::InputError;
-use crate::machine::format::RawQuantity;
 use crate::mpi::{Kernel, Message, OpId, Program, ProgramBuilder, RankId, Unit};
 use crate::units;
+use crate::units::RawQuantity;
 
 use super::ProgramGenerator;
 
@@ -132,8 +132,7 @@ fn seconds(field: &str, q: Option<&RawQuantity>) -> Result<f64, InputError> {
     let at = format!("workload.{field}");
     let v = match q {
         None => return Ok(0.0),
-        Some(RawQuantity::Number(v)) => units::check_number(units::Kind::Seconds, *v),
-        Some(RawQuantity::Text(t)) => units::parse_secs(t),
+        Some(q) => q.read(units::Kind::Seconds),
     };
     v.map_err(|e| InputError::new(e.to_string()).at_field(at))
 }
@@ -161,9 +160,8 @@ impl OffloadSpec {
         }
         let offload_bytes = match self.offload_bytes.as_deref() {
             None => 0.0,
-            Some(RawQuantity::Number(v)) => units::check_number(units::Kind::Bytes, *v)
-                .map_err(|e| InputError::new(e.to_string()).at_field("workload.offload_bytes"))?,
-            Some(RawQuantity::Text(t)) => units::parse_bytes(t)
+            Some(q) => q
+                .read(units::Kind::Bytes)
                 .map_err(|e| InputError::new(e.to_string()).at_field("workload.offload_bytes"))?,
         };
         Ok(OffloadParams {
@@ -292,7 +290,7 @@ mod tests {
         hpu_threads = 4
         apus_per_thread = 4
         t_hpu = "1.3 s"
-        t_apu = 370
+        t_apu = "370 s"
         c_apu = "1.72 s"
         o_offload = "70 ns"
         gap = "0.8 s"
@@ -315,16 +313,16 @@ mod tests {
     #[test]
     fn bad_values_name_their_field() {
         let e = |text: &str| spec(text).params().unwrap_err();
-        let base = "hpu_threads = 1\napus_per_thread = 1\nt_hpu = 1\nt_apu = 1\n";
+        let base = "hpu_threads = 1\napus_per_thread = 1\nt_hpu = \"1 s\"\nt_apu = \"1 s\"\n";
         let f = e(&format!("{base}gap = \"3 parsecs\"\n"));
         assert_eq!(f.location.field.as_deref(), Some("workload.gap"));
-        let f = e(&format!("{base}c_apu = -1\n"));
+        let f = e(&format!("{base}c_apu = \"-1 s\"\n"));
         assert_eq!(f.location.field.as_deref(), Some("workload.c_apu"));
         let f = e(&format!("{base}alpha_m = 0\n"));
         assert_eq!(f.location.field.as_deref(), Some("workload.alpha_m"));
         let f = e(&format!("{base}phases = 0\n"));
         assert_eq!(f.location.field.as_deref(), Some("workload.phases"));
-        let f = e("hpu_threads = 0\napus_per_thread = 1\nt_hpu = 1\nt_apu = 1\n");
+        let f = e("hpu_threads = 0\napus_per_thread = 1\nt_hpu = \"1 s\"\nt_apu = \"1 s\"\n");
         assert_eq!(f.location.field.as_deref(), Some("workload.hpu_threads"));
         let f = e(&format!("{base}offload_bytes = \"1 furlong\"\n"));
         assert_eq!(f.location.field.as_deref(), Some("workload.offload_bytes"));

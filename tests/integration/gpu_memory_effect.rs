@@ -13,10 +13,13 @@ const ATTILA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/attila.to
 fn run(gpu_capacity: Option<&str>, n: u64) -> RunReport {
     let text = std::fs::read_to_string(ATTILA).unwrap();
     let text = match gpu_capacity {
-        // Every GPU memory node of attila.toml is written `capacity = 3220897792`.
+        // Every GPU memory node of attila.toml is written `capacity = "3220897792 B"`.
         Some(c) => {
-            assert_eq!(text.matches("capacity = 3220897792").count(), 3);
-            text.replace("capacity = 3220897792", &format!("capacity = \"{c}\""))
+            assert_eq!(text.matches("capacity = \"3220897792 B\"").count(), 3);
+            text.replace(
+                "capacity = \"3220897792 B\"",
+                &format!("capacity = \"{c}\""),
+            )
         }
         None => text,
     };

@@ -218,6 +218,26 @@ struct Bad {
 
 const BAD: &[Bad] = &[
     Bad {
+        file: "bare_number_bandwidth",
+        field: "links[1].bandwidth",
+        message: "63 has no unit: write it with one, such as \"6.5 GB/s\" (units: B/s, kB/s,",
+    },
+    Bad {
+        file: "tiny_bandwidth",
+        field: "links[1].bandwidth",
+        message: "out of the meaningful range (from 1 B/s to 1 PB/s, or 0)",
+    },
+    Bad {
+        file: "subnormal_bandwidth",
+        field: "links[1].bandwidth",
+        message: "out of the meaningful range (from 1 B/s to 1 PB/s, or 0)",
+    },
+    Bad {
+        file: "huge_latency",
+        field: "links[1].latency",
+        message: "out of the meaningful range (from 1 fs to 1 hour, or 0)",
+    },
+    Bad {
         file: "unknown_link_in_route",
         field: "routes[0].links[1]",
         message: "unknown link `Hots`",

@@ -85,20 +85,20 @@ name = "gemm"
 [[codelets.models]]
 device = "cpu"
 history = [
-  { size = 1000, mean = "10 ms", stddev = "1 ms", samples = 20 },
+  { size = "1000 B", mean = "10 ms", stddev = "1 ms", samples = 20 },
   { size = "4 kB", mean = "80 ms" },
 ]
 
 [[codelets.models]]
 device = "gpu"
 history = [
-  { size = 1000, mean = "1 ms", stddev = "0.1 ms" },
-  { size = 2000, mean = "3 ms" },
+  { size = "1000 B", mean = "1 ms", stddev = "0.1 ms" },
+  { size = "2000 B", mean = "3 ms" },
 ]
 
 [[codelets.models]]
 device = "CUDA1"
-history = [{ size = 1000, mean = "2 ms", stddev = "0.2 ms" }]
+history = [{ size = "1000 B", mean = "2 ms", stddev = "0.2 ms" }]
 flop_rate = "500 Gflop/s"
 "#;
 
@@ -145,7 +145,7 @@ fn regression_for_an_unseen_size() {
 name = "potrf"
 [[codelets.models]]
 device = "gpu"
-history = [{ size = 409600, mean = "11 ms" }]
+history = [{ size = "409600 B", mean = "11 ms" }]
 regression = { a = "0.5 ns", b = 1.5, c = "20 us", min_size = "1 MB", max_size = "10 MB" }
 "#,
     );
@@ -179,7 +179,7 @@ device = "gpu"
 flop_rate = "500 GFlop/s"
 [[codelets.models]]
 device = "cpu"
-flop_rate = 10e9
+flop_rate = "10e9 flop/s"
 "#,
     );
     // An sgemm on 960 tiles: 2 * 960^3 = 1.769472e9 flop; at 500 Gflop/s, 3.538944 ms.
@@ -224,7 +224,7 @@ fn no_model_errors_name_codelet_device_size_and_the_sizes_that_exist() {
     );
 
     let pm = models_with(
-        "[[codelets]]\nname = \"g\"\n[[codelets.models]]\ndevice = \"CUDA1\"\nflop_rate = 1e9\n",
+        "[[codelets]]\nname = \"g\"\n[[codelets.models]]\ndevice = \"CUDA1\"\nflop_rate = \"1e9 flop/s\"\n",
     );
     let e = pm.key("g", CUDA0).unwrap_err();
     assert_eq!(
@@ -401,7 +401,7 @@ fn included_files_add_codelets_and_locate_their_errors() {
     let inc = dir.join("models/k.toml");
     std::fs::write(
         &inc,
-        "[[codelets]]\nname = \"potrf\"\n[[codelets.models]]\ndevice = \"CUDA0\"\nhistory = [{ size = 8, mean = \"5 us\" }]\n",
+        "[[codelets]]\nname = \"potrf\"\n[[codelets.models]]\ndevice = \"CUDA0\"\nhistory = [{ size = \"8 B\", mean = \"5 us\" }]\n",
     )
     .unwrap();
     let m = machine::load(&main).unwrap_or_else(|e| panic!("{e}"));
@@ -412,7 +412,7 @@ fn included_files_add_codelets_and_locate_their_errors() {
     // An error inside the included file names that file, its line and field.
     std::fs::write(
         &inc,
-        "[[codelets]]\nname = \"potrf\"\n[[codelets.models]]\ndevice = \"CUDA0\"\nhistory = [{ size = 8, mean = \"-5 us\" }]\n",
+        "[[codelets]]\nname = \"potrf\"\n[[codelets.models]]\ndevice = \"CUDA0\"\nhistory = [{ size = \"8 B\", mean = \"-5 us\" }]\n",
     )
     .unwrap();
     let e = machine::load(&main).unwrap_err();
@@ -426,7 +426,7 @@ fn included_files_add_codelets_and_locate_their_errors() {
     // A codelet defined in both files.
     std::fs::write(
         &inc,
-        "[[codelets]]\nname = \"gemm\"\n[[codelets.models]]\ndevice = \"CUDA0\"\nflop_rate = 1e9\n",
+        "[[codelets]]\nname = \"gemm\"\n[[codelets.models]]\ndevice = \"CUDA0\"\nflop_rate = \"1e9 flop/s\"\n",
     )
     .unwrap();
     let e = machine::load(&main).unwrap_err();

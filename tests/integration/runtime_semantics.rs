@@ -34,18 +34,18 @@ fn machine(ngpu: usize, gpu_capacity_bytes: u64) -> Machine {
     );
     for g in 0..ngpu {
         t += &format!(
-            "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = {gpu_capacity_bytes}\n"
+            "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"{gpu_capacity_bytes} B\"\n"
         );
     }
     t += "[[cpus]]\ncount = 8\nmodel = \"cpu\"\nmemory = \"RAM\"\n";
     for g in 0..ngpu {
         t += &format!("[[gpus]]\nname = \"GPU{g}\"\nmodel = \"gpu\"\nmemory = \"GPU{g}\"\n");
     }
-    t += &format!("[[links]]\nname = \"Host\"\nbandwidth = {BW}\nlatency = 0\n");
+    t += &format!("[[links]]\nname = \"Host\"\nbandwidth = \"{BW} B/s\"\nlatency = 0\n");
     for g in 0..ngpu {
         t += &format!(
-            "[[links]]\nname = \"RAM-GPU{g}\"\nbandwidth = {BW}\nlatency = {LAT}\n\
-             [[links]]\nname = \"GPU{g}-RAM\"\nbandwidth = {BW}\nlatency = {LAT}\n\
+            "[[links]]\nname = \"RAM-GPU{g}\"\nbandwidth = \"{BW} B/s\"\nlatency = \"{LAT} s\"\n\
+             [[links]]\nname = \"GPU{g}-RAM\"\nbandwidth = \"{BW} B/s\"\nlatency = \"{LAT} s\"\n\
              [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"RAM-GPU{g}\", \"Host\"]\n\
              [[routes]]\nsrc = \"GPU{g}\"\ndst = \"RAM\"\nlinks = [\"GPU{g}-RAM\", \"Host\"]\n"
         );

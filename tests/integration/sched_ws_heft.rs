@@ -20,14 +20,14 @@ fn machine(ngpu: usize, gpu_bytes: u64) -> Machine {
     );
     for g in 0..ngpu {
         t += &format!(
-            "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = {gpu_bytes}\n"
+            "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"{gpu_bytes} B\"\n"
         );
     }
     t += "[[cpus]]\ncount = 8\nmodel = \"cpu\"\nmemory = \"RAM\"\n";
     for g in 0..ngpu {
         t += &format!(
             "[[gpus]]\nname = \"GPU{g}\"\nmodel = \"gpu\"\nmemory = \"GPU{g}\"\n\
-             [[links]]\nname = \"L{g}\"\nbandwidth = 6e9\nlatency = 1e-5\n\
+             [[links]]\nname = \"L{g}\"\nbandwidth = \"6e9 B/s\"\nlatency = \"1e-5 s\"\n\
              [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"L{g}\"]\nsymmetric = true\n"
         );
     }

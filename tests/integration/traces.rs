@@ -35,24 +35,24 @@ fn small_machine(ngpu: usize, gpu_capacity_bytes: u64) -> Machine {
     );
     for g in 0..ngpu {
         t += &format!(
-            "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = {gpu_capacity_bytes}\n"
+            "[[memory_nodes]]\nname = \"GPU{g}\"\nkind = \"gpu\"\ncapacity = \"{gpu_capacity_bytes} B\"\n"
         );
     }
     t += "[[cpus]]\ncount = 8\nmodel = \"cpu\"\nmemory = \"RAM\"\n";
     for g in 0..ngpu {
         t += &format!("[[gpus]]\nname = \"GPU{g}\"\nmodel = \"gpu\"\nmemory = \"GPU{g}\"\n");
     }
-    t += "[[links]]\nname = \"Host\"\nbandwidth = 6e9\nlatency = 0\n";
+    t += "[[links]]\nname = \"Host\"\nbandwidth = \"6e9 B/s\"\nlatency = 0\n";
     for g in 0..ngpu {
         t += &format!(
-            "[[links]]\nname = \"RAM-GPU{g}\"\nbandwidth = 6e9\nlatency = 1e-5\n\
-             [[links]]\nname = \"GPU{g}-RAM\"\nbandwidth = 6e9\nlatency = 1e-5\n\
+            "[[links]]\nname = \"RAM-GPU{g}\"\nbandwidth = \"6e9 B/s\"\nlatency = \"1e-5 s\"\n\
+             [[links]]\nname = \"GPU{g}-RAM\"\nbandwidth = \"6e9 B/s\"\nlatency = \"1e-5 s\"\n\
              [[routes]]\nsrc = \"RAM\"\ndst = \"GPU{g}\"\nlinks = [\"RAM-GPU{g}\", \"Host\"]\n\
              [[routes]]\nsrc = \"GPU{g}\"\ndst = \"RAM\"\nlinks = [\"GPU{g}-RAM\", \"Host\"]\n"
         );
     }
     if ngpu >= 2 {
-        t += "[[links]]\nname = \"Peer\"\nbandwidth = 5e9\nlatency = 1e-5\n\
+        t += "[[links]]\nname = \"Peer\"\nbandwidth = \"5e9 B/s\"\nlatency = \"1e-5 s\"\n\
               [[routes]]\nsrc = \"GPU0\"\ndst = \"GPU1\"\nlinks = [\"Peer\"]\n\
               [[routes]]\nsrc = \"GPU1\"\ndst = \"GPU0\"\nlinks = [\"Peer\"]\n";
     }
