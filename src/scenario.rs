@@ -38,7 +38,7 @@ use toml::de::{DeArray, DeTable, DeValue};
 use crate::cluster::Cluster;
 use crate::error::{Error, InputError, Location, line_of_offset, read_input};
 use crate::fluid::SharingMode;
-use crate::machine::Machine;
+use crate::machine::{Machine, MemKind};
 use crate::mpi::exec::{ExecOptions, ProgramReport};
 use crate::runtime::{RunConfig, RunReport};
 use crate::sched::{self, Scheduler};
@@ -155,6 +155,21 @@ pub struct WorkloadSpec {
 }
 
 impl WorkloadSpec {
+    /// Bytes of data the generator registers, from the parameters alone: Cholesky's lower
+    /// triangle of tiles, LU's T² tiles, GEMM's A, B and C (saturating; `n` and `nb` checked).
+    pub fn data_bytes(&self) -> u64 {
+        let t = u128::from(self.n.div_ceil(self.nb.max(1)));
+        let tile = u128::from(self.nb)
+            * u128::from(self.nb)
+            * u128::from(self.precision.bytes_per_element());
+        let tiles = match self.kind {
+            Kernel::Cholesky => t * (t + 1) / 2,
+            Kernel::Lu => t * t,
+            Kernel::Gemm => 3 * t * t,
+        };
+        u64::try_from(tiles * tile).unwrap_or(u64::MAX)
+    }
+
     /// `cholesky`, `lu` or `gemm`.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
@@ -317,6 +332,7 @@ pub fn from_str<'i>(
     };
     let root = DeTable::parse(text).map_err(|e| src.toml_error(&e))?;
     let (span, mut table) = (root.span(), root.into_inner());
+    refuse_machine_file(path, &table)?;
     let mut next = text.len() + 1;
     for ov in overrides {
         let (value, len) = override_value(ov, next);
@@ -329,6 +345,26 @@ pub fn from_str<'i>(
     let de = toml::de::Deserializer::from(Spanned::new(span, table));
     let raw = RawScenario::deserialize(de).map_err(|e| src.toml_error(&e))?;
     build(&src, raw, program, overrides)
+}
+
+/// A machine or cluster file given where a scenario is expected (`hetsim run mirage.toml`) is
+/// recognised by its tables, and the message says what to do instead.
+fn refuse_machine_file(path: &Path, table: &DeTable<'_>) -> Result<(), InputError> {
+    let has = |k: &str| table.contains_key(k);
+    let what = if has("cluster") && has("nic") {
+        "a cluster file"
+    } else if has("memory_nodes") || has("cpus") || has("gpus") || has("links") {
+        "a machine file"
+    } else {
+        return Ok(());
+    };
+    let shown = path.display();
+    Err(InputError::new(format!(
+        "this is {what}, not a scenario: a scenario names a machine, a workload and a \
+         scheduler (docs/scenarios.md). Check it with `hetsim check {shown}`, or run a scenario \
+         that uses it, e.g. one of scenarios/*.toml with --set scenario.machine={shown}"
+    ))
+    .in_file(path))
 }
 
 /// If `[workload] kind` names a program kind, take the `[workload]` table out of the tree and
@@ -741,8 +777,14 @@ fn build(
             "the machine path is empty: give a machine file, relative to the scenario file",
         ));
     }
-    let dir = src.file.parent().unwrap_or(Path::new(""));
-    let machine_file = dir.join(h.machine.get_ref());
+    // A path in the file is relative to the file; one given with --set, like any path on a
+    // command line, to the working directory.
+    let machine_file = if src.override_at(h.machine.span().start).is_some() {
+        PathBuf::from(h.machine.get_ref())
+    } else {
+        let dir = src.file.parent().unwrap_or(Path::new(""));
+        dir.join(h.machine.get_ref())
+    };
 
     // [machine]
     let (mut nodes, mut gpus_per_node) = (None, None);
@@ -987,6 +1029,24 @@ fn check_tiling(w: &WorkloadSpec) -> Result<(), InputError> {
     crate::workload::Tiling::new(w.n, w.nb, w.precision, count).map(|_| ())
 }
 
+/// The largest multiple of the tile size whose data fits in `ram` bytes (for messages).
+fn largest_fitting_order(w: &WorkloadSpec, ram: u64) -> u64 {
+    let (mut lo, mut hi) = (0u64, w.n / w.nb.max(1));
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let probe = WorkloadSpec {
+            n: mid * w.nb,
+            ..*w
+        };
+        if probe.data_bytes() <= ram {
+            lo = mid
+        } else {
+            hi = mid - 1
+        }
+    }
+    lo * w.nb
+}
+
 /// Tasks of a tiled Cholesky with `t` tiles per side: T + T(T−1) + T(T−1)(T−2)/6.
 pub fn cholesky_tasks(t: u64) -> u64 {
     let t = u128::from(t);
@@ -1061,8 +1121,8 @@ impl Scenario {
             };
             return Err(self.locate(
                 InputError::new(format!(
-                    "cannot read machine file {}: {why} (the path is relative to the scenario \
-                     file's directory)",
+                    "cannot read machine file {}: {why} (a path in the scenario is relative to \
+                     its directory, one given with --set to the working directory)",
                     self.machine_file.display()
                 ))
                 .at_field("scenario.machine"),
@@ -1198,6 +1258,7 @@ impl Scenario {
             let e = e.at_field("scenario.machine");
             self.locate(e)
         })?;
+        self.check_data_fits(&machine)?;
         let graph = self.generate()?;
         let mut sched = self.build_scheduler()?;
         let report = crate::runtime::simulate_observed(
@@ -1213,6 +1274,35 @@ impl Scenario {
             other => other,
         })?;
         Ok(report)
+    }
+
+    /// Refuse, before building the graph, a workload whose data cannot fit in the machine's RAM
+    /// (the runtime would refuse it too, after building gigabytes of graph).
+    fn check_data_fits(&self, machine: &Machine) -> Result<(), InputError> {
+        let w = self.graph_workload()?;
+        let ram: u64 = machine
+            .memory_nodes()
+            .iter()
+            .filter(|m| m.kind == MemKind::Ram)
+            .map(|m| m.capacity_bytes)
+            .sum();
+        let need = w.data_bytes();
+        if need > ram {
+            return Err(self.locate(
+                InputError::new(format!(
+                    "the workload's data ({}, n = {} in tiles of {}) does not fit in the RAM of \
+                     machine `{}` ({}); the largest order that fits is about n = {}",
+                    crate::units::format_bytes(need as f64),
+                    w.n,
+                    w.nb,
+                    machine.name(),
+                    crate::units::format_bytes(ram as f64),
+                    largest_fitting_order(w, ram)
+                ))
+                .at_field("workload.n"),
+            ));
+        }
+        Ok(())
     }
 
     /// Errors of the simulation: those about the run or the workload belong to the scenario,

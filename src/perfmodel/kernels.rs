@@ -71,8 +71,8 @@ impl<'a> CalibratedKernels<'a> {
 }
 
 impl KernelTimes for CalibratedKernels<'_> {
-    fn explain(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<String> {
-        CalibratedKernels::explain(self, graph, task, worker).map(|e| e.to_string())
+    fn explain(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<NoModel> {
+        CalibratedKernels::explain(self, graph, task, worker)
     }
 
     fn mean_s(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<f64> {

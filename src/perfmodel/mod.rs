@@ -359,6 +359,66 @@ fn list<T: fmt::Display>(items: &[T], unit: &str) -> String {
     }
 }
 
+/// How a size in bytes reads as a square tile of floats or doubles ("960×960 single"), the shape
+/// of StarPU's dense codelets; `None` when it is neither.
+fn square_tile(bytes: u64) -> Option<String> {
+    let side = |elem: u64| {
+        (bytes % elem == 0)
+            .then(|| (bytes / elem).isqrt())
+            .filter(|k| k * k * elem == bytes && *k > 0)
+    };
+    match (side(4), side(8)) {
+        (Some(s), Some(d)) => Some(format!("{s}×{s} single or {d}×{d} double")),
+        (Some(s), None) => Some(format!("{s}×{s} single")),
+        (None, Some(d)) => Some(format!("{d}×{d} double")),
+        (None, None) => None,
+    }
+}
+
+fn size_with_tile(bytes: u64) -> String {
+    match square_tile(bytes) {
+        Some(t) => format!("{bytes} B ({t})"),
+        None => format!("{bytes} B"),
+    }
+}
+
+impl NoModel {
+    /// One short sentence for the reasons several devices gave for the same task: when every
+    /// device misses only the size, the sizes the machine is calibrated for (over all devices)
+    /// instead of one sentence per device.
+    pub fn summarize(reasons: &[NoModel]) -> String {
+        let sizes: Option<Vec<u64>> =
+            reasons
+                .iter()
+                .try_fold(Vec::new(), |mut acc, r| match &r.reason {
+                    NoModelReason::SizeNotCovered { available_sizes } => {
+                        acc.extend(available_sizes);
+                        Some(acc)
+                    }
+                    _ => None,
+                });
+        match (reasons.first(), sizes) {
+            (None, _) => String::new(),
+            (Some(first), Some(mut sizes)) => {
+                sizes.sort_unstable();
+                sizes.dedup();
+                let shown: Vec<String> = sizes.iter().map(|&s| size_with_tile(s)).collect();
+                format!(
+                    "the models of codelet `{}` do not cover size {}; they are calibrated for {}",
+                    first.codelet,
+                    first.size_bytes.map_or("?".into(), size_with_tile),
+                    list(&shown, "")
+                )
+            }
+            (Some(_), None) => {
+                let mut lines: Vec<String> = reasons.iter().map(|r| r.to_string()).collect();
+                lines.dedup();
+                lines.join("; ")
+            }
+        }
+    }
+}
+
 impl fmt::Display for NoModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -37,6 +37,7 @@
 //!   draws each duration ([`KernelTimes::draw_s`]) from the run's seeded generator.
 
 use crate::machine::{MemKind, MemNodeId};
+use crate::perfmodel::NoModel;
 use crate::workload::{HandleId, TaskGraph, TaskId};
 
 mod memory;
@@ -118,7 +119,7 @@ pub trait KernelTimes {
 
     /// Why `worker` has no duration for `task`, for error messages (codelet, device, size and
     /// what the model does cover); `None` if there is nothing more to say.
-    fn explain(&self, _graph: &TaskGraph, _task: TaskId, _worker: &Worker) -> Option<String> {
+    fn explain(&self, _graph: &TaskGraph, _task: TaskId, _worker: &Worker) -> Option<NoModel> {
         None
     }
 }

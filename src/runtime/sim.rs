@@ -15,6 +15,7 @@ use crate::engine::Calendar;
 use crate::error::{Error, InputError};
 use crate::fluid::{FlowId, FlowSpec};
 use crate::machine::{Machine, MemKind, MemNodeId};
+use crate::perfmodel::NoModel;
 use crate::sched::{Decision, Scheduler};
 use crate::workload::{HandleId, TaskGraph, TaskId};
 
@@ -349,21 +350,20 @@ pub(crate) fn runnable_of(
             }
         }
         if !modelled {
-            let why: Vec<String> = devs
+            let why: Vec<NoModel> = devs
                 .iter()
                 .filter_map(|&r| kernels.explain(graph, t, &workers[r]))
                 .collect();
             return Err(InputError::new(format!(
-                "unknown kernel: no worker of machine `{}` has a model for codelet `{}` (task {}, \
-                 {} bytes of data){}; add a model for it to the machine file",
+                "unknown kernel: no worker of machine `{}` has a model for codelet `{}` (task {}){}; \
+                 add a model for it to the machine file",
                 machine.name(),
                 graph.task_codelet_name(t),
                 t.0,
-                need,
                 if why.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", why.join("; "))
+                    format!(": {}", NoModel::summarize(&why))
                 }
             ))
             .at_field("codelets"));

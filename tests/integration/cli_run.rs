@@ -655,3 +655,82 @@ fn an_unwritable_trace_path_is_bad_input() {
     assert!(err.contains("/nonexistent-dir/t.json"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The exit status and the whole of stderr of a run that must fail on its input.
+fn refused(args: &[&str]) -> String {
+    let out = hetsim(args);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    stderr(&out)
+}
+
+/// A machine file given where a scenario is expected says so and points the way.
+#[test]
+fn a_machine_file_given_to_run_says_what_it_is() {
+    assert_eq!(
+        refused(&["run", "calibration/mirage.toml"]),
+        "hetsim: error: calibration/mirage.toml: this is a machine file, not a scenario: a \
+         scenario names a machine, a workload and a scheduler (docs/scenarios.md). Check it with \
+         `hetsim check calibration/mirage.toml`, or run a scenario that uses it, e.g. one of \
+         scenarios/*.toml with --set scenario.machine=calibration/mirage.toml\n"
+    );
+    assert!(
+        refused(&["run", "calibration/example-cluster.toml"])
+            .contains("this is a cluster file, not a scenario")
+    );
+}
+
+/// Double precision on mirage, whose StarPU calibration has single-precision tiles only: one
+/// short message listing the calibrated sizes as tiles (StarPU's chol_model_potrf.mirage has
+/// entries at 4096, 409600, 1638400 and 3686400 bytes: 32², 320², 640² and 960² floats).
+#[test]
+fn an_uncalibrated_tile_size_lists_the_calibrated_ones_once() {
+    let e = refused(&[
+        "run",
+        "scenarios/cholesky-mirage.toml",
+        "--set",
+        "workload.precision=double",
+    ]);
+    assert!(
+        e.contains(
+            "the models of codelet `chol_model_potrf` do not cover size 7372800 B (960×960 \
+             double); they are calibrated for 4096 B (32×32 single), 409600 B (320×320 single), \
+             1638400 B (640×640 single), 3686400 B (960×960 single)"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("workload.nb = 960"), "{e}");
+    assert_eq!(e.matches("calibrated for").count(), 1, "{e}");
+    assert!(e.len() < 700, "{} characters: {e}", e.len());
+}
+
+/// A workload too big for the RAM is refused from its parameters: n = 374 400 in single
+/// precision is 390·391/2 lower-triangle tiles of 3 686 400 B = 261.766 GiB; mirage has
+/// 36 GiB, and 144·145/2 tiles (n = 138 240, 35.84 GiB) is the most that fits.
+#[test]
+fn a_workload_larger_than_ram_is_refused_before_its_graph_is_built() {
+    assert_eq!(
+        refused(&[
+            "run",
+            "scenarios/cholesky-mirage.toml",
+            "--set",
+            "workload.n=374400",
+        ]),
+        "hetsim: error: --set workload.n=374400: field `workload.n`: the workload's data \
+         (261.766 GiB, n = 374400 in tiles of 960) does not fit in the RAM of machine `mirage` \
+         (36.000 GiB); the largest order that fits is about n = 138240\n"
+    );
+}
+
+/// A path given with --set is relative to the working directory, as on any command line; one in
+/// the scenario file is relative to the file.
+#[test]
+fn a_machine_path_given_with_set_is_relative_to_the_working_directory() {
+    let v = json(&hetsim(&[
+        "run",
+        "scenarios/cholesky-mirage.toml",
+        "--set",
+        "scenario.machine=calibration/attila.toml",
+        "--json",
+    ]));
+    assert_eq!(v["machine"], "attila", "{v}");
+}
