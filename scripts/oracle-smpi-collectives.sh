@@ -5,7 +5,7 @@
 # "SMPI: HPL and MPICH collectives".
 #
 # Needs SimGrid's SMPI (Debian: apt-get install -y simgrid libsimgrid-dev; smpicc, smpirun) and
-# /usr/bin/time (Debian package `time`). Builds scripts/oracle/smpi_collectives.c into WORKDIR.
+# GNU time (Debian package `time`). Builds scripts/oracle/smpi_collectives.c into WORKDIR.
 #
 # Usage:
 #   scripts/oracle-smpi-collectives.sh -w WORKDIR [-p PLATFORM.xml] [-n PLATFORM_NAME]
@@ -41,7 +41,8 @@ done
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
 command -v smpirun >/dev/null || { echo "$0: smpirun not found (apt-get install simgrid libsimgrid-dev)" >&2; exit 2; }
-[ -x /usr/bin/time ] || { echo "$0: /usr/bin/time not found (apt-get install time)" >&2; exit 2; }
+gnutime="$(type -P time || true)"   # GNU time (not the shell keyword), for -v
+[ -n "$gnutime" ] || { echo "$0: GNU time not found (apt-get install time)" >&2; exit 2; }
 
 bin="$work/smpi_collectives"
 nice -n 10 smpicc -O2 -o "$bin" "$here/oracle/smpi_collectives.c"
@@ -70,14 +71,14 @@ run() {
   local log="$work/run-$tag-$r-$4-$5.log"
   # An alltoall of B bytes per peer on R ranks has R x B-byte buffers, and SMPI copies each rank's
   # own block (at a different offset per rank) inside them: SMPI_SHARED_MALLOC's local mode then
-  # touches R x B bytes of /dev/shm, and the global mode maps R x R x B bytes of virtual memory
+  # touches R x B bytes of POSIX shared memory (tmpfs), and the global mode maps R x R x B bytes of virtual memory
   # (page tables of several GiB). Cells above 8 GiB per buffer are not run (64 x 256 MiB).
   if [ "$colls" = alltoall ] && [ $((r * sz)) -gt 8589934592 ]; then
     echo "$tag ranks=$r $colls bytes=$sz SKIPPED (alltoall buffers of $((r * sz)) bytes)" >> "$timelog"
     return 0
   fi
   # shellcheck disable=SC2086
-  if ! nice -n 10 /usr/bin/time -v -o "$log.time" smpirun -np "$r" -platform "$platform" \
+  if ! nice -n 10 "$gnutime" -v -o "$log.time" smpirun -np "$r" -platform "$platform" \
       -hostfile "$work/hosts.txt" "${opts[@]}" $extra "$bin" -c "$colls" -m 16777216 -r "$guard" \
       $sz > "$log" 2>&1; then
     echo "run $tag ranks=$r $colls $sz failed (see $log)" >&2

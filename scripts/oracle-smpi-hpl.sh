@@ -9,20 +9,21 @@
 #   scripts/oracle-smpi-hpl.sh -x XHPL -w WORKDIR [-o OUT.csv] [-p PLATFORM.xml]
 #       [-f FREE_PLATFORM.xml] [-g GPUS_PER_NODE] [-t] [-c "CELL CELL ..."]
 #   -x  the SMPI build of xhpl (required)
-#   -w  scratch directory for HPL.dat files, logs and /usr/bin/time reports (required)
+#   -w  scratch directory for HPL.dat files, logs and GNU time reports (required)
 #   -o  CSV to append to (default: docs/validation/smpi-hpl.csv beside this script; the header
 #       is written when the file does not exist)
 #   -p  platform (default scripts/oracle/smpi-platforms/hdpex-p100-cluster.xml)
 #   -f  communication-free platform (default scripts/oracle/smpi-platforms/hdpex-p100-free.xml)
 #   -g  GPUs (= ranks) per node, default 4: rank r runs on host n(r/G)g(r%G), as hetsim places
 #       rank r on node r/G, GPU r mod G; the panel factorisation gets 12/G host cores (hetsim)
-#   -t  run smpirun in a private mount namespace with a tmpfs on /tmp (root only): SimGrid 3.32
-#       puts its shared-malloc backing file in /tmp, and on a disk file system every write fault
+#   -t  run smpirun in a private mount namespace with a tmpfs on the system's temporary directory
+#       (root only): SimGrid 3.32 puts its shared-malloc backing file there (a hard-coded path),
+#       and on a disk file system every write fault
 #       on the shared matrix costs a file-system call (3x slower runs); results are identical
 #   -c  cells, each P x Q : N : BCAST : SWAP : net|free, e.g. "2x2:20000:0:0:net"
 #       (BCAST 0=1ring 1=1ringM 2=2ring 3=2ringM 4=long 5=longM; SWAP 0=binary-exchange
 #       1=spread-roll 2=mix, threshold 64). Default: the plan below, most important first.
-# Needs smpirun (Debian: simgrid) and /usr/bin/time (Debian: time).
+# Needs smpirun (Debian: simgrid) and GNU time (Debian: time).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -41,8 +42,10 @@ done
 [ -n "$xhpl" ] && [ -x "$xhpl" ] || { echo "$0: -x XHPL (an executable SMPI build of HPL) is required" >&2; exit 2; }
 [ -n "$work" ] || { echo "$0: -w WORKDIR is required" >&2; exit 2; }
 command -v smpirun >/dev/null || { echo "$0: smpirun not found (apt-get install simgrid libsimgrid-dev)" >&2; exit 2; }
-[ -x /usr/bin/time ] || { echo "$0: /usr/bin/time not found (apt-get install time)" >&2; exit 2; }
+gnutime="$(type -P time || true)"   # GNU time (not the shell keyword), for -v
+[ -n "$gnutime" ] || { echo "$0: GNU time not found (apt-get install time)" >&2; exit 2; }
 mkdir -p "$work"; work="$(cd "$work" && pwd)"
+systmp="$(dirname "$(TMPDIR='' mktemp -u)")"   # the system's temporary directory (SimGrid's shared-malloc file)
 xhpl="$(cd "$(dirname "$xhpl")" && pwd)/$(basename "$xhpl")"
 
 grids="1x2 2x1 2x2 1x4 4x1 2x4 3x4 4x4"
@@ -85,7 +88,7 @@ if [ ! -s "$out" ]; then
     echo "# platform net = scripts/oracle/smpi-platforms/hdpex-p100-cluster.xml (calibration/hdpex-p100-cluster.toml), free = hdpex-p100-free.xml (no communication cost); rank r on node r/G, GPU r mod G"
     echo "# HPL.dat: NB 384, PMAP row-major, DEPTH 1, PFACT right, RFACT crout, NBMIN 4, NDIV 2, swapping threshold 64, L1/U transposed, equilibration, alignment 8, threshold -16 (no verification)"
     echo "# sim_s, gflops: HPL's own Time and Gflops lines (simulated); t_*: HPL_DETAILED_TIMING max over ranks of the time in rfact (panel factorisation incl. pivot search), pfact (its leaves), mxswp (pivot search messages), update (trailing update incl. laswp and the broadcast polling inside it), laswp (row swaps), bcast (time in HPL_bcast/HPL_bwait, added timer), uptrsv (backward substitution); seconds"
-    echo "# wall_s, maxrss_kb: /usr/bin/time -v of smpirun (maxrss counts the many mappings of the shared matrix block; physical memory is lower)"
+    echo "# wall_s, maxrss_kb: GNU time -v of smpirun (maxrss counts the many mappings of the shared matrix block; physical memory is lower)"
     echo "grid_p,grid_q,n,nb,depth,bcast,swap,pfact,rfact,nbmin,ndiv,sim_s,gflops,wall_s,maxrss_kb,t_rfact,t_pfact,t_mxswp,t_update,t_laswp,t_bcast,t_uptrsv,platform,nodes,gpus_per_node"
   } > "$out"
 fi
@@ -140,10 +143,10 @@ EOF
     cd "$dir"
     export HPL_SMPI_CPU_CORES="$cores"
     if [ "$tmpfs" = 1 ]; then
-      nice -n 10 /usr/bin/time -v -o time.txt unshare -m --propagation private \
-        sh -c 'mount -t tmpfs -o size=16g tmpfs /tmp && exec "$@"' sh "${cmd[@]}" > out.txt 2>&1
+      nice -n 10 "$gnutime" -v -o time.txt unshare -m --propagation private \
+        sh -c 'mount -t tmpfs -o size=16g tmpfs "$0" && exec "$@"' "$systmp" "${cmd[@]}" > out.txt 2>&1
     else
-      nice -n 10 /usr/bin/time -v -o time.txt "${cmd[@]}" > out.txt 2>&1
+      nice -n 10 "$gnutime" -v -o time.txt "${cmd[@]}" > out.txt 2>&1
     fi
   ) || echo "cell $cell failed (see $dir/out.txt)" >&2
   awk -v p="$p" -v q="$q" -v n="$n" -v nb="$nb" -v depth="$depth" -v b="${bname[$b]}" \

@@ -23,7 +23,9 @@
  * Rank 0 prints one line per cell:  RESULT <collective> <ranks> <bytes> <seconds>
  *
  * Buffers come from SMPI_SHARED_MALLOC: SMPI does not copy message payloads whose source is a
- * shared buffer, so 256 MiB per rank (16 GiB for a 64-rank alltoall) costs no memory.
+ * shared buffer, so large messages cost little memory. Exception: alltoall copies each rank's
+ * own block (at its own offset) with memcpy, touching ranks x bytes of shared memory; the
+ * driver script skips alltoall cells above 8 GiB per buffer.
  * Reductions use MPI_SUM on MPI_DOUBLE (bytes / 8 elements), or MPI_UNSIGNED_CHAR when the size
  * is not a multiple of 8 (1 B). SMPI's internal temporary buffers of reduce/allreduce are plain
  * allocations that its two-level algorithms fill with memcpy, hence the -m/-r guard.
