@@ -40,6 +40,7 @@ use crate::error::{Error, InputError, Location, line_of_offset, read_input};
 use crate::fluid::SharingMode;
 use crate::machine::{Machine, MemKind};
 use crate::mpi::exec::{ExecOptions, ProgramReport};
+use crate::perfmodel::Noise;
 use crate::runtime::{RunConfig, RunReport};
 use crate::sched::{self, Scheduler};
 use crate::sched::{Params, TransferEstimate};
@@ -305,6 +306,9 @@ pub struct Scenario {
     pub scheduler: SchedulerSpec,
     /// `[run]`, `--seed` applied.
     pub run: RunConfig,
+    /// `run.noise`: the kernel-time noise of every codelet, replacing the machine file's
+    /// (`None`: the machine file's own).
+    pub noise: Option<Noise>,
     /// The overrides applied, in order.
     pub overrides: Vec<Override>,
     /// Where each field's value came from, for errors found after loading.
@@ -741,6 +745,8 @@ struct RawRun {
     wont_use: Option<Spanned<bool>>,
     #[serde(default)]
     gpu_sync: Option<Spanned<bool>>,
+    #[serde(default)]
+    noise: Option<Spanned<String>>,
 }
 
 /// Default scheduler when `[scheduler]` names none.
@@ -917,6 +923,7 @@ fn build(
 
     // [run]
     let mut run = RunConfig::default();
+    let mut noise = None;
     if let Some(r) = raw.run {
         if let Some(v) = &r.seed {
             note!("run.seed", &v.span());
@@ -956,6 +963,24 @@ fn build(
             note!("run.gpu_sync", &v.span());
             run.gpu_sync = *v.get_ref();
         }
+        if let Some(v) = &r.noise {
+            note!("run.noise", &v.span());
+            noise = Some(match v.get_ref().trim() {
+                "none" => Noise::None,
+                "normal" => Noise::Normal,
+                "lognormal" => Noise::LogNormal,
+                other => {
+                    return Err(src.err(
+                        &v.span(),
+                        "run.noise",
+                        format!(
+                            "unknown noise `{other}`: expected `none`, `normal` or `lognormal` \
+                             (a histogram is set in the machine file's [perfmodels])"
+                        ),
+                    ));
+                }
+            });
+        }
     }
 
     Ok(Scenario {
@@ -969,6 +994,7 @@ fn build(
         program: program.map(|(p, _, _)| p),
         scheduler: SchedulerSpec { name, options },
         run,
+        noise,
         overrides: overrides.to_vec(),
         origins,
     })
@@ -1160,7 +1186,11 @@ impl Scenario {
                 }),
             ));
         }
-        Ok(c.node_machine().clone())
+        let mut m = c.node_machine().clone();
+        if let Some(noise) = &self.noise {
+            m.set_noise_everywhere(noise.clone());
+        }
+        Ok(m)
     }
 
     /// Generate the workload's task graph.
@@ -1345,6 +1375,7 @@ impl Scenario {
                 "prefetch": self.run.prefetch,
                 "wont_use": self.run.wont_use,
                 "gpu_sync": self.run.gpu_sync,
+                "noise": self.noise.as_ref().map(|n| n.kind_name()),
             }),
         );
         with_report_fields(obj, report, "run report")

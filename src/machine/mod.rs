@@ -433,6 +433,12 @@ impl Machine {
         &self.perf_models
     }
 
+    /// Draw every codelet's durations with `noise`, whatever the file says (a scenario's
+    /// `run.noise`).
+    pub fn set_noise_everywhere(&mut self, noise: crate::perfmodel::Noise) {
+        self.perf_models.set_noise_everywhere(noise);
+    }
+
     /// The CPU cores nearest a GPU, nearest first (`[affinity]`, from StarPU's
     /// `bus/<host>.affinity`): core indices from 0 to [`Machine::cpu_cores`] − 1, counted across
     /// the `[[cpus]]` groups in file order. Empty if the file gives none for this GPU; a

@@ -363,7 +363,8 @@ fn list<T: fmt::Display>(items: &[T], unit: &str) -> String {
 /// of StarPU's dense codelets; `None` when it is neither.
 fn square_tile(bytes: u64) -> Option<String> {
     let side = |elem: u64| {
-        bytes.is_multiple_of(elem)
+        bytes
+            .is_multiple_of(elem)
             .then(|| (bytes / elem).isqrt())
             .filter(|k| k * k * elem == bytes && *k > 0)
     };

@@ -56,3 +56,52 @@ fn without_noise_the_seed_does_not_change_an_eager_run() {
     assert_eq!(a.makespan_s, c.makespan_s);
     assert_eq!(a.bytes_transferred, c.bytes_transferred);
 }
+
+/// `run.noise` switches noise on from a scenario or `--set`, whatever the machine file says:
+/// the seed then changes the makespan, and the same seed gives the same bytes.
+#[test]
+fn run_noise_from_the_command_line_makes_seeds_matter() {
+    let makespan = |seed: &str, noise: &str| -> (f64, String) {
+        let out = crate::common::hetsim(&[
+            "run",
+            "scenarios/cholesky-mirage.toml",
+            "--set",
+            &format!("run.noise={noise}"),
+            "--seed",
+            seed,
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["run"]["noise"], noise);
+        (v["makespan_s"].as_f64().unwrap(), text)
+    };
+    let (a, ta) = makespan("1", "lognormal");
+    let (b, tb) = makespan("1", "lognormal");
+    let (c, _) = makespan("2", "lognormal");
+    assert_eq!(ta, tb, "same seed, same output");
+    assert_eq!(a, b);
+    assert_ne!(a, c, "another seed, another draw");
+    let (d, _) = makespan("1", "none");
+    let (e, _) = makespan("2", "none");
+    assert_eq!(d, e, "eager without noise does not depend on the seed");
+
+    let out = crate::common::hetsim(&[
+        "run",
+        "scenarios/cholesky-mirage.toml",
+        "--set",
+        "run.noise=gauss",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "hetsim: error: --set run.noise=gauss: field `run.noise`: unknown noise `gauss`: \
+         expected `none`, `normal` or `lognormal` (a histogram is set in the machine file's \
+         [perfmodels])\n"
+    );
+}
