@@ -52,7 +52,7 @@ mod paje;
 pub mod stats;
 
 pub use chrome::ChromeWriter;
-pub use gantt::{GanttOptions, GanttWriter};
+pub use gantt::{GanttGroup, GanttOptions, GanttRows, GanttWriter};
 pub use paje::PajeWriter;
 pub use stats::{Bounds, bounds, bounds_from_means};
 
