@@ -937,10 +937,8 @@ mod tests {
             let id = e.get("id").and_then(Value::as_u64);
             match (e["ph"].as_str().unwrap(), id) {
                 ("b", Some(id)) => {
-                    let prev = pairs.insert(
-                        id,
-                        (e["ts"].as_f64().unwrap(), -1.0, e["cat"].to_string()),
-                    );
+                    let prev =
+                        pairs.insert(id, (e["ts"].as_f64().unwrap(), -1.0, e["cat"].to_string()));
                     assert!(prev.is_none(), "transfer {id} begins twice");
                 }
                 ("e", Some(id)) => {
@@ -965,7 +963,10 @@ mod tests {
 
     #[test]
     fn every_arrow_of_a_mirage_run_has_both_ends() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/cholesky-mirage.toml");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/cholesky-mirage.toml"
+        );
         for n in ["9600", "19200"] {
             let ov = crate::scenario::Override::parse_set(&format!("workload.n={n}")).unwrap();
             let sc = crate::scenario::load(path, &[ov]).unwrap();
