@@ -12,6 +12,10 @@
 //! it. Zooming into the SVG shows every box at least a pixel wide at the chart's nominal
 //! width.
 //!
+//! For machines with many cores, [`GanttOptions::rows`] can leave out the workers that ran
+//! nothing and [`GanttOptions::group`] can draw the CPU workers of one memory node as one
+//! row stacking how many of them are busy, per codelet, over time.
+//!
 //! The writer keeps one 24-byte record per task, waiting period and transfer until
 //! [`GanttWriter::finish`], since it needs the run's length to scale the chart.
 

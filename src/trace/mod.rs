@@ -16,8 +16,8 @@
 //! task and transfer, because it needs the run's length before it can draw.
 //!
 //! Output is deterministic: the same run gives byte-identical files. Dates are the
-//! simulation's, rounded to the nanosecond and printed from integers; other numbers use Rust's
-//! shortest round-trip formatting or a fixed number of decimals.
+//! simulation's, rounded to the nanosecond; the Paje writer prints them from integers, the
+//! Chrome writer through `serde_json` (shortest round-trip floats, in µs).
 //!
 //! Writing files, all at once:
 //!
