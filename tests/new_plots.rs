@@ -73,7 +73,15 @@ fn gantt_of_112_cores_groups_the_cpu_workers() {
     let (all, grouped) = (tmp("h100-all.svg"), tmp("h100-grouped.svg"));
     let sc = "scenarios/cholesky-h100-sxm-8x.toml";
     let small = "workload.n=9600";
-    ok(&["run", sc, "-q", "--set", small, "--gantt", all.to_str().unwrap()]);
+    ok(&[
+        "run",
+        sc,
+        "-q",
+        "--set",
+        small,
+        "--gantt",
+        all.to_str().unwrap(),
+    ]);
     ok(&[
         "run",
         sc,
