@@ -1,13 +1,11 @@
-//! Strong scaling of the seed 004 stencils: simulated by hetsim (the stencil workload run by the
-//! MPI executor on the cluster files) and predicted by the paper's own model (seed 004 eqs. 2-5,
+//! Strong scaling of the Shimokawabe et al. 2013 stencils: simulated by hetsim (the stencil workload run by the
+//! MPI executor on the cluster files) and predicted by the paper's own model (Shimokawabe et al. 2013 eqs. 2-5,
 //! `hetsim::analytic::stencil`), for both methods, on the grids of the paper's Figs. 7, 8 and 11.
 //!
 //! Usage: `cargo run --release --example stencil_scaling -- OUT_STEM [STEPS]` writes
 //! `OUT_STEM.csv` and one SVG per figure, `OUT_STEM-<figure>.svg`. `scripts/stencil-scaling.sh`
 //! runs it. Points whose subdomain does not fit in GPU memory (two copies of the state: diffusion
 //! 2 × 4 B per point, LBM 2 × 19 × 4 B) are left out, as no run could have measured them.
-
-use std::fmt::Write as _;
 
 use hetsim::analytic::stencil::{BandwidthModel, Mesh2d, StencilParams, stencil};
 use hetsim::cluster;
@@ -54,7 +52,7 @@ fn figures() -> Vec<Figure> {
     vec![
         Figure {
             name: "diffusion-tsubame2",
-            title: "Diffusion on TSUBAME 2.0 (seed 004 Fig. 7)",
+            title: "Diffusion on TSUBAME 2.0 (Shimokawabe et al. 2013 Fig. 7)",
             cluster: "calibration/tsubame2-cluster.toml",
             preset: "diffusion",
             grids: &[(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048)],
@@ -66,7 +64,7 @@ fn figures() -> Vec<Figure> {
         },
         Figure {
             name: "diffusion-cray-xk6m",
-            title: "Diffusion on the Cray XK6m (seed 004 Fig. 8)",
+            title: "Diffusion on the Cray XK6m (Shimokawabe et al. 2013 Fig. 8)",
             cluster: "calibration/cray-xk6m-cluster.toml",
             preset: "diffusion",
             grids: &[(512, 512, 512), (1024, 1024, 1024)],
@@ -78,7 +76,7 @@ fn figures() -> Vec<Figure> {
         },
         Figure {
             name: "lbm-tsubame2",
-            title: "D3Q19 LBM on TSUBAME 2.0 (seed 004 Fig. 11)",
+            title: "D3Q19 LBM on TSUBAME 2.0 (Shimokawabe et al. 2013 Fig. 11)",
             cluster: "calibration/tsubame2-nonaligned-cluster.toml",
             preset: "lbm",
             grids: &[(192, 512, 512), (192, 2048, 2048), (192, 4096, 4096)],
@@ -111,10 +109,24 @@ fn main() {
         .cloned()
         .unwrap_or_else(|| "stencil-scaling".into());
     let steps: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(4);
-    let mut csv = String::from(
-        "figure,grid,method,nodes,gpus,py,pz,sim_step_s,sim_gflops,model_gflops,\
-         sim_over_model,sim_compute_step_s,sim_comm_share\n",
-    );
+    let path = format!("{stem}.csv");
+    let mut csv = csv::Writer::from_path(&path).expect("create csv");
+    csv.write_record([
+        "figure",
+        "grid",
+        "method",
+        "nodes",
+        "gpus",
+        "py",
+        "pz",
+        "sim_step_s",
+        "sim_gflops",
+        "model_gflops",
+        "sim_over_model",
+        "sim_compute_step_s",
+        "sim_comm_share",
+    ])
+    .expect("write csv");
     for fig in figures() {
         let base = cluster::load(fig.cluster).unwrap_or_else(|e| panic!("{e}"));
         let g = base.gpus_per_node();
@@ -186,33 +198,28 @@ fn main() {
             }
         }
         for r in &rows {
-            let _ = writeln!(
-                csv,
-                "{},{}x{}x{},{},{},{},{},{},{:.6e},{:.2},{:.2},{:.3},{:.6e},{:.3}",
-                fig.name,
-                r.grid.0,
-                r.grid.1,
-                r.grid.2,
-                r.method,
-                r.nodes,
-                r.gpus,
-                r.py,
-                r.pz,
-                r.sim_step_s,
-                r.sim_gflops,
-                r.model_gflops,
-                r.sim_gflops / r.model_gflops,
-                r.compute_step_s,
-                1.0 - r.compute_step_s / r.sim_step_s
-            );
+            csv.write_record([
+                fig.name.to_string(),
+                format!("{}x{}x{}", r.grid.0, r.grid.1, r.grid.2),
+                r.method.to_string(),
+                r.nodes.to_string(),
+                r.gpus.to_string(),
+                r.py.to_string(),
+                r.pz.to_string(),
+                format!("{:.6e}", r.sim_step_s),
+                format!("{:.2}", r.sim_gflops),
+                format!("{:.2}", r.model_gflops),
+                format!("{:.3}", r.sim_gflops / r.model_gflops),
+                format!("{:.6e}", r.compute_step_s),
+                format!("{:.3}", 1.0 - r.compute_step_s / r.sim_step_s),
+            ])
+            .expect("write csv");
         }
-        let svg = plot(&fig, &rows);
-        let path = format!("{stem}-{}.svg", fig.name);
-        std::fs::write(&path, svg).expect("write svg");
-        eprintln!("wrote {path}");
+        let svg = format!("{stem}-{}.svg", fig.name);
+        plot(&fig, &rows, &svg).expect("draw svg");
+        eprintln!("wrote {svg}");
     }
-    let path = format!("{stem}.csv");
-    std::fs::write(&path, csv).expect("write csv");
+    csv.flush().expect("write csv");
     eprintln!("wrote {path}");
 }
 
@@ -231,74 +238,81 @@ fn spec_rate(fig: &Figure) -> (f64, f64, f64) {
     )
 }
 
-const COLOURS: [&str; 3] = ["#1f5fbf", "#c0302a", "#222222"];
+const COLOURS: [(u8, u8, u8); 3] = [(31, 95, 191), (192, 48, 42), (34, 34, 34)];
 
-/// GFlop/s against GPUs, both log scales: hetsim as thick lines with markers (solid:
-/// overlapping, dashed: non-overlapping), the paper's model as thin dotted lines.
-fn plot(fig: &Figure, rows: &[Row]) -> String {
-    let (w, h, ml, mr, mt, mb) = (760.0, 520.0, 70.0, 200.0, 40.0, 50.0);
-    let xs: Vec<f64> = rows.iter().map(|r| r.gpus as f64).collect();
-    let ys: Vec<f64> = rows
-        .iter()
-        .flat_map(|r| [r.sim_gflops, r.model_gflops])
-        .collect();
-    let (x0, x1) = (
-        xs.iter().cloned().fold(f64::MAX, f64::min).log10(),
-        xs.iter().cloned().fold(0.0, f64::max).log10(),
-    );
-    let (y0, y1) = (
-        ys.iter().cloned().fold(f64::MAX, f64::min).log10().floor(),
-        ys.iter().cloned().fold(0.0, f64::max).log10().ceil(),
-    );
-    let px = |x: f64| ml + (x.log10() - x0) / (x1 - x0).max(1e-9) * (w - ml - mr);
-    let py = |y: f64| h - mb - (y.log10() - y0) / (y1 - y0).max(1e-9) * (h - mt - mb);
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
-         font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" \
-         fill=\"white\"/>\n<text x=\"{}\" y=\"22\" font-size=\"15\">{}</text>\n",
-        ml, fig.title
-    );
-    // Axes and decade grid.
-    let mut d = y0 as i32;
-    while d as f64 <= y1 {
-        let y = py(10f64.powi(d));
-        let _ = writeln!(
-            s,
-            "<line x1=\"{ml}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
-             <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            w - mr,
-            ml - 6.0,
-            y + 4.0,
-            10f64.powi(d)
-        );
-        d += 1;
-    }
-    let mut ticks: Vec<u64> = rows.iter().map(|r| r.gpus).collect();
-    ticks.sort();
-    ticks.dedup();
-    for t in ticks {
-        let x = px(t as f64);
-        let _ = writeln!(
-            s,
-            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{mt}\" y2=\"{}\" stroke=\"#eee\"/>\
-             <text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{t}</text>",
-            h - mb,
-            h - mb + 16.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">GPUs</text>\
-         <text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">GFlop/s</text>",
-        (ml + w - mr) / 2.0,
-        h - 12.0,
-        h / 2.0,
-        h / 2.0
-    );
-    let mut legend_y = mt + 10.0;
+/// Width in pixels of `text` drawn by plotters at font `size` (its SVG backend writes
+/// `font-size` = size / 1.24), over-estimated at 0.62 em per character so nothing is clipped.
+fn text_px(text: &str, size: f64) -> u32 {
+    (text.chars().count() as f64 * 0.62 * size / 1.24).ceil() as u32
+}
+
+/// GFlop/s against GPUs, both log scales, drawn with plotters: hetsim as thick lines with
+/// markers (solid with triangles: overlapping; dashed with open circles: non-overlapping), the
+/// paper's model as thin dotted lines; the legend in a column right of the plot.
+fn plot(fig: &Figure, rows: &[Row], path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::coord::combinators::{BindKeyPoints, IntoLogRange};
+    use plotters::element::DashedPathElement;
+    use plotters::prelude::*;
+
+    let mut gpus: Vec<u64> = rows.iter().map(|r| r.gpus).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let (gmin, gmax) = (gpus[0] as f64, gpus[gpus.len() - 1] as f64);
+    let ys = rows.iter().flat_map(|r| [r.sim_gflops, r.model_gflops]);
+    let (lo, hi) = ys.fold((f64::MAX, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let decades: Vec<f64> = (d0..=d1).map(|d| 10f64.powi(d)).collect();
+    // Legend: one entry per grid and method drawn, then the model's line style.
+    let mut entries: Vec<(usize, bool, String)> = Vec::new();
     for (gi, &grid) in fig.grids.iter().enumerate() {
-        let colour = COLOURS[gi % COLOURS.len()];
-        for method in ["overlapping", "non-overlapping"] {
+        for (overlap, method) in [(true, "overlapping"), (false, "non-overlapping")] {
+            if rows.iter().any(|r| r.grid == grid && r.method == method) {
+                let (a, b, c) = grid;
+                let what = if overlap { "overlap" } else { "non-overlap" };
+                entries.push((gi, overlap, format!("{a}x{b}x{c} {what}")));
+            }
+        }
+    }
+    let notes = ["Shimokawabe et al. 2013 model (dotted)", "thick: hetsim"];
+    let legend_w = entries
+        .iter()
+        .map(|e| text_px(&e.2, 14.0))
+        .chain(notes.iter().map(|n| text_px(n, 14.0)))
+        .max()
+        .unwrap_or(0)
+        + 60;
+    let (plot_w, h) = (620u32, 520u32);
+    let root = SVGBackend::new(path, (plot_w + legend_w, h)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(fig.title, ("sans-serif", 19))?;
+    let (area, legend) = root.split_horizontally(plot_w);
+    let mut chart = ChartBuilder::on(&area)
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(
+            (gmin * 0.9..gmax * 1.1)
+                .log_scale()
+                .with_key_points(gpus.iter().map(|&g| g as f64).collect()),
+            (decades[0]..decades[decades.len() - 1])
+                .log_scale()
+                .with_key_points(decades.clone()),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("GPUs")
+        .y_desc("GFlop/s")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 14))
+        .bold_line_style(RGBColor(225, 225, 225))
+        .light_line_style(WHITE)
+        .draw()?;
+    for (gi, &grid) in fig.grids.iter().enumerate() {
+        let (r, g, b) = COLOURS[gi % COLOURS.len()];
+        let colour = RGBColor(r, g, b);
+        for (overlap, method) in [(true, "overlapping"), (false, "non-overlapping")] {
             let pts: Vec<&Row> = rows
                 .iter()
                 .filter(|r| r.grid == grid && r.method == method)
@@ -306,77 +320,71 @@ fn plot(fig: &Figure, rows: &[Row]) -> String {
             if pts.is_empty() {
                 continue;
             }
-            let dash = if method == "overlapping" {
-                ""
+            let model: Vec<(f64, f64)> = pts
+                .iter()
+                .map(|r| (r.gpus as f64, r.model_gflops))
+                .collect();
+            chart.draw_series(DashedLineSeries::new(model, 2, 3, colour.stroke_width(1)))?;
+            let sim: Vec<(f64, f64)> = pts.iter().map(|r| (r.gpus as f64, r.sim_gflops)).collect();
+            if overlap {
+                chart.draw_series(LineSeries::new(sim.clone(), colour.stroke_width(2)))?;
+                chart.draw_series(
+                    sim.iter()
+                        .map(|&p| TriangleMarker::new(p, 5, colour.filled())),
+                )?;
             } else {
-                " stroke-dasharray=\"7 4\""
-            };
-            let line = |f: &dyn Fn(&Row) -> f64| {
-                pts.iter()
-                    .map(|r| format!("{:.1},{:.1}", px(r.gpus as f64), py(f(r))))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            let _ = writeln!(
-                s,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1\" \
-                 stroke-dasharray=\"2 3\"/>",
-                line(&|r| r.model_gflops)
-            );
-            let _ = writeln!(
-                s,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2.2\"{dash}/>",
-                line(&|r| r.sim_gflops)
-            );
-            for r in &pts {
-                let (x, y) = (px(r.gpus as f64), py(r.sim_gflops));
-                if method == "overlapping" {
-                    let _ = writeln!(
-                        s,
-                        "<path d=\"M{x:.1},{:.1} l4,7 h-8 z\" fill=\"{colour}\"/>",
-                        y - 4.5
-                    );
-                } else {
-                    let _ = writeln!(
-                        s,
-                        "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"white\" \
-                         stroke=\"{colour}\"/>"
-                    );
-                }
+                chart.draw_series(DashedLineSeries::new(
+                    sim.clone(),
+                    7,
+                    4,
+                    colour.stroke_width(2),
+                ))?;
+                chart.draw_series(sim.iter().map(|&p| Circle::new(p, 4, WHITE.filled())))?;
+                chart.draw_series(
+                    sim.iter()
+                        .map(|&p| Circle::new(p, 4, colour.stroke_width(1))),
+                )?;
             }
-            let lx = w - mr + 12.0;
-            let _ = writeln!(
-                s,
-                "<line x1=\"{lx}\" x2=\"{}\" y1=\"{legend_y}\" y2=\"{legend_y}\" stroke=\"{colour}\" \
-                 stroke-width=\"2.2\"{dash}/><text x=\"{}\" y=\"{}\">{}x{}x{} {}</text>",
-                lx + 28.0,
-                lx + 34.0,
-                legend_y + 4.0,
-                grid.0,
-                grid.1,
-                grid.2,
-                if method == "overlapping" {
-                    "overlap"
-                } else {
-                    "non-overlap"
-                }
-            );
-            legend_y += 18.0;
         }
     }
-    let lx = w - mr + 12.0;
-    let _ = writeln!(
-        s,
-        "<line x1=\"{lx}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#555\" stroke-dasharray=\"2 3\"/>\
-         <text x=\"{}\" y=\"{}\">seed 004 model</text>\
-         <text x=\"{lx}\" y=\"{}\">thick: hetsim</text>",
-        lx + 28.0,
-        legend_y + 8.0,
-        legend_y + 8.0,
-        lx + 34.0,
-        legend_y + 12.0,
-        legend_y + 30.0
-    );
-    s.push_str("</svg>\n");
-    s
+    // The legend column.
+    let x = 10;
+    let mut y = 40;
+    for (gi, overlap, text) in &entries {
+        let (r, g, b) = COLOURS[gi % COLOURS.len()];
+        let colour = RGBColor(r, g, b);
+        if *overlap {
+            legend.draw(&PathElement::new(
+                vec![(x, y), (x + 28, y)],
+                colour.stroke_width(2),
+            ))?;
+            legend.draw(&TriangleMarker::new((x + 14, y), 5, colour.filled()))?;
+        } else {
+            legend.draw(&DashedPathElement::new(
+                vec![(x, y), (x + 28, y)],
+                7,
+                4,
+                colour.stroke_width(2),
+            ))?;
+            legend.draw(&Circle::new((x + 14, y), 4, WHITE.filled()))?;
+            legend.draw(&Circle::new((x + 14, y), 4, colour.stroke_width(1)))?;
+        }
+        legend.draw(&Text::new(
+            text.clone(),
+            (x + 36, y - 8),
+            ("sans-serif", 14),
+        ))?;
+        y += 22;
+    }
+    y += 8;
+    legend.draw(&DashedPathElement::new(
+        vec![(x, y), (x + 28, y)],
+        2,
+        3,
+        RGBColor(85, 85, 85).stroke_width(1),
+    ))?;
+    legend.draw(&Text::new(notes[0], (x + 36, y - 8), ("sans-serif", 14)))?;
+    legend.draw(&Text::new(notes[1], (x, y + 14), ("sans-serif", 14)))?;
+    root.present()?;
+    Ok(())
 }

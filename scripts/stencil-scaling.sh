@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Strong and weak scaling of the seed 004 stencils on TSUBAME 2.0 and the Cray XK6m.
+# Strong and weak scaling of the Shimokawabe et al. 2013 stencils on TSUBAME 2.0 and the Cray XK6m.
 #
-# 1. Strong scaling, the grids of seed 004 Figs. 7, 8 and 11, both methods: hetsim's simulation
+# 1. Strong scaling, the grids of Shimokawabe et al. 2013 Figs. 7, 8 and 11, both methods: hetsim's simulation
 #    (the stencil workload on the cluster files, run by the MPI executor) beside the paper's own
 #    model (eqs. 2-5 with its Table 1-2 fits and eq. 1's single-GPU rate), by
 #    examples/stencil_scaling.rs. Writes docs/stencil-scaling.csv and
 #    docs/stencil-scaling-{diffusion-tsubame2,diffusion-cray-xk6m,lbm-tsubame2}.svg.
 # 2. Weak scaling (256^3 per GPU) on the Cray XK6m, both methods, with `hetsim sweep`:
 #    docs/stencil-weak-cray-xk6m.csv and .svg.
-# 3. The master/worker product on the Dawning TC3600 (seed 000 Fig. 5's 2, 4, 8 nodes):
+# 3. The master/worker product on the Dawning TC3600 (Liu et al. 2012 Fig. 5's 2, 4, 8 nodes):
 #    docs/matmul-dawning-tc3600.csv.
 #
 # Usage:  scripts/stencil-scaling.sh

@@ -26,30 +26,15 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::hash::{BuildHasherDefault, Hash};
 
+use ordered_float::NotNan;
 use priority_queue::PriorityQueue;
 
-/// A point in simulated time, in seconds, totally ordered (NaN is never stored).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct TimeKey(f64);
-
-impl Eq for TimeKey {}
-
-impl PartialOrd for TimeKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for TimeKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
+/// A point in simulated time, in seconds: never NaN, so totally ordered.
+type TimeKey = NotNan<f64>;
 
 fn checked_time(at_s: f64) -> TimeKey {
-    assert!(!at_s.is_nan(), "event scheduled at NaN seconds");
-    // -0.0 and 0.0 must compare equal under total_cmp.
-    TimeKey(if at_s == 0.0 { 0.0 } else { at_s })
+    // -0.0 is stored as 0.0, so that the dates handed back never print as "-0".
+    NotNan::new(if at_s == 0.0 { 0.0 } else { at_s }).expect("event scheduled at NaN seconds")
 }
 
 struct Entry<E> {
@@ -118,14 +103,14 @@ impl<E> Calendar<E> {
 
     /// Date of the next event, if any.
     pub fn peek_time(&self) -> Option<f64> {
-        self.heap.peek().map(|e| e.at.0)
+        self.heap.peek().map(|e| e.at.into_inner())
     }
 
     /// Remove and return the next event with its date.
     pub fn pop(&mut self) -> Option<(f64, E)> {
         let e = self.heap.pop()?;
-        self.last_popped_s = e.at.0;
-        Some((e.at.0, e.event))
+        self.last_popped_s = e.at.into_inner();
+        Some((e.at.into_inner(), e.event))
     }
 
     /// Number of pending events.
@@ -181,17 +166,23 @@ impl<K: Hash + Eq> RetimableQueue<K> {
 
     /// Forget the date of `key`; returns its date if it had one.
     pub fn remove(&mut self, key: &K) -> Option<f64> {
-        self.queue.remove(key).map(|(_, Reverse((t, _)))| t.0)
+        self.queue
+            .remove(key)
+            .map(|(_, Reverse((t, _)))| t.into_inner())
     }
 
     /// The earliest key and its date.
     pub fn peek(&self) -> Option<(&K, f64)> {
-        self.queue.peek().map(|(k, Reverse((t, _)))| (k, t.0))
+        self.queue
+            .peek()
+            .map(|(k, Reverse((t, _)))| (k, t.into_inner()))
     }
 
     /// Remove and return the earliest key and its date.
     pub fn pop(&mut self) -> Option<(K, f64)> {
-        self.queue.pop().map(|(k, Reverse((t, _)))| (k, t.0))
+        self.queue
+            .pop()
+            .map(|(k, Reverse((t, _)))| (k, t.into_inner()))
     }
 
     /// Number of keys with a date.

@@ -326,61 +326,65 @@ impl Sweep {
 
 /// The CSV of a sweep's rows: a header (`sched,seed,<varied keys>,makespan_s,gflops,
 /// gflops_starpu,bytes_transferred,fetch_bytes,prefetch_bytes,writeback_bytes,evictions,
-/// writebacks,tasks`), then one line per row. Floats are written in Rust's shortest
-/// round-trip form; `gflops_starpu` is empty for workloads other than Cholesky.
+/// writebacks,tasks`), then one line per row, written by the `csv` crate (fields quoted only
+/// when they need it). Floats are written in Rust's shortest round-trip form; `gflops_starpu`
+/// is empty for workloads other than Cholesky.
 pub fn csv(sweep: &Sweep, rows: &[Row]) -> String {
-    let mut out = String::from("sched,seed");
-    for v in &sweep.vary {
-        out.push(',');
-        out.push_str(&csv_field(&v.key));
-    }
-    out.push_str(
-        ",makespan_s,gflops,gflops_starpu,bytes_transferred,fetch_bytes,prefetch_bytes,\
-         writeback_bytes,evictions,writebacks,tasks\n",
-    );
-    for r in rows {
-        out.push_str(&csv_field(&r.sched));
-        out.push_str(&format!(",{}", r.seed));
-        for v in &r.values {
-            out.push(',');
-            out.push_str(&csv_field(v));
-        }
-        let starpu = r.gflops_starpu.map_or(String::new(), |g| g.to_string());
-        out.push_str(&format!(
-            ",{},{},{starpu},{},{},{},{},{},{},{}\n",
-            r.makespan_s,
-            r.gflops,
-            r.bytes_transferred,
-            r.fetch_bytes,
-            r.prefetch_bytes,
-            r.writeback_bytes,
-            r.evictions,
-            r.writebacks,
-            r.tasks
-        ));
-    }
-    out
+    let mut w = csv::Writer::from_writer(Vec::new());
+    write_records(&mut w, sweep, rows).expect("writing to memory cannot fail");
+    let bytes = w.into_inner().expect("writing to memory cannot fail");
+    String::from_utf8(bytes).expect("fields are UTF-8")
 }
 
-/// Quote a CSV field if it needs it.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+fn write_records<W: Write>(w: &mut csv::Writer<W>, sweep: &Sweep, rows: &[Row]) -> csv::Result<()> {
+    let mut header = vec!["sched", "seed"];
+    header.extend(sweep.vary.iter().map(|v| v.key.as_str()));
+    header.extend([
+        "makespan_s",
+        "gflops",
+        "gflops_starpu",
+        "bytes_transferred",
+        "fetch_bytes",
+        "prefetch_bytes",
+        "writeback_bytes",
+        "evictions",
+        "writebacks",
+        "tasks",
+    ]);
+    w.write_record(&header)?;
+    for r in rows {
+        let mut rec: Vec<String> = vec![r.sched.clone(), r.seed.to_string()];
+        rec.extend(r.values.iter().cloned());
+        rec.extend([
+            r.makespan_s.to_string(),
+            r.gflops.to_string(),
+            r.gflops_starpu.map_or(String::new(), |g| g.to_string()),
+            r.bytes_transferred.to_string(),
+            r.fetch_bytes.to_string(),
+            r.prefetch_bytes.to_string(),
+            r.writeback_bytes.to_string(),
+            r.evictions.to_string(),
+            r.writebacks.to_string(),
+            r.tasks.to_string(),
+        ]);
+        w.write_record(&rec)?;
     }
+    w.flush()?;
+    Ok(())
 }
 
 /// Write the CSV to `path`.
 pub fn write_csv(sweep: &Sweep, rows: &[Row], path: &Path) -> Result<(), Error> {
-    let mut f = std::fs::File::create(path)
+    let f = std::fs::File::create(path)
         .map_err(|e| InputError::new(format!("cannot create {}: {e}", path.display())))?;
-    f.write_all(csv(sweep, rows).as_bytes())
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(f));
+    write_records(&mut w, sweep, rows)
         .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))
 }
 
-/// One scheduler's line on the plot: per x, (x, min, mean, max) of GFlop/s over the other
-/// varied values and seeds.
+/// One scheduler's figures against the first varied value: per x, (x, min, mean, max) of
+/// GFlop/s over the seeds *and the other varied values*. A summary per scheduler; the plot
+/// draws [`lines`] instead, which keep the other varied values apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     /// Scheduler.
@@ -389,9 +393,9 @@ pub struct Series {
     pub points: Vec<(f64, f64, f64, f64)>,
 }
 
-/// The plotted figures: GFlop/s against the first varied value (its position if it is not a
-/// number), one series per scheduler in sweep order, min/mean/max over seeds (and over the
-/// other varied values, if any).
+/// GFlop/s against the first varied value (its position if it is not a number), one series
+/// per scheduler in sweep order, min/mean/max over seeds and over the other varied values,
+/// if any (see [`lines`] for one line per scheduler and other varied values).
 pub fn series(sweep: &Sweep, rows: &[Row]) -> (Vec<String>, Vec<Series>) {
     let xs: Vec<String> = sweep
         .vary
@@ -436,6 +440,76 @@ pub fn series(sweep: &Sweep, rows: &[Row]) -> (Vec<String>, Vec<Series>) {
     (xs, series)
 }
 
+/// One line of the plot: a scheduler at fixed values of the varied keys after the first, with
+/// per x (x, min, mean, max) of GFlop/s over the seeds only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// Scheduler.
+    pub sched: String,
+    /// The values of the second and later varied keys, in `--vary` order.
+    pub rest: Vec<String>,
+    /// (x, min, mean, max) over seeds, in the order of the first varied value.
+    pub points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// The plotted lines: GFlop/s against the first varied value (its position if it is not a
+/// number), one line per scheduler and combination of the other varied values, in row order
+/// (scheduler, then the other values as given); min, mean and max over seeds at each x. A
+/// varied value is never folded into the min-max spread.
+pub fn lines(sweep: &Sweep, rows: &[Row]) -> (Vec<String>, Vec<Line>) {
+    let xs: Vec<String> = sweep
+        .vary
+        .first()
+        .map_or_else(|| vec![String::new()], |v| v.values.clone());
+    let numeric = xs.iter().all(|x| x.parse::<f64>().is_ok());
+    let xval = |i: usize| {
+        if numeric {
+            xs[i].parse::<f64>().expect("checked")
+        } else {
+            i as f64
+        }
+    };
+    let rest_of = |r: &Row| r.values.get(1..).unwrap_or_default().to_vec();
+    let mut keys: Vec<(String, Vec<String>)> = Vec::new();
+    for r in rows {
+        let k = (r.sched.clone(), rest_of(r));
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let lines = keys
+        .into_iter()
+        .map(|(sched, rest)| {
+            let points = (0..xs.len())
+                .filter_map(|i| {
+                    let g: Vec<f64> = rows
+                        .iter()
+                        .filter(|r| {
+                            r.sched == sched
+                                && r.values.first().is_none_or(|v| *v == xs[i])
+                                && rest_of(r) == rest
+                        })
+                        .map(|r| r.gflops)
+                        .collect();
+                    if g.is_empty() {
+                        return None;
+                    }
+                    let min = g.iter().copied().fold(f64::INFINITY, f64::min);
+                    let max = g.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let mean = g.iter().sum::<f64>() / g.len() as f64;
+                    Some((xval(i), min, mean, max))
+                })
+                .collect();
+            Line {
+                sched,
+                rest,
+                points,
+            }
+        })
+        .collect();
+    (xs, lines)
+}
+
 /// Twelve distinguishable colours (Tableau's, then four darker ones).
 const COLOURS: [(u8, u8, u8); 12] = [
     (31, 119, 180),
@@ -452,15 +526,150 @@ const COLOURS: [(u8, u8, u8); 12] = [
     (100, 60, 0),
 ];
 
+/// How the lines of a plot are told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One panel; a colour per scheduler (no other varied key, or one value of it).
+    Schedulers,
+    /// One panel; a colour per combination of the other varied values (one scheduler).
+    Values,
+    /// One panel; a colour per scheduler, a dash pattern per combination of the other
+    /// varied values (at most three).
+    Dashes,
+    /// One panel per combination of the other varied values, a colour per scheduler, one
+    /// y scale.
+    Panels,
+}
+
+/// The layout [`plot_svg`] uses for `nsched` schedulers and `ncombos` combinations of the
+/// varied values after the first.
+pub fn layout(nsched: usize, ncombos: usize) -> Layout {
+    if ncombos <= 1 {
+        Layout::Schedulers
+    } else if nsched <= 1 {
+        Layout::Values
+    } else if ncombos <= 3 && nsched * ncombos <= 12 {
+        Layout::Dashes
+    } else {
+        Layout::Panels
+    }
+}
+
+/// `key=value, key=value` of the varied keys after the first.
+fn rest_label(sweep: &Sweep, rest: &[String]) -> String {
+    sweep
+        .vary
+        .iter()
+        .skip(1)
+        .zip(rest)
+        .map(|(v, x)| format!("{}={x}", v.key))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Width in pixels of `text` drawn by plotters in a sans-serif font of `size`, over-estimated
+/// so that what is laid out from it is never clipped: plotters' SVG backend writes
+/// `font-size` = size / 1.24, and 0.62 em per character is wider than DejaVu Sans' and
+/// Liberation Sans' averages.
+fn text_px(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * 0.62 * size / 1.24
+}
+
+/// A number for an axis: at most six decimals, trailing zeros dropped.
+fn tick(x: f64) -> String {
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
+}
+
+/// One legend entry: a line sample (colour, dashed or not, with a marker) and its text.
+struct Entry {
+    colour: (u8, u8, u8),
+    dash: usize,
+    text: String,
+}
+
+/// Dash patterns (dash, gap) of the lines after the first, in pixels; 0: solid.
+const DASHES: [(u32, u32); 3] = [(0, 0), (8, 5), (2, 4)];
+
 /// Draw the SVG plot of GFlop/s against the first varied value: one line (mean over seeds)
-/// per scheduler with a band from min to max.
+/// per scheduler and combination of the other varied values, with a band from min to max
+/// over seeds (see [`layout`] for how they are told apart). The legend sits in its own
+/// column right of the plotting area, sized for its longest entry.
 pub fn plot_svg(sweep: &Sweep, rows: &[Row], title: &str, path: &Path) -> Result<(), Error> {
     use plotters::prelude::*;
-    let (xs, series) = series(sweep, rows);
+    let (xs, lines) = lines(sweep, rows);
     let numeric = xs.iter().all(|x| x.parse::<f64>().is_ok());
-    let all = series.iter().flat_map(|s| s.points.iter());
+    let mut scheds: Vec<&str> = Vec::new();
+    let mut combos: Vec<&[String]> = Vec::new();
+    for l in &lines {
+        if !scheds.contains(&l.sched.as_str()) {
+            scheds.push(&l.sched);
+        }
+        if !combos.contains(&l.rest.as_slice()) {
+            combos.push(&l.rest);
+        }
+    }
+    let lay = layout(scheds.len(), combos.len());
+    let colour_of = |l: &Line| {
+        let i = match lay {
+            Layout::Values => combos.iter().position(|c| *c == l.rest.as_slice()),
+            _ => scheds.iter().position(|s| *s == l.sched),
+        };
+        COLOURS[i.unwrap_or(0) % COLOURS.len()]
+    };
+    let dash_of = |l: &Line| match lay {
+        Layout::Dashes => combos
+            .iter()
+            .position(|c| *c == l.rest.as_slice())
+            .unwrap_or(0),
+        _ => 0,
+    };
+    // Legend entries.
+    let mut entries: Vec<Entry> = Vec::new();
+    match lay {
+        Layout::Values => {
+            for (i, c) in combos.iter().enumerate() {
+                entries.push(Entry {
+                    colour: COLOURS[i % COLOURS.len()],
+                    dash: 0,
+                    text: rest_label(sweep, c),
+                });
+            }
+        }
+        _ => {
+            for (i, s) in scheds.iter().enumerate() {
+                entries.push(Entry {
+                    colour: COLOURS[i % COLOURS.len()],
+                    dash: 0,
+                    text: (*s).to_string(),
+                });
+            }
+        }
+    }
+    if lay == Layout::Dashes {
+        for (i, c) in combos.iter().enumerate() {
+            entries.push(Entry {
+                colour: (60, 60, 60),
+                dash: i,
+                text: rest_label(sweep, c),
+            });
+        }
+    }
+    let seeds = rows
+        .iter()
+        .filter(|r| r.sched == lines.first().map_or("", |l| l.sched.as_str()))
+        .map(|r| r.seed)
+        .collect::<std::collections::BTreeSet<u64>>()
+        .len();
+    let ydesc = if seeds > 1 {
+        format!("GFlop/s (mean of {seeds} seeds; band: min to max)")
+    } else {
+        "GFlop/s".to_string()
+    };
+    // Ranges.
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for &(x, _, _, max) in all {
+    for &(x, _, _, max) in lines.iter().flat_map(|l| l.points.iter()) {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y1 = y1.max(max);
@@ -474,66 +683,299 @@ pub fn plot_svg(sweep: &Sweep, rows: &[Row], title: &str, path: &Path) -> Result
     let pad = (x1 - x0) * 0.03;
     let y1 = if y1 > 0.0 { y1 * 1.08 } else { 1.0 };
     let xlabel = sweep.vary.first().map_or("", |v| v.key.as_str());
-    let draw = || -> Result<(), Box<dyn std::error::Error>> {
-        let root = SVGBackend::new(path, (1000, 620)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 22))
-            .margin(16)
-            .x_label_area_size(48)
-            .y_label_area_size(64)
-            .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..y1)?;
-        let label_of = |x: &f64| {
-            if numeric {
-                format!("{x}")
+    // Canvas: panels of 920 × 560 at most three a row, the legend column beside them.
+    const LEGEND_FONT: f64 = 14.0;
+    let legend_w = entries
+        .iter()
+        .map(|e| text_px(&e.text, LEGEND_FONT))
+        .fold(0.0, f64::max)
+        .ceil() as u32
+        + 60;
+    let panels = if lay == Layout::Panels {
+        combos.len()
+    } else {
+        1
+    };
+    let pcols = panels.min(3);
+    let prows = panels.div_ceil(pcols);
+    let (pw, ph) = if panels == 1 { (940, 580) } else { (520, 400) };
+    let title_h = 44;
+    let legend_h = 30 + 22 * entries.len() as u32;
+    let plot_w = pw * pcols as u32;
+    let width = plot_w + legend_w;
+    let height = (title_h + ph * prows as u32).max(title_h + legend_h);
+    let label_of = |x: &f64| {
+        if numeric {
+            tick(*x)
+        } else {
+            let i = x.round();
+            if (x - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < xs.len() {
+                xs[i as usize].clone()
             } else {
-                let i = x.round();
-                if (x - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < xs.len() {
-                    xs[i as usize].clone()
-                } else {
-                    String::new()
+                String::new()
+            }
+        }
+    };
+    let ylabel_of = |y: &f64| {
+        if y1 >= 20.0 {
+            format!("{y:.0}")
+        } else {
+            tick(*y)
+        }
+    };
+    // Room for the y tick labels: the widest of them.
+    let ytick_w = text_px(&ylabel_of(&y1), 12.0).ceil() as u32;
+    let draw = || -> Result<(), Box<dyn std::error::Error>> {
+        let root = SVGBackend::new(path, (width, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(title, ("sans-serif", 22))?;
+        let (plots, legend) = root.split_horizontally(plot_w);
+        let areas = if panels == 1 {
+            vec![plots]
+        } else {
+            plots.split_evenly((prows, pcols))
+        };
+        for (p, area) in areas.iter().enumerate().take(panels) {
+            let mut builder = ChartBuilder::on(area);
+            builder
+                .margin(12)
+                .x_label_area_size(48)
+                .y_label_area_size(ytick_w + 40);
+            if lay == Layout::Panels {
+                builder.caption(rest_label(sweep, combos[p]), ("sans-serif", 16));
+            }
+            let mut chart = builder.build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..y1)?;
+            chart
+                .configure_mesh()
+                .x_desc(xlabel)
+                .y_desc(ydesc.as_str())
+                .x_labels(xs.len().clamp(2, 12))
+                .x_label_formatter(&label_of)
+                .y_label_formatter(&ylabel_of)
+                .label_style(("sans-serif", 12))
+                .axis_desc_style(("sans-serif", 13))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()?;
+            for l in lines
+                .iter()
+                .filter(|l| lay != Layout::Panels || l.rest.as_slice() == combos[p])
+            {
+                let (r, g, b) = colour_of(l);
+                let colour = RGBColor(r, g, b);
+                if l.points.iter().any(|p| p.3 > p.1) {
+                    let mut band: Vec<(f64, f64)> = l.points.iter().map(|p| (p.0, p.3)).collect();
+                    band.extend(l.points.iter().rev().map(|p| (p.0, p.1)));
+                    chart.draw_series(std::iter::once(Polygon::new(
+                        band,
+                        colour.mix(0.15).filled(),
+                    )))?;
+                }
+                let pts: Vec<(f64, f64)> = l.points.iter().map(|p| (p.0, p.2)).collect();
+                match DASHES[dash_of(l) % DASHES.len()] {
+                    (0, _) => {
+                        chart.draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))?;
+                    }
+                    (d, gap) => {
+                        chart.draw_series(DashedLineSeries::new(
+                            pts.clone(),
+                            d,
+                            gap,
+                            colour.stroke_width(2),
+                        ))?;
+                    }
+                }
+                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))?;
+            }
+        }
+        // The legend column: entries from the top, a 28 px line sample then the text.
+        let x = 12;
+        for (i, e) in entries.iter().enumerate() {
+            let y = 40 + 22 * i as i32;
+            let (r, g, b) = e.colour;
+            let style = RGBColor(r, g, b).stroke_width(2);
+            match DASHES[e.dash % DASHES.len()] {
+                (0, _) => legend.draw(&PathElement::new(vec![(x, y), (x + 28, y)], style))?,
+                (d, gap) => {
+                    legend.draw(&plotters::element::DashedPathElement::new(
+                        vec![(x, y), (x + 28, y)],
+                        d,
+                        gap,
+                        style,
+                    ))?;
                 }
             }
-        };
-        chart
-            .configure_mesh()
-            .x_desc(xlabel)
-            .y_desc("GFlop/s (mean over seeds; band: min to max)")
-            .x_labels(xs.len().clamp(2, 12))
-            .x_label_formatter(&label_of)
-            .draw()?;
-        for (i, s) in series.iter().enumerate() {
-            let (r, g, b) = COLOURS[i % COLOURS.len()];
-            let colour = RGBColor(r, g, b);
-            let mut band: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.3)).collect();
-            band.extend(s.points.iter().rev().map(|p| (p.0, p.1)));
-            chart.draw_series(std::iter::once(Polygon::new(
-                band,
-                colour.mix(0.15).filled(),
-            )))?;
-            chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().map(|p| (p.0, p.2)),
-                    colour.stroke_width(2),
-                ))?
-                .label(s.sched.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
-            chart.draw_series(
-                s.points
-                    .iter()
-                    .map(|p| Circle::new((p.0, p.2), 3, colour.filled())),
-            )?;
+            legend.draw(&Circle::new((x + 14, y), 3, RGBColor(r, g, b).filled()))?;
+            legend.draw(&Text::new(
+                e.text.clone(),
+                (x + 36, y - 8),
+                ("sans-serif", LEGEND_FONT),
+            ))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
         root.present()?;
         Ok(())
     };
     draw().map_err(|e| Error::Internal(format!("cannot draw {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep_of(keys: &[&str]) -> Sweep {
+        Sweep {
+            scenario: "s.toml".into(),
+            scheds: Vec::new(),
+            vary: keys
+                .iter()
+                .map(|k| Vary {
+                    key: (*k).to_string(),
+                    values: Vec::new(),
+                })
+                .collect(),
+            seeds: Vec::new(),
+            sets: Vec::new(),
+        }
+    }
+
+    fn row(sched: &str, seed: u64, values: &[&str], gflops: f64) -> Row {
+        Row {
+            sched: sched.into(),
+            seed,
+            values: values.iter().map(|v| (*v).to_string()).collect(),
+            makespan_s: 0.5,
+            gflops,
+            gflops_starpu: None,
+            bytes_transferred: 1e9,
+            fetch_bytes: 0.25,
+            prefetch_bytes: 0.0,
+            writeback_bytes: 3.0,
+            evictions: 4,
+            writebacks: 5,
+            tasks: 6,
+        }
+    }
+
+    #[test]
+    fn csv_by_hand() {
+        let mut sw = sweep_of(&["workload.n", "machine.name"]);
+        sw.vary[0].values = vec!["9600".into()];
+        let mut r = row("dmda", 1, &["9600", "\"a b\""], 1.25);
+        r.gflops_starpu = Some(2.0);
+        let rows = [r, row("eager", 2, &["9600", "c"], 0.1)];
+        assert_eq!(
+            csv(&sw, &rows),
+            "sched,seed,workload.n,machine.name,makespan_s,gflops,gflops_starpu,\
+             bytes_transferred,fetch_bytes,prefetch_bytes,writeback_bytes,evictions,writebacks,\
+             tasks\n\
+             dmda,1,9600,\"\"\"a b\"\"\",0.5,1.25,2,1000000000,0.25,0,3,4,5,6\n\
+             eager,2,9600,c,0.5,0.1,,1000000000,0.25,0,3,4,5,6\n"
+        );
+    }
+
+    /// Two schedulers, x = 1 and 2, method a or b, seeds 1 and 2: GFlop/s = 10 x, plus 1 for
+    /// method b, plus seed / 10.
+    fn two_keys() -> (Sweep, Vec<Row>) {
+        let mut sw = sweep_of(&["machine.nodes", "workload.method"]);
+        sw.vary[0].values = vec!["1".into(), "2".into()];
+        sw.vary[1].values = vec!["a".into(), "b".into()];
+        let mut rows = Vec::new();
+        for s in ["s1", "s2"] {
+            for x in ["1", "2"] {
+                for m in ["a", "b"] {
+                    for seed in [1, 2] {
+                        let g = 10.0 * x.parse::<f64>().unwrap()
+                            + if m == "b" { 1.0 } else { 0.0 }
+                            + seed as f64 / 10.0;
+                        rows.push(row(s, seed, &[x, m], g));
+                    }
+                }
+            }
+        }
+        (sw, rows)
+    }
+
+    #[test]
+    fn a_second_varied_key_makes_lines_not_bands() {
+        let (sw, rows) = two_keys();
+        let (xs, ls) = lines(&sw, &rows);
+        assert_eq!(xs, ["1", "2"]);
+        let keys: Vec<(&str, &str)> = ls
+            .iter()
+            .map(|l| (l.sched.as_str(), l.rest[0].as_str()))
+            .collect();
+        assert_eq!(keys, [("s1", "a"), ("s1", "b"), ("s2", "a"), ("s2", "b")]);
+        // The band is the spread over the two seeds only: 0.1 wide.
+        let close = |a: (f64, f64, f64, f64), b: (f64, f64, f64, f64)| {
+            (a.0 - b.0).abs() + (a.1 - b.1).abs() + (a.2 - b.2).abs() + (a.3 - b.3).abs() < 1e-9
+        };
+        assert!(close(ls[0].points[0], (1.0, 10.1, 10.15, 10.2)), "{ls:?}");
+        assert!(close(ls[1].points[1], (2.0, 21.1, 21.15, 21.2)), "{ls:?}");
+        // The per-scheduler summary still spans both methods.
+        let (_, summary) = series(&sw, &rows);
+        assert!(close(summary[0].points[0], (1.0, 10.1, 10.65, 11.2)));
+    }
+
+    #[test]
+    fn layouts() {
+        assert_eq!(layout(12, 1), Layout::Schedulers);
+        assert_eq!(layout(1, 2), Layout::Values);
+        assert_eq!(layout(2, 2), Layout::Dashes);
+        assert_eq!(layout(4, 3), Layout::Dashes);
+        // 24 lines in one panel would be too many; four combinations, too many dashes.
+        assert_eq!(layout(12, 2), Layout::Panels);
+        assert_eq!(layout(2, 4), Layout::Panels);
+    }
+
+    /// (x, text) of every `<text>` element of an SVG written by plotters (one per line).
+    fn texts(svg: &str) -> Vec<(f64, String)> {
+        svg.split("<text ")
+            .skip(1)
+            .map(|t| {
+                let x = t["x=\"".len()..]
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let body = t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].trim();
+                (x, body.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_legend_is_beside_the_plot_and_fits() {
+        let (mut sw, mut rows) = two_keys();
+        // A long value: its legend entry is the widest text.
+        let long = "a-rather-long-value-that-would-not-fit-in-a-corner";
+        sw.vary[1].values[1] = long.into();
+        for r in &mut rows {
+            if r.values[1] == "b" {
+                r.values[1] = long.into();
+            }
+        }
+        let path = std::env::temp_dir().join(format!("hetsim-plot-{}.svg", std::process::id()));
+        plot_svg(&sw, &rows, "t", &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let width: f64 = svg["<svg width=\"".len()..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let t = texts(&svg);
+        let entry = format!("workload.method={long}");
+        let (x, _) = t.iter().find(|(_, s)| *s == entry).expect("legend entry");
+        // Two schedulers and two methods: one 940 px panel, the legend column after it; the
+        // entry ends inside the canvas at 10 px per character (more than the font's 11.3 px
+        // em can take).
+        assert!(*x >= 940.0, "legend at x = {x}");
+        assert!(x + 10.0 * entry.len() as f64 * 0.62 <= width, "{x} {width}");
+        for s in ["s1", "s2", "workload.method=a", "machine.nodes"] {
+            assert!(t.iter().any(|(_, b)| b == s), "no {s}");
+        }
+        // Every text starts inside the canvas.
+        assert!(t.iter().all(|(x, _)| *x >= 0.0 && *x <= width));
+    }
 }

@@ -262,33 +262,31 @@ impl MhLogGpCalibration {
     }
 }
 
-/// Parse a numeric CSV with a header line, keeping the first `columns` columns of each row.
+/// Parse a numeric CSV with a header line, keeping the first `columns` columns of each row
+/// (the `csv` crate: `#` comment lines, cells trimmed, rows of any length).
 fn parse_csv(text: &str, name: &str, columns: usize) -> Result<Vec<Vec<f64>>, InputError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .from_reader(text.as_bytes());
     let mut rows = Vec::new();
-    let mut header_seen = false;
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if !header_seen {
-            header_seen = true;
-            continue;
-        }
-        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-        if cells.len() < columns {
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(&e, name))?;
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        if record.len() < columns {
             return Err(InputError::new(format!(
                 "expected at least {columns} columns, found {}",
-                cells.len()
+                record.len()
             ))
-            .at_line(i + 1)
+            .at_line(line)
             .at_field(name));
         }
         let mut row = Vec::with_capacity(columns);
-        for c in &cells[..columns] {
+        for c in record.iter().take(columns) {
             let v: f64 = c.parse().map_err(|_| {
                 InputError::new(format!("`{c}` is not a number"))
-                    .at_line(i + 1)
+                    .at_line(line)
                     .at_field(name)
             })?;
             row.push(v);
@@ -296,6 +294,15 @@ fn parse_csv(text: &str, name: &str, columns: usize) -> Result<Vec<Vec<f64>>, In
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// A CSV syntax or reading error, at its line.
+fn csv_error(e: &csv::Error, name: &str) -> InputError {
+    let err = InputError::new(format!("not a valid CSV: {e}")).at_field(name);
+    match e.position() {
+        Some(p) => err.at_line(p.line() as usize),
+        None => err,
+    }
 }
 
 /// mHLogGP point-to-point cost of one `bytes`-byte message between two nodes, Liu et al. 2012 §3.1,

@@ -1,5 +1,6 @@
 //! `hetsim run SCENARIO.toml [--sched NAME] [--seed N] [--set KEY=VALUE]... [--json] [--quiet]
-//! [--paje FILE] [--chrome FILE] [--gantt FILE.svg]`: load a scenario, simulate it, print the
+//! [--paje FILE] [--chrome FILE] [--gantt FILE.svg [--gantt-rows all|busy]
+//! [--gantt-group none|identical]]`: load a scenario, simulate it, print the
 //! report (or one JSON object), and write the traces asked for.
 
 use std::fs::File;
@@ -12,7 +13,7 @@ use super::json_line;
 use crate::report_text::{self, Detail};
 use crate::runtime::Observer;
 use crate::scenario::{self, Override};
-use crate::trace::{ChromeWriter, GanttWriter, PajeWriter};
+use crate::trace::{ChromeWriter, GanttGroup, GanttOptions, GanttRows, GanttWriter, PajeWriter};
 use crate::{Error, InputError};
 
 /// Options of `hetsim run`.
@@ -48,6 +49,47 @@ pub struct RunArgs {
     /// Draw a Gantt chart of the run (one row per worker, transfers per link) as SVG to FILE.
     #[arg(long, value_name = "FILE")]
     pub gantt: Option<PathBuf>,
+    /// Gantt chart: which workers get a row: `all`, or `busy` (only those that ran a task;
+    /// the title counts the others).
+    #[arg(long, value_name = "WHICH", default_value = "all", requires = "gantt")]
+    pub gantt_rows: GanttRowsArg,
+    /// Gantt chart: `identical` draws the CPU workers of one memory node as one taller row
+    /// that stacks how many of them run each codelet over time; `none`: a row per worker.
+    #[arg(long, value_name = "HOW", default_value = "none", requires = "gantt")]
+    pub gantt_group: GanttGroupArg,
+}
+
+/// `--gantt-rows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GanttRowsArg {
+    /// Every worker.
+    All,
+    /// The workers that ran a task.
+    Busy,
+}
+
+/// `--gantt-group`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GanttGroupArg {
+    /// A row per worker.
+    None,
+    /// The CPU workers of one memory node share a row.
+    Identical,
+}
+
+/// The Gantt chart's options from the arguments.
+fn gantt_options(args: &RunArgs) -> GanttOptions {
+    GanttOptions {
+        rows: match args.gantt_rows {
+            GanttRowsArg::All => GanttRows::All,
+            GanttRowsArg::Busy => GanttRows::Busy,
+        },
+        group: match args.gantt_group {
+            GanttGroupArg::None => GanttGroup::None,
+            GanttGroupArg::Identical => GanttGroup::Identical,
+        },
+        ..GanttOptions::default()
+    }
 }
 
 /// The trace writers asked for, each with its file.
@@ -80,7 +122,15 @@ impl Writers {
         Ok(Writers {
             paje: open(&args.paje, |p| PajeWriter::create(p))?,
             chrome: open(&args.chrome, |p| ChromeWriter::create(p))?,
-            gantt: open(&args.gantt, |p| GanttWriter::create(p))?,
+            gantt: args
+                .gantt
+                .as_ref()
+                .map(|p| {
+                    GanttWriter::create_with(p, gantt_options(args))
+                        .map(|w| (p.clone(), w))
+                        .map_err(|e| output_error(p, e))
+                })
+                .transpose()?,
         })
     }
 

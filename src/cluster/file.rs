@@ -372,7 +372,8 @@ fn overheads(
     OverheadTable::new(rows).map_err(|e| ctx.err(o.span(), "overheads", e.message))
 }
 
-/// Rows (bytes, o_s s, o_r s) of an overhead CSV: `#` comments, a header, then numbers.
+/// Rows (bytes, o_s s, o_r s) of an overhead CSV: `#` comments, a header, then numbers
+/// (read by the `csv` crate, cells trimmed).
 fn read_csv(
     text: &str,
     path: &Path,
@@ -381,55 +382,61 @@ fn read_csv(
     recv_col: &str,
     scale_s: f64,
 ) -> Result<Vec<(f64, f64, f64)>, InputError> {
-    let mut header: Option<(usize, usize, usize)> = None;
+    let mut reader = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let at = |msg: String, pos: Option<&csv::Position>| {
+        let e = InputError::new(msg).in_file(path);
+        match pos {
+            Some(p) => e.at_line(p.line() as usize),
+            None => e,
+        }
+    };
+    let syntax = |e: csv::Error| at(format!("not a valid CSV: {e}"), e.position());
+    let header = reader.headers().map_err(syntax)?.clone();
+    let find = |c: &str| {
+        header.iter().position(|h| h == c).ok_or_else(|| {
+            at(
+                format!(
+                    "no column `{c}` in the header (columns: {})",
+                    header.iter().collect::<Vec<_>>().join(", ")
+                ),
+                header.position(),
+            )
+        })
+    };
+    let (b, s, r) = (find(bytes_col)?, find(send_col)?, find(recv_col)?);
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        let cells: Vec<&str> = l.split(',').map(str::trim).collect();
-        let loc = |msg: String| InputError::new(msg).in_file(path).at_line(i + 1);
-        match header {
-            None => {
-                let find = |c: &str| {
-                    cells.iter().position(|h| *h == c).ok_or_else(|| {
-                        loc(format!(
-                            "no column `{c}` in the header (columns: {})",
-                            cells.join(", ")
-                        ))
-                    })
-                };
-                header = Some((find(bytes_col)?, find(send_col)?, find(recv_col)?));
+    for record in reader.records() {
+        let record = record.map_err(syntax)?;
+        let loc = |msg: String| at(msg, record.position());
+        let get = |j: usize, name: &str| -> Result<f64, InputError> {
+            let cell = record.get(j).unwrap_or("");
+            match cell.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+                _ => Err(loc(format!(
+                    "column `{name}`: `{cell}` is not a finite number >= 0"
+                ))
+                .at_field(name.to_string())),
             }
-            Some((b, s, r)) => {
-                let get = |j: usize, name: &str| -> Result<f64, InputError> {
-                    let cell = cells.get(j).copied().unwrap_or("");
-                    match cell.parse::<f64>() {
-                        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-                        _ => Err(loc(format!(
-                            "column `{name}`: `{cell}` is not a finite number >= 0"
-                        ))
-                        .at_field(name.to_string())),
-                    }
-                };
-                let row = (
-                    get(b, bytes_col)?,
-                    get(s, send_col)? * scale_s,
-                    get(r, recv_col)? * scale_s,
-                );
-                if let Some(last) = rows.last().map(|r: &(f64, f64, f64)| r.0)
-                    && row.0 <= last
-                {
-                    return Err(loc(format!(
-                        "message size {} does not increase (previous row: {last})",
-                        row.0
-                    ))
-                    .at_field(bytes_col.to_string()));
-                }
-                rows.push(row);
-            }
+        };
+        let row = (
+            get(b, bytes_col)?,
+            get(s, send_col)? * scale_s,
+            get(r, recv_col)? * scale_s,
+        );
+        if let Some(last) = rows.last().map(|r: &(f64, f64, f64)| r.0)
+            && row.0 <= last
+        {
+            return Err(loc(format!(
+                "message size {} does not increase (previous row: {last})",
+                row.0
+            ))
+            .at_field(bytes_col.to_string()));
         }
+        rows.push(row);
     }
     if rows.is_empty() {
         return Err(InputError::new("no data rows (expected a header then rows)").in_file(path));
@@ -490,6 +497,28 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.location.line, Some(2));
         assert_eq!(e.location.field.as_deref(), Some("oscn"));
+        // Lines count comments and blank lines: the bad row is the file's fifth line.
+        let e = read_csv(
+            "# c\n\nmessage_bytes, oscn, orn\n1, 4, 3\n2, -1, 3\n",
+            Path::new("o.csv"),
+            "message_bytes",
+            "oscn",
+            "orn",
+            1e-6,
+        )
+        .unwrap_err();
+        assert_eq!(e.location.line, Some(5));
+        let e = read_csv(
+            "bytes,oscn,orn\n1,2,3\n",
+            Path::new("o.csv"),
+            "message_bytes",
+            "oscn",
+            "orn",
+            1.0,
+        )
+        .unwrap_err();
+        assert_eq!(e.location.line, Some(1));
+        assert!(e.message.contains("no column `message_bytes`"), "{e}");
     }
 
     #[test]

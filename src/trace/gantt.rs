@@ -12,6 +12,10 @@
 //! it. Zooming into the SVG shows every box at least a pixel wide at the chart's nominal
 //! width.
 //!
+//! For machines with many cores, [`GanttOptions::rows`] can leave out the workers that ran
+//! nothing and [`GanttOptions::group`] can draw the CPU workers of one memory node as one
+//! row stacking how many of them are busy, per codelet, over time.
+//!
 //! The writer keeps one 24-byte record per task, waiting period and transfer until
 //! [`GanttWriter::finish`], since it needs the run's length to scale the chart.
 
@@ -22,9 +26,9 @@ use std::path::Path;
 
 use super::codelet_rgb;
 use crate::runtime::observe::WorkerStatus;
-use crate::runtime::{Observer, SimEvent, TransferKind};
+use crate::runtime::{Observer, SimEvent, TransferKind, WorkerKind};
 
-/// Size and title of the chart.
+/// Size, title and rows of the chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GanttOptions {
     /// Width of the time axis, pixels.
@@ -33,6 +37,10 @@ pub struct GanttOptions {
     pub row_px: u32,
     /// Title; default: machine, scheduler, tasks and makespan.
     pub title: Option<String>,
+    /// Which workers get a row.
+    pub rows: GanttRows,
+    /// Whether identical CPU workers share a row.
+    pub group: GanttGroup,
 }
 
 impl Default for GanttOptions {
@@ -41,8 +49,34 @@ impl Default for GanttOptions {
             width_px: 1600,
             row_px: 16,
             title: None,
+            rows: GanttRows::All,
+            group: GanttGroup::None,
         }
     }
+}
+
+/// Which workers get a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GanttRows {
+    /// Every worker.
+    #[default]
+    All,
+    /// Only the workers that ran a task (a row of grouped workers if one of them did); the
+    /// title says how many were left out.
+    Busy,
+}
+
+/// Whether workers share rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GanttGroup {
+    /// One row per worker.
+    #[default]
+    None,
+    /// The CPU workers of one memory node (identical for the runtime: same kind, same memory
+    /// node, same device) share one taller row that stacks, over time, how many of them run
+    /// each codelet or wait for data (averaged over each pixel's span). A lone such worker
+    /// keeps its own row; GPU workers always do.
+    Identical,
 }
 
 /// One box: a row, a colour index, a span in ns.
@@ -61,6 +95,11 @@ pub struct GanttWriter<W: Write> {
     opts: GanttOptions,
     title: String,
     worker_names: Vec<String>,
+    /// Per worker: the group it belongs to when CPU workers of one node share a row
+    /// (`u32::MAX`: its own row).
+    worker_group: Vec<u32>,
+    /// Per worker: tasks it ran.
+    worker_tasks: Vec<u64>,
     node_names: Vec<String>,
     codelets: Vec<String>,
     nworkers: u32,
@@ -79,7 +118,15 @@ pub struct GanttWriter<W: Write> {
 impl GanttWriter<BufWriter<File>> {
     /// A writer to a new file at `path` (buffered), with default options.
     pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
-        Ok(Self::new(BufWriter::new(File::create(path)?)))
+        Self::create_with(path, GanttOptions::default())
+    }
+
+    /// A writer to a new file at `path` (buffered).
+    pub fn create_with(path: impl AsRef<Path>, opts: GanttOptions) -> io::Result<Self> {
+        Ok(Self::with_options(
+            BufWriter::new(File::create(path)?),
+            opts,
+        ))
     }
 }
 
@@ -108,6 +155,8 @@ impl<W: Write> GanttWriter<W> {
             opts,
             title: String::new(),
             worker_names: Vec::new(),
+            worker_group: Vec::new(),
+            worker_tasks: Vec::new(),
             node_names: Vec::new(),
             codelets: Vec::new(),
             nworkers: 0,
@@ -138,35 +187,89 @@ impl<W: Write> GanttWriter<W> {
         Ok(out)
     }
 
-    /// The SVG text.
-    fn render(&mut self) -> String {
-        let o = self.opts.clone();
-        let row_h = f64::from(o.row_px.max(4));
-        let width = f64::from(o.width_px.max(100));
-        let left = 120.0;
-        let top = 40.0;
-        // Rows: workers, then the transfer directions used, in (src, dst) order.
-        let mut pair_used = vec![false; (self.nnodes * self.nnodes) as usize];
+    /// The rows drawn, in order, and where each source row (worker, then transfer direction)
+    /// goes (`u32::MAX`: not drawn).
+    fn layout(&self) -> (Vec<Row>, Vec<u32>) {
+        let nw = self.nworkers as usize;
+        let nn = self.nnodes as usize;
+        let mut pair_used = vec![false; nn * nn];
         for b in &self.boxes {
             if b.row >= self.nworkers {
                 pair_used[(b.row - self.nworkers) as usize] = true;
             }
         }
-        let mut row_of = vec![u32::MAX; self.nworkers as usize + pair_used.len()];
-        let mut labels: Vec<String> = Vec::new();
+        let mut row_of = vec![u32::MAX; nw + pair_used.len()];
+        let mut rows: Vec<Row> = Vec::new();
+        // Workers: a grouped worker goes to its group's row, made at its first member.
+        let mut group_row: Vec<u32> = vec![u32::MAX; nw];
         for (w, name) in self.worker_names.iter().enumerate() {
-            row_of[w] = labels.len() as u32;
-            labels.push(name.clone());
+            let g = self.worker_group.get(w).copied().unwrap_or(u32::MAX);
+            if g == u32::MAX {
+                if self.opts.rows == GanttRows::Busy && self.worker_tasks[w] == 0 {
+                    continue;
+                }
+                row_of[w] = rows.len() as u32;
+                rows.push(Row {
+                    label: name.clone(),
+                    members: 1,
+                });
+                continue;
+            }
+            let g = g as usize;
+            if group_row[g] == u32::MAX {
+                let members: Vec<usize> = (0..nw)
+                    .filter(|&v| self.worker_group[v] as usize == g)
+                    .collect();
+                let busy = members.iter().any(|&v| self.worker_tasks[v] > 0);
+                if self.opts.rows == GanttRows::Busy && !busy {
+                    group_row[g] = u32::MAX - 1;
+                    continue;
+                }
+                group_row[g] = rows.len() as u32;
+                rows.push(Row {
+                    label: format!("CPU ×{}", members.len()),
+                    members: members.len() as u32,
+                });
+            }
+            if group_row[g] < u32::MAX - 1 {
+                row_of[w] = group_row[g];
+            }
         }
         for (p, &used) in pair_used.iter().enumerate() {
             if used {
-                row_of[self.nworkers as usize + p] = labels.len() as u32;
-                let (s, d) = (p / self.nnodes as usize, p % self.nnodes as usize);
-                labels.push(format!("{}->{}", self.node_names[s], self.node_names[d]));
+                row_of[nw + p] = rows.len() as u32;
+                let (s, d) = (p / nn, p % nn);
+                rows.push(Row {
+                    label: format!("{}->{}", self.node_names[s], self.node_names[d]),
+                    members: 1,
+                });
             }
         }
-        let nrows = labels.len() as f64;
-        let plot_h = nrows * row_h;
+        (rows, row_of)
+    }
+
+    /// The SVG text.
+    fn render(&mut self) -> String {
+        let o = self.opts.clone();
+        let row_h = f64::from(o.row_px.max(4));
+        let width = f64::from(o.width_px.max(100));
+        let (rows, row_of) = self.layout();
+        // Left margin: the longest label at about 6.5 px per character of the 11 px font.
+        let longest = rows
+            .iter()
+            .map(|r| r.label.chars().count())
+            .max()
+            .unwrap_or(0);
+        let left = (longest as f64 * 6.5 + 14.0).max(120.0).ceil();
+        let top = 40.0;
+        // A group row is four rows high.
+        let height = |r: &Row| if r.members > 1 { 4.0 * row_h } else { row_h };
+        let mut row_y = Vec::with_capacity(rows.len());
+        let mut plot_h = 0.0;
+        for r in &rows {
+            row_y.push(top + plot_h);
+            plot_h += height(r);
+        }
         let end = self.end.max(1) as f64;
         let px_per_ns = width / end;
         let ncod = self.ncod();
@@ -178,8 +281,10 @@ impl<W: Write> GanttWriter<W> {
             .chain(SPECIAL.iter().map(|&(n, c)| (n.to_string(), c)))
             .collect();
         let legend_rows = colours.len().div_ceil(4) as f64;
+        let grouped = rows.iter().any(|r| r.members > 1);
+        let notes = if grouped { 18.0 } else { 0.0 };
         let total_w = left + width + 20.0;
-        let total_h = top + plot_h + 40.0 + legend_rows * 18.0 + 10.0;
+        let total_h = top + plot_h + 40.0 + legend_rows * 18.0 + notes + 10.0;
         let mut s = String::with_capacity(64 * 1024);
         let _ = writeln!(
             s,
@@ -195,54 +300,89 @@ impl<W: Write> GanttWriter<W> {
             s,
             "<rect width=\"{total_w:.0}\" height=\"{total_h:.0}\" fill=\"white\"/>"
         );
-        let title = if let Some(t) = &o.title {
+        let mut title = if let Some(t) = &o.title {
             t.clone()
         } else {
             self.title.clone()
         };
+        let hidden = (0..self.nworkers as usize)
+            .filter(|&w| row_of[w] == u32::MAX)
+            .count();
+        if hidden > 0 {
+            title = format!("{title} · {hidden} workers that ran no task not shown");
+        }
         let _ = writeln!(
             s,
             "<text x=\"{left:.0}\" y=\"20\" font-size=\"14\">{}</text>",
             xml(&title)
         );
         // Row backgrounds and labels.
-        for (r, label) in labels.iter().enumerate() {
-            let y = top + r as f64 * row_h;
+        for (r, row) in rows.iter().enumerate() {
+            let (y, h) = (row_y[r], height(row));
             if r % 2 == 1 {
                 let _ = writeln!(
                     s,
-                    "<rect x=\"{left:.0}\" y=\"{y:.1}\" width=\"{width:.0}\" height=\"{row_h:.1}\" fill=\"#f4f4f4\"/>"
+                    "<rect x=\"{left:.0}\" y=\"{y:.1}\" width=\"{width:.0}\" height=\"{h:.1}\" fill=\"#f4f4f4\"/>"
                 );
             }
-            let _ = writeln!(
-                s,
-                "<text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                left - 6.0,
-                y + row_h * 0.75,
-                xml(label)
-            );
+            if row.members > 1 {
+                let _ = writeln!(
+                    s,
+                    "<text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
+                     <text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"9\">{}</text>\
+                     <text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"9\">0</text>",
+                    left - 6.0,
+                    y + h * 0.5,
+                    xml(&row.label),
+                    left - 6.0,
+                    y + 9.0,
+                    row.members,
+                    left - 6.0,
+                    y + h - 1.0,
+                );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "<text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                    left - 6.0,
+                    y + h * 0.75,
+                    xml(&row.label)
+                );
+            }
         }
-        // Boxes, row by row, merged below the pixel.
+        // Boxes, row by row: merged below the pixel, or stacked counts for a group.
         self.boxes
             .sort_unstable_by_key(|b| (row_of[b.row as usize], b.start, b.end, b.colour));
         let mut i = 0;
         let boxes = std::mem::take(&mut self.boxes);
+        let ncolours = colours.len();
         while i < boxes.len() {
             let row = row_of[boxes[i].row as usize];
             let mut j = i;
             while j < boxes.len() && row_of[boxes[j].row as usize] == row {
                 j += 1;
             }
-            let y = top + f64::from(row) * row_h + 1.0;
-            let h = row_h - 2.0;
+            if row == u32::MAX {
+                i = j;
+                continue;
+            }
+            let spec = &rows[row as usize];
+            let y = row_y[row as usize] + 1.0;
+            let h = height(spec) - 2.0;
             let _ = write!(s, "<g transform=\"translate({left:.0},{y:.1})\">");
-            merge_row(&boxes[i..j], px_per_ns, ncod, |x0, x1, colour| {
-                let _ = write!(
-                    s,
-                    "<rect class=\"c{colour}\" x=\"{x0:.2}\" width=\"{:.2}\" height=\"{h:.1}\"/>",
-                    (x1 - x0).max(0.5)
-                );
-            });
+            if spec.members > 1 {
+                let cols = width.round() as usize;
+                let layers = stacked_counts(&boxes[i..j], end, cols, ncolours);
+                draw_stack(&mut s, &layers, f64::from(spec.members), h);
+            } else {
+                merge_row(&boxes[i..j], px_per_ns, ncod, |x0, x1, colour| {
+                    let _ = write!(
+                        s,
+                        "<rect class=\"c{colour}\" x=\"{x0:.2}\" width=\"{:.2}\" height=\"{h:.1}\"/>",
+                        (x1 - x0).max(0.5)
+                    );
+                });
+            }
             s.push_str("</g>\n");
             i = j;
         }
@@ -294,8 +434,87 @@ impl<W: Write> GanttWriter<W> {
                 xml(name)
             );
         }
+        if grouped {
+            let _ = writeln!(
+                s,
+                "<text x=\"{left:.0}\" y=\"{:.0}\">CPU ×N rows: how many of the N workers run \
+                 each codelet or wait for data, stacked (average over each pixel's time span)</text>",
+                ly + legend_rows * 18.0
+            );
+        }
         s.push_str("</svg>\n");
         s
+    }
+}
+
+/// A row of the chart: its label and how many workers share it (1: one worker or one
+/// transfer direction).
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    label: String,
+    members: u32,
+}
+
+/// The boxes of a group row as, per colour and per column of `end / cols` ns, the average
+/// number of workers in that colour over the column.
+fn stacked_counts(boxes: &[GBox], end: f64, cols: usize, ncolours: usize) -> Vec<Vec<f64>> {
+    let mut layers = vec![vec![0.0; cols]; ncolours];
+    if cols == 0 {
+        return layers;
+    }
+    let col_ns = end / cols as f64;
+    for b in boxes {
+        let layer = &mut layers[b.colour as usize];
+        let (s, e) = (b.start as f64, (b.end as f64).min(end));
+        if e <= s {
+            continue;
+        }
+        let first = ((s / col_ns) as usize).min(cols - 1);
+        let last = ((e / col_ns) as usize).min(cols - 1);
+        for (c, v) in layer.iter_mut().enumerate().take(last + 1).skip(first) {
+            let (c0, c1) = (c as f64 * col_ns, (c + 1) as f64 * col_ns);
+            let covered = e.min(c1) - s.max(c0);
+            if covered > 0.0 {
+                *v += covered / col_ns;
+            }
+        }
+    }
+    layers
+}
+
+/// Draw stacked layers (per column, counts out of `members`) in a box of height `h`, one
+/// path per non-empty layer, bottom up in colour order.
+fn draw_stack(s: &mut String, layers: &[Vec<f64>], members: f64, h: f64) {
+    let cols = layers.first().map_or(0, Vec::len);
+    let mut below = vec![0.0f64; cols];
+    let y = |count: f64| h - (count / members).min(1.0) * h;
+    for (colour, layer) in layers.iter().enumerate() {
+        if layer.iter().all(|&v| v <= 0.0) {
+            continue;
+        }
+        let above: Vec<f64> = below.iter().zip(layer).map(|(b, v)| b + v).collect();
+        // Top edge left to right, then the bottom edge back, as steps one pixel wide; a
+        // vertical move only where the value changes.
+        let _ = write!(s, "<path class=\"c{colour}\" d=\"M0,{:.1}", y(above[0]));
+        let mut last = y(above[0]);
+        for (c, &v) in above.iter().enumerate().skip(1) {
+            let yv = y(v);
+            if (yv - last).abs() >= 0.05 {
+                let _ = write!(s, "H{c}V{yv:.1}");
+                last = yv;
+            }
+        }
+        let _ = write!(s, "H{cols}V{:.1}", y(below[cols - 1]));
+        let mut last = y(below[cols - 1]);
+        for c in (0..cols - 1).rev() {
+            let yv = y(below[c]);
+            if (yv - last).abs() >= 0.05 {
+                let _ = write!(s, "H{}V{yv:.1}", c + 1);
+                last = yv;
+            }
+        }
+        s.push_str("H0Z\"/>");
+        below = above;
     }
 }
 
@@ -388,6 +607,28 @@ impl<W: Write> Observer for GanttWriter<W> {
                 ..
             } => {
                 self.worker_names = workers.iter().map(|w| w.name.clone()).collect();
+                self.worker_tasks = vec![0; workers.len()];
+                self.worker_group = vec![u32::MAX; workers.len()];
+                if self.opts.group == GanttGroup::Identical {
+                    let key = |w: &crate::runtime::Worker| (w.memory, w.device.clone());
+                    for (i, w) in workers.iter().enumerate() {
+                        if w.kind != WorkerKind::Cpu {
+                            continue;
+                        }
+                        let twins = workers
+                            .iter()
+                            .filter(|v| v.kind == WorkerKind::Cpu && key(v) == key(w))
+                            .count();
+                        if twins > 1 {
+                            // The group is named by its first worker.
+                            let first = workers
+                                .iter()
+                                .position(|v| v.kind == WorkerKind::Cpu && key(v) == key(w))
+                                .expect("w itself");
+                            self.worker_group[i] = first as u32;
+                        }
+                    }
+                }
                 self.node_names = machine
                     .memory_nodes()
                     .iter()
@@ -436,6 +677,7 @@ impl<W: Write> Observer for GanttWriter<W> {
             SimEvent::TaskEnd { worker, .. } => {
                 if let Some((start, c)) = self.running[worker.index()].take() {
                     self.tasks += 1;
+                    self.worker_tasks[worker.index()] += 1;
                     self.boxes.push(GBox {
                         row: worker.0,
                         colour: c,
@@ -521,5 +763,123 @@ mod tests {
         assert_eq!(nice_step(3.0), 5.0);
         assert_eq!(fmt_seconds(0.4, 0.2), "0.4");
         assert_eq!(fmt_seconds(20.0, 10.0), "20");
+    }
+
+    #[test]
+    fn group_counts_are_averages_per_column() {
+        // A 10 ns run drawn in 2 columns of 5 ns. Colour 0: [0, 5) and [2, 8) on two workers;
+        // colour 1: [8, 10).
+        let b = |start, end, colour| GBox {
+            row: 0,
+            colour,
+            start,
+            end,
+        };
+        let layers = stacked_counts(&[b(0, 5, 0), b(2, 8, 0), b(8, 10, 1)], 10.0, 2, 2);
+        // Column 0: 5 + 3 busy ns of colour 0 over 5 ns = 1.6; column 1: 3 ns = 0.6, and
+        // 2 ns of colour 1 = 0.4.
+        let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12);
+        assert!(close(&layers[0], &[1.6, 0.6]), "{layers:?}");
+        assert!(close(&layers[1], &[0.0, 0.4]), "{layers:?}");
+        // Drawn in a 10 px high box for 2 workers: colour 0 from the bottom (y 10) up to
+        // 10 - 1.6/2 * 10 = 2, then 10 - 0.6/2 * 10 = 7; colour 1 on top of it: nothing in
+        // the first column (2 to 2), 7 up to 10 - 1.0/2 * 10 = 5 in the second.
+        let mut s = String::new();
+        draw_stack(&mut s, &layers, 2.0, 10.0);
+        assert_eq!(
+            s,
+            "<path class=\"c0\" d=\"M0,2.0H1V7.0H2V10.0H0Z\"/>\
+             <path class=\"c1\" d=\"M0,2.0H1V5.0H2V7.0H1V2.0H0Z\"/>"
+        );
+    }
+
+    /// Which workers start a task, by name.
+    #[derive(Default)]
+    struct Ran {
+        names: Vec<String>,
+        ran: std::collections::BTreeSet<String>,
+    }
+
+    impl Observer for Ran {
+        fn event(&mut self, _at_s: f64, event: &SimEvent<'_>) {
+            match *event {
+                SimEvent::RunStart { workers, .. } => {
+                    self.names = workers.iter().map(|w| w.name.clone()).collect();
+                }
+                SimEvent::TaskStart { worker, .. } => {
+                    self.ran.insert(self.names[worker.index()].clone());
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A 4-tile Cholesky (20 tasks) on 112 cores and 2 GPUs (110 CPU workers: a core drives
+    /// each GPU), drawn with `opts`; the SVG and the workers that ran tasks.
+    fn big_machine_chart(opts: GanttOptions) -> (String, Ran) {
+        use crate::runtime::fixture::{RATES, star_machine};
+        let m = star_machine(2, 112);
+        let g =
+            crate::workload::cholesky(4 * 960, 960, crate::workload::Precision::Single).unwrap();
+        let mut gw = GanttWriter::with_options(Vec::new(), opts);
+        let mut ran = Ran::default();
+        let mut s = crate::sched::by_name("eager", 1).unwrap();
+        crate::runtime::simulate_observed(
+            &m,
+            &g,
+            &RATES,
+            s.as_mut(),
+            &crate::runtime::RunConfig::default(),
+            &mut [&mut gw as &mut dyn Observer, &mut ran],
+        )
+        .unwrap();
+        assert_eq!(ran.names.len(), 112);
+        (String::from_utf8(gw.finish().unwrap()).unwrap(), ran)
+    }
+
+    /// The row labels of a chart (texts right-aligned in the label column).
+    fn labels(svg: &str) -> Vec<String> {
+        svg.split("text-anchor=\"end\">")
+            .skip(1)
+            .map(|t| t[..t.find('<').unwrap()].to_string())
+            .filter(|l| l != "time (s)")
+            .collect()
+    }
+
+    #[test]
+    fn a_112_core_machine_by_worker_busy_workers_and_groups() {
+        // Every worker: 112 rows of workers.
+        let (all, ran) = big_machine_chart(GanttOptions::default());
+        let l = labels(&all);
+        assert!(l.contains(&"CPU109".to_string()) && l.contains(&"GPU1".to_string()));
+        assert_eq!(l.iter().filter(|l| !l.contains("-&gt;")).count(), 112);
+        // 20 tasks ran on at most 20 workers: the others are left out and counted.
+        let (busy, _) = big_machine_chart(GanttOptions {
+            rows: GanttRows::Busy,
+            ..GanttOptions::default()
+        });
+        let shown: std::collections::BTreeSet<String> = labels(&busy)
+            .into_iter()
+            .filter(|l| !l.contains("-&gt;"))
+            .collect();
+        assert_eq!(shown, ran.ran);
+        assert!(ran.ran.len() <= 20);
+        assert!(busy.contains(&format!(
+            "· {} workers that ran no task not shown",
+            112 - ran.ran.len()
+        )));
+        // Grouped: the 110 CPU workers of RAM in one row, stacked (a path per colour used),
+        // the GPUs on their own.
+        let (grouped, _) = big_machine_chart(GanttOptions {
+            group: GanttGroup::Identical,
+            ..GanttOptions::default()
+        });
+        let l = labels(&grouped);
+        let workers: Vec<&String> = l.iter().filter(|l| !l.contains("-&gt;")).collect();
+        assert_eq!(workers, ["GPU0", "GPU1", "CPU ×110"]);
+        // Its scale: 0 to 110 workers.
+        assert!(grouped.contains("font-size=\"9\">110</text>"));
+        assert!(grouped.contains("<path class=\"c"));
+        assert!(grouped.len() < all.len());
     }
 }

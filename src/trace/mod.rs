@@ -16,8 +16,8 @@
 //! task and transfer, because it needs the run's length before it can draw.
 //!
 //! Output is deterministic: the same run gives byte-identical files. Dates are the
-//! simulation's, rounded to the nanosecond and printed from integers; other numbers use Rust's
-//! shortest round-trip formatting or a fixed number of decimals.
+//! simulation's, rounded to the nanosecond; the Paje writer prints them from integers, the
+//! Chrome writer through `serde_json` (shortest round-trip floats, in µs).
 //!
 //! Writing files, all at once:
 //!
@@ -52,7 +52,7 @@ mod paje;
 pub mod stats;
 
 pub use chrome::ChromeWriter;
-pub use gantt::{GanttOptions, GanttWriter};
+pub use gantt::{GanttGroup, GanttOptions, GanttRows, GanttWriter};
 pub use paje::PajeWriter;
 pub use stats::{Bounds, bounds, bounds_from_means};
 
@@ -371,19 +371,6 @@ pub(crate) fn push_scaled(buf: &mut Vec<u8>, ns: u64, digits: u32) {
     buf.extend_from_slice(&tmp[..digits as usize]);
 }
 
-/// Append a float with Rust's shortest round-trip formatting (never an exponent), or `0` if
-/// it is not finite.
-pub(crate) fn push_f64(buf: &mut Vec<u8>, x: f64) {
-    if x.fract() == 0.0 && x.abs() < 9.0e15 {
-        // Integral (byte counts, most flop counts): the same digits, much faster.
-        push_i64(buf, x as i64);
-    } else if x.is_finite() {
-        let _ = write!(buf, "{x}");
-    } else {
-        buf.push(b'0');
-    }
-}
-
 /// Append a float with a fixed number of decimals (at most 9; `0` if it is not finite),
 /// rounded half away from zero, printed from integers (fast, and the same everywhere).
 pub(crate) fn push_fixed(buf: &mut Vec<u8>, x: f64, decimals: u32) {
@@ -402,28 +389,6 @@ pub(crate) fn push_fixed(buf: &mut Vec<u8>, x: f64, decimals: u32) {
         buf.push(b'-');
     }
     push_scaled(buf, v.unsigned_abs(), decimals);
-}
-
-/// Append `s` as a JSON string (quoted, escaped).
-pub(crate) fn push_json_str(buf: &mut Vec<u8>, s: &str) {
-    buf.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => buf.extend_from_slice(b"\\\""),
-            '\\' => buf.extend_from_slice(b"\\\\"),
-            '\n' => buf.extend_from_slice(b"\\n"),
-            '\r' => buf.extend_from_slice(b"\\r"),
-            '\t' => buf.extend_from_slice(b"\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(buf, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let mut tmp = [0u8; 4];
-                buf.extend_from_slice(c.encode_utf8(&mut tmp).as_bytes());
-            }
-        }
-    }
-    buf.push(b'"');
 }
 
 /// A display name for a handle: its tile (`A(1,0)`) or `h<id>`.
@@ -540,12 +505,5 @@ mod tests {
         w.set(4, 0, 1e6, &mut emit);
         w.set(7, 0, 0.0, &mut emit);
         assert_eq!(out, vec![(3, 0, 1000), (7, 0, 0)]);
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        let mut b = Vec::new();
-        push_json_str(&mut b, "a\"b\\c\n\u{1}é");
-        assert_eq!(String::from_utf8(b).unwrap(), r#""a\"b\\c\n\u0001é""#);
     }
 }

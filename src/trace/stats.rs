@@ -29,7 +29,7 @@
 use serde::Serialize;
 
 use crate::runtime::{KernelTimes, Worker, WorkerKind};
-use crate::workload::{TaskGraph, TaskId};
+use crate::workload::TaskGraph;
 
 /// Lower bounds on the makespan of a task graph on a set of workers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -123,31 +123,24 @@ pub fn bounds_from_means(
     }
 }
 
-/// Longest path through the graph with `weight[t]` per task (Kahn's order, so explicit
-/// dependencies in any direction are fine).
+/// Longest path through the graph with `weight[t]` per task: in petgraph's topological
+/// order of the dependencies, each task finishes `weight` after the latest of its
+/// predecessors (explicit dependencies may point backwards in submission order).
 fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
-    let n = graph.num_tasks();
-    let mut preds: Vec<u32> = graph
-        .task_ids()
-        .map(|t| graph.predecessor_count(t))
-        .collect();
-    // Earliest finish of each task.
-    let mut finish = vec![0.0f64; n];
-    let mut start = vec![0.0f64; n];
-    let mut ready: Vec<TaskId> = graph.roots().collect();
+    use petgraph::Direction::Incoming;
+    let deps = graph.dependencies();
+    let order = petgraph::algo::toposort(deps, None)
+        .expect("task graphs are acyclic: TaskGraphBuilder::build refuses cycles");
+    let mut finish = vec![0.0f64; graph.num_tasks()];
     let mut best = 0.0f64;
-    while let Some(t) = ready.pop() {
-        let f = start[t.index()] + weight[t.index()];
-        finish[t.index()] = f;
+    for v in order {
+        let start = deps
+            .neighbors_directed(v, Incoming)
+            .map(|p| finish[p.index()])
+            .fold(0.0f64, f64::max);
+        let f = start + weight[v.index()];
+        finish[v.index()] = f;
         best = best.max(f);
-        for &s in graph.successors(t) {
-            let si = s.index();
-            start[si] = start[si].max(f);
-            preds[si] -= 1;
-            if preds[si] == 0 {
-                ready.push(s);
-            }
-        }
     }
     best
 }
@@ -217,6 +210,23 @@ fn area_bound(cpu: &[f64], gpu: &[f64], ncpu: f64, ngpu: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn critical_path_by_hand() {
+        use crate::workload::{Access, AccessMode, Handle, TaskGraphBuilder};
+        // A diamond on one handle: a writes, b and c read, d writes. Durations 1, 5, 2, 3:
+        // the longest chain is a, b, d = 9 (a, c, d is 6).
+        let mut b = TaskGraphBuilder::default();
+        let k = b.codelet("k").unwrap();
+        let h = b.add_handle(Handle::bytes(8)).unwrap();
+        for mode in [AccessMode::W, AccessMode::R, AccessMode::R, AccessMode::RW] {
+            b.submit(k, 0.0, 0, &[Access::new(h, mode)]).unwrap();
+        }
+        let g = b.build().unwrap();
+        assert_eq!(critical_path(&g, &[1.0, 5.0, 2.0, 3.0]), 9.0);
+        assert_eq!(critical_path(&g, &[1.0, 2.0, 5.0, 3.0]), 9.0);
+        assert_eq!(critical_path(&g, &[1.0, 1.0, 1.0, 0.0]), 2.0);
+    }
 
     #[test]
     fn area_bound_by_hand() {

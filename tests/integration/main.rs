@@ -16,6 +16,7 @@ mod hpl_hdpex;
 mod machine_files;
 mod noise_runs;
 mod perfmodel;
+mod plots;
 mod runtime_semantics;
 mod sched_ws_heft;
 mod seed_machines;
