@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use crate::runtime::RunReport;
 use crate::scenario::{Scenario, sharing_name};
+use crate::units::{format_bytes as bytes, format_secs as secs};
 
 /// What to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,15 +20,36 @@ pub enum Detail {
     Full,
 }
 
+/// Which links the link table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Links {
+    /// Every link that moved bytes except the internal links of StarPU's PCI tree (names
+    /// starting with `PCI:`), whose traffic is that of the links they connect.
+    Main,
+    /// Every link that moved bytes.
+    All,
+}
+
+/// Whether a link is an internal link of an imported PCI tree (`PCI:0000:[00-0f] up`).
+pub fn is_pci_tree_link(name: &str) -> bool {
+    name.starts_with("PCI:")
+}
+
 /// Render the report of one run of `scenario`.
-pub fn render(scenario: &Scenario, report: &RunReport, detail: Detail) -> String {
+pub fn render(scenario: &Scenario, report: &RunReport, detail: Detail, links: Links) -> String {
     let mut s = String::new();
     // Writing to a String cannot fail.
-    let _ = write_report(&mut s, scenario, report, detail);
+    let _ = write_report(&mut s, scenario, report, detail, links);
     s
 }
 
-fn write_report(s: &mut String, sc: &Scenario, r: &RunReport, detail: Detail) -> std::fmt::Result {
+fn write_report(
+    s: &mut String,
+    sc: &Scenario,
+    r: &RunReport,
+    detail: Detail,
+    links: Links,
+) -> std::fmt::Result {
     let gpus = r.workers.iter().filter(|w| w.kind == "gpu").count();
     let cpus = r.workers.len() - gpus;
     writeln!(s, "scenario     {} ({})", sc.name, sc.file.display())?;
@@ -138,7 +160,13 @@ fn write_report(s: &mut String, sc: &Scenario, r: &RunReport, detail: Detail) ->
     }
 
     writeln!(s)?;
-    let used: Vec<_> = r.links.iter().filter(|l| l.bytes > 0.0).collect();
+    let moved: Vec<_> = r.links.iter().filter(|l| l.bytes > 0.0).collect();
+    let used: Vec<_> = moved
+        .iter()
+        .copied()
+        .filter(|l| links == Links::All || !is_pci_tree_link(&l.name))
+        .collect();
+    let hidden = moved.len() - used.len();
     if used.is_empty() {
         writeln!(s, "links        no bytes moved")?;
     } else {
@@ -158,6 +186,12 @@ fn write_report(s: &mut String, sc: &Scenario, r: &RunReport, detail: Detail) ->
                 100.0 * l.utilisation
             )?;
         }
+    }
+    if hidden > 0 {
+        writeln!(
+            s,
+            "({hidden} links of the PCI tree not shown: `--links all` shows them)"
+        )?;
     }
 
     writeln!(s)?;
@@ -198,36 +232,6 @@ fn pct(part: f64, whole: f64) -> f64 {
         100.0 * part / whole
     } else {
         0.0
-    }
-}
-
-/// A duration with a unit chosen for 4 significant-ish digits: `12.35 ms`, `1.2346 s`.
-pub fn secs(s: f64) -> String {
-    let a = s.abs();
-    if a == 0.0 {
-        "0 s".to_string()
-    } else if a >= 1.0 {
-        format!("{s:.4} s")
-    } else if a >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else {
-        format!("{:.3} us", s * 1e6)
-    }
-}
-
-/// A byte count in decimal units (kB, MB, GB, powers of 10, as in machine files).
-pub fn bytes(b: f64) -> String {
-    let a = b.abs();
-    if a < 1e3 {
-        format!("{b:.0} B")
-    } else if a < 1e6 {
-        format!("{:.2} kB", b / 1e3)
-    } else if a < 1e9 {
-        format!("{:.2} MB", b / 1e6)
-    } else if a < 1e12 {
-        format!("{:.3} GB", b / 1e9)
-    } else {
-        format!("{:.3} TB", b / 1e12)
     }
 }
 
@@ -312,17 +316,6 @@ fn write_program(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn units() {
-        assert_eq!(secs(0.0), "0 s");
-        assert_eq!(secs(1.5), "1.5000 s");
-        assert_eq!(secs(0.01234), "12.340 ms");
-        assert_eq!(secs(12e-6), "12.000 us");
-        assert_eq!(bytes(12.0), "12 B");
-        assert_eq!(bytes(3_686_400.0), "3.69 MB");
-        assert_eq!(bytes(5_636_554_752.0), "5.637 GB");
-    }
 
     #[test]
     fn percentages_of_nothing_are_zero() {

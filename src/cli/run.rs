@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::json_line;
-use crate::report_text::{self, Detail};
+use crate::report_text::{self, Detail, Links};
 use crate::runtime::Observer;
 use crate::scenario::{self, Override};
 use crate::trace::{ChromeWriter, GanttGroup, GanttOptions, GanttRows, GanttWriter, PajeWriter};
@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// that stacks how many of them run each codelet over time; `none`: a row per worker.
     #[arg(long, value_name = "HOW", default_value = "none", requires = "gantt")]
     pub gantt_group: GanttGroupArg,
+    /// Text report: which links the link table lists: `main` hides the internal links of an
+    /// imported PCI tree (names starting with `PCI:`), `all` lists every link that moved bytes.
+    #[arg(long, value_name = "WHICH", default_value = "main")]
+    pub links: Links,
 }
 
 /// `--gantt-rows`.
@@ -200,7 +204,7 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
     let text = if args.json {
         json_line(&sc.json(&report)?)?
     } else {
-        report_text::render(&sc, &report, detail(args))
+        report_text::render(&sc, &report, detail(args), args.links)
     };
     write_stdout(&text)
 }

@@ -734,3 +734,35 @@ fn a_machine_path_given_with_set_is_relative_to_the_working_directory() {
     ]));
     assert_eq!(v["machine"], "attila", "{v}");
 }
+
+/// One way to print quantities: `check` and `run` print mirage's GPU memory alike (5636554752 B
+/// = 5.249 GiB), and the run's link table hides the PCI tree's internal links unless asked.
+#[test]
+fn check_and_run_agree_on_units_and_pci_links_are_shown_on_request() {
+    let check = ok(&hetsim(&["check", "calibration/mirage.toml"]));
+    assert!(check.contains("5.249 GiB"), "{check}");
+    let text = ok(&hetsim(&["run", "scenarios/cholesky-mirage.toml"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("CUDA0 ") && l.contains("5.249 GiB")),
+        "{text}"
+    );
+    assert!(!text.contains("GB "), "decimal GB in the report: {text}");
+    assert!(!text.contains("PCI:"), "{text}");
+    let hidden = text
+        .lines()
+        .find(|l| l.contains("links of the PCI tree not shown"))
+        .expect("the report says links are hidden");
+    let all = ok(&hetsim(&[
+        "run",
+        "scenarios/cholesky-mirage.toml",
+        "--links",
+        "all",
+    ]));
+    let pci = all.lines().filter(|l| l.starts_with("PCI:")).count();
+    assert!(pci > 0, "{all}");
+    assert_eq!(
+        hidden,
+        format!("({pci} links of the PCI tree not shown: `--links all` shows them)")
+    );
+}

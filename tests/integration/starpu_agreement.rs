@@ -128,7 +128,8 @@ impl Study {
         let (mut sum, mut cells) = (0.0, 0.0);
         for name in ["mirage", "attila", "idgraf", "sirocco"] {
             let (scheds, known) = cell(name);
-            let (s, c) = self.check(name, scheds, Some(&starpu13_machine(name)), known);
+            let machine = starpu13_machine(self.app, name);
+            let (s, c) = self.check(name, scheds, Some(&machine), known);
             sum += s;
             cells += c;
         }
@@ -151,11 +152,13 @@ fn agrees_with_starpu_1_4_on_mirage() {
 
 /// A copy of `calibration/{name}.toml` with StarPU 1.3's runtime settings
 /// (`docs/validation/starpu13-runtime.toml`: no push cost; 20 / 10 pending fetches /
-/// prefetches per pair), as `scripts/validate-starpu-mirage.sh --starpu13` builds it.
-fn starpu13_machine(name: &str) -> PathBuf {
+/// prefetches per pair), as `scripts/validate-starpu-mirage.sh --starpu13` builds it. One file
+/// per study (`app`): the tests run in parallel threads, and one must not read a copy another is
+/// rewriting.
+fn starpu13_machine(app: &str, name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("starpu13");
     std::fs::create_dir_all(&dir).unwrap();
-    let machine = dir.join(format!("{name}.toml"));
+    let machine = dir.join(format!("{app}-{name}.toml"));
     let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
     let text = read(&format!("calibration/{name}.toml"))
         + "\n"
