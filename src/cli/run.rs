@@ -199,7 +199,11 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
         return run_program(args, &sc);
     }
     let mut writers = Writers::create(args)?;
-    let report = sc.run_observed(&mut writers.observers())?;
+    let mut progress = Progress::new(!(args.quiet || args.json));
+    let mut observers = writers.observers();
+    observers.push(&mut progress);
+    let report = sc.run_observed(&mut observers)?;
+    drop(observers);
     writers.finish()?;
     let text = if args.json {
         json_line(&sc.json(&report)?)?
@@ -207,6 +211,74 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
         report_text::render(&sc, &report, detail(args), args.links)
     };
     write_stdout(&text)
+}
+
+/// A progress bar on stderr (tasks done out of total) for runs that take more than a second;
+/// indicatif draws nothing when stderr is not a terminal.
+struct Progress {
+    enabled: bool,
+    start: std::time::Instant,
+    total: u64,
+    done: u64,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    /// Events between two looks at the clock: reading it per event would cost more than the
+    /// event.
+    const CHECK_EVERY: u64 = 1024;
+
+    fn new(enabled: bool) -> Self {
+        Progress {
+            enabled,
+            start: std::time::Instant::now(),
+            total: 0,
+            done: 0,
+            bar: None,
+        }
+    }
+
+    fn task_done(&mut self) {
+        self.done += 1;
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.done);
+        } else if self.done.is_multiple_of(Self::CHECK_EVERY)
+            && self.start.elapsed() >= std::time::Duration::from_secs(1)
+        {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(self.total),
+                indicatif::ProgressDrawTarget::stderr(),
+            )
+            .with_elapsed(self.start.elapsed());
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:40}] {pos}/{len} tasks, eta {eta}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_position(self.done);
+            self.bar = Some(bar);
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn event(&mut self, _at_s: f64, event: &crate::runtime::SimEvent<'_>) {
+        if !self.enabled {
+            return;
+        }
+        match event {
+            crate::runtime::SimEvent::RunStart { graph, .. } => {
+                self.total = graph.tasks().len() as u64;
+            }
+            crate::runtime::SimEvent::TaskEnd { .. } => self.task_done(),
+            crate::runtime::SimEvent::RunEnd { .. } => {
+                if let Some(bar) = self.bar.take() {
+                    bar.finish_and_clear();
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// How much of the text report to print: the summary with `--quiet`.
@@ -248,5 +320,49 @@ fn write_stdout(text: &str) -> crate::Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(Error::Internal(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::MemNodeId;
+    use crate::runtime::{SimEvent, WorkerId};
+    use crate::workload::TaskId;
+    use std::time::{Duration, Instant};
+
+    fn end_tasks(p: &mut Progress, n: u32) {
+        for t in 0..n {
+            let e = SimEvent::TaskEnd {
+                task: TaskId(t),
+                worker: WorkerId(0),
+                node: MemNodeId(0),
+            };
+            p.event(0.0, &e);
+        }
+    }
+
+    /// The bar appears once the run has lasted a second, at the first clock check after it
+    /// (every 1024 task ends), and follows the count; a quick run, or `--quiet`/`--json`,
+    /// gets none.
+    #[test]
+    fn the_bar_appears_after_a_second_and_counts_tasks() {
+        let mut quick = Progress::new(true);
+        end_tasks(&mut quick, 2048);
+        assert!(quick.bar.is_none(), "under a second: no bar");
+
+        let mut slow = Progress::new(true);
+        slow.start = Instant::now() - Duration::from_secs(2);
+        end_tasks(&mut slow, 1023);
+        assert!(slow.bar.is_none(), "the clock is read every 1024 tasks");
+        end_tasks(&mut slow, 1);
+        assert_eq!(slow.bar.as_ref().map(|b| b.position()), Some(1024));
+        end_tasks(&mut slow, 5);
+        assert_eq!(slow.bar.as_ref().map(|b| b.position()), Some(1029));
+
+        let mut quiet = Progress::new(false);
+        quiet.start = Instant::now() - Duration::from_secs(2);
+        end_tasks(&mut quiet, 4096);
+        assert!(quiet.bar.is_none());
     }
 }

@@ -88,15 +88,25 @@ pub fn run(args: &SweepArgs) -> crate::Result<()> {
         }
         bar
     };
+    let start = std::time::Instant::now();
     let rows = sw.run(args.jobs.unwrap_or(0), &|| bar.inc(1))?;
     bar.finish_and_clear();
     sweep::write_csv(&sw, &rows, &args.output)?;
+    let mut wrote = args.output.display().to_string();
     if let Some(svg) = &args.plot {
         let name = args
             .scenario
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         sweep::plot_svg(&sw, &rows, &name, svg)?;
+        wrote.push_str(&format!(" and {}", svg.display()));
+    }
+    if !args.quiet {
+        eprintln!(
+            "sweep: {n} run{} in {:.1} s, wrote {wrote}",
+            if n == 1 { "" } else { "s" },
+            start.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }

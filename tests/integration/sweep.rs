@@ -201,3 +201,48 @@ fn bad_sched_and_seeds_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("ws"), "{}", stderr(&o));
 }
+
+/// A sweep ends with one line on stderr: runs, wall time, files written; `--quiet` drops it.
+#[test]
+fn a_sweep_ends_with_a_summary_line() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sweep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("summary.csv");
+    let svg = dir.join("summary.svg");
+    let run = |quiet: bool| {
+        let mut args = vec![
+            "sweep",
+            "scenarios/cholesky-mirage.toml",
+            "--sched",
+            "eager,dmda",
+            "--seeds",
+            "1..2",
+            "-o",
+            csv.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ];
+        if quiet {
+            args.push("--quiet");
+        }
+        let out = hetsim(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = run(false);
+    let line = err.lines().last().unwrap_or_default();
+    assert!(line.starts_with("sweep: 4 runs in "), "{err}");
+    assert!(
+        line.ends_with(&format!(
+            " s, wrote {} and {}",
+            csv.display(),
+            svg.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(run(true), "");
+}
