@@ -17,6 +17,7 @@ mod machine_files;
 mod noise_runs;
 mod perfmodel;
 mod plots;
+mod readme;
 mod runtime_semantics;
 mod sched_ws_heft;
 mod seed_machines;
