@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Checksums of everything hetsim computes for the shipped inputs, to show that a refactoring
+# changes no output: every scenario (JSON and text report, every scheduler on the task-graph
+# scenarios), the three traces of two runs, the sweeps, the StarPU validation tables, `net`,
+# `crosscheck` on the program scenarios and the analytic models' examples. One line per output:
+# `sha256  name`. Run it before and after a change and diff the two files.
+#
+# Usage:  scripts/checksums.sh [OUT.txt]        (default: stdout)
+# Environment: HETSIM=/path/to/hetsim (default: cargo build --release, target/release/hetsim)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+if [ -z "${HETSIM:-}" ]; then
+    cargo build --release --quiet
+    HETSIM="$root/target/release/hetsim"
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+out="${1:-/dev/stdout}"
+
+sum() { # sum NAME: checksum of stdin under NAME
+    printf '%s  %s\n' "$(sha256sum | cut -d' ' -f1)" "$1"
+}
+file_sum() { # file_sum NAME FILE
+    sha256sum <"$2" | cut -d' ' -f1 | sed "s|\$|  $1|"
+}
+
+scheds="eager prio random dm dmda dmdap dmdar dmdas dmdasd ws lws heft"
+{
+    for s in scenarios/*.toml; do
+        name="$(basename "$s" .toml)"
+        # Program scenarios (clusters) and task-graph ones alike: JSON and text.
+        "$HETSIM" run "$s" --json | sum "run $name --json"
+        "$HETSIM" run "$s" | sum "run $name"
+        if grep -qE '^kind = "(cholesky|lu|gemm)"' "$s"; then
+            for sched in $scheds; do
+                "$HETSIM" run "$s" --sched "$sched" --json | sum "run $name --sched $sched"
+            done
+        else
+            "$HETSIM" crosscheck "$s" --json | sum "crosscheck $name"
+        fi
+    done
+
+    for s in cholesky-mirage lu-attila; do
+        "$HETSIM" run "scenarios/$s.toml" --sched dmda --quiet \
+            --paje "$work/t.paje" --chrome "$work/t.json" --gantt "$work/t.svg" >/dev/null
+        file_sum "paje $s" "$work/t.paje"
+        file_sum "chrome $s" "$work/t.json"
+        file_sum "gantt $s" "$work/t.svg"
+    done
+
+    "$HETSIM" sweep scenarios/sweep-cholesky-attila.toml --quiet \
+        --sched eager,dmda,dmdas,ws,heft --vary workload.n=28800,42240 --seeds 1..2 \
+        -o "$work/s.csv" --plot "$work/s.svg"
+    file_sum "sweep attila csv" "$work/s.csv"
+    file_sum "sweep attila svg" "$work/s.svg"
+    "$HETSIM" sweep scenarios/cholesky-mirage.toml --quiet --sched eager,dmda \
+        --vary workload.n=9600,19200 --vary run.prefetch=true,false --seeds 1..2 \
+        --set run.noise=lognormal -o "$work/m.csv" --plot "$work/m.svg"
+    file_sum "sweep mirage csv" "$work/m.csv"
+    file_sum "sweep mirage svg" "$work/m.svg"
+    "$HETSIM" sweep scenarios/stencil-diffusion-tsubame2.toml --quiet \
+        --vary machine.nodes=2,4,8 -o "$work/c.csv"
+    file_sum "sweep stencil csv" "$work/c.csv"
+
+    # The tables name their input files by absolute path: drop the checkout's location.
+    HETSIM="$HETSIM" scripts/validate-starpu-mirage.sh | sed "s|$root/||g" |
+        sum "validate starpu 1.4 mirage"
+    for m in mirage attila idgraf sirocco; do
+        HETSIM="$HETSIM" scripts/validate-starpu-mirage.sh --starpu13 --machine "$m" |
+            sed "s|$root/||g" | sum "validate starpu 1.3 $m"
+    done
+
+    for sharing in plain simgrid; do
+        "$HETSIM" net scenarios/net-mirage-pcie.json --sharing "$sharing" | sum "net $sharing"
+    done
+    for m in loggp mhloggp bcast hpl mcl-hpl mmgp mmgp-search roofline stencil; do
+        "$HETSIM" model "$m" --json 2>/dev/null | sum "model $m" || true
+    done
+    for m in calibration/*.toml; do
+        "$HETSIM" check "$m" | sum "check $(basename "$m")"
+    done
+} >"$out"
