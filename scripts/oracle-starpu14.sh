@@ -181,7 +181,7 @@ done
 if [ -z "$starpu" ] && [ "$list" = 0 ]; then
     echo "give the StarPU 1.4 build or install directory with --starpu DIR (or STARPU14_DIR)" >&2; exit 2
 fi
-ex="" md=""
+ex="" md="" ex_tmp=""
 if [ -n "$starpu" ]; then
     starpu="$(cd "$starpu" && pwd)"
     if [ -x "$starpu/lib/starpu/examples/cholesky_implicit" ]; then
@@ -189,7 +189,7 @@ if [ -n "$starpu" ]; then
         cfg_h="$starpu/include/starpu/1.4/starpu_config.h"
     elif [ -x "$starpu/examples/cholesky/cholesky_implicit" ]; then
         # build tree: one directory per example; link them side by side
-        ex="$(mktemp -d)"; for p in cholesky/cholesky_implicit lu/lu_implicit_example_float mult/sgemm; do
+        ex="$(mktemp -d)"; ex_tmp="$ex"; for p in cholesky/cholesky_implicit lu/lu_implicit_example_float mult/sgemm; do
             ln -s "$starpu/examples/$p" "$ex/$(basename "$p")"; done
         md="$starpu/tools/starpu_machine_display"; cfg_h="$starpu/include/starpu_config.h"
         [ -z "$config_log" ] && [ -f "$starpu/config.log" ] && config_log="$starpu/config.log"
@@ -223,7 +223,7 @@ seeds_of() { if [ "$1" = random ]; then echo "0 1 2 3 4"; else echo 0; fi; }
 plan="$(mktemp)"
 probes="$(mktemp)"
 work=""
-trap 'rm -rf "$plan" "$probes" ${work:+"$work"}' EXIT
+trap 'rm -rf "$plan" "$probes" ${work:+"$work"} ${ex_tmp:+"$ex_tmp"}' EXIT
 add() { # app machine sched n tile variant [timeout]
     in_list "$1" "$apps_f" && in_list "$2" "$machines_f" && in_list "$3" "$scheds_f" || return 0
     local s; for s in $(seeds_of "$3"); do echo "$1 $2 $3 $4 $5 $6 $s ${7:-$tmo}" >> "$plan"; done
@@ -364,7 +364,7 @@ echo "$(wc -l < "$todo") runs to do, $jobs at a time; rows go to $out" >&2
 export ORACLE_OUT="$out"
 # one xargs line per run; the timeout is per run
 awk '{print $9" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8}' "$todo" |
-    xargs -P "$jobs" -L 1 nice -n 10 "$0" --run-one >&2 || true
+    xargs -r -P "$jobs" -L 1 nice -n 10 "$0" --run-one >&2 || true
 
 # ---- final rewrite: header (with what failed) + rows in plan order (old rows of a resumed file first
 #      where they are not in the plan)
