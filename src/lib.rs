@@ -1,48 +1,62 @@
-//! hetsim: a discrete-event simulator of hybrid CPU/GPU machines.
+//! hetsim: a discrete-event simulator of hybrid CPU/GPU machines, from one node to a cluster.
 //!
-//! The crate is a library first; the `hetsim` binary is a thin command line over it.
-//! Layers, bottom up (see `docs/` and the README):
+//! This crate is the `hetsim` command and a facade over the workspace's layered crates, each of
+//! which can also be used on its own:
 //!
-//! - [`engine`]: simulated clock and the event calendar (typed events, deterministic ties);
-//! - [`fluid`]: max-min fair sharing of link bandwidth among flows, solved incrementally;
-//! - [`netcase`]: the JSON flow-set format of `hetsim net` (the SimGrid oracle's format);
-//! - [`units`] and [`machine`]: human-writable machine files (`calibration/*.toml`);
-//! - [`workload`]: task graphs (implicit dependencies) and the Cholesky, LU and GEMM generators;
-//! - [`perfmodel`]: kernel durations per codelet and device (history, regression, flop rate,
-//!   noise);
-//! - [`runtime`]: the StarPU-like runtime (workers, data replicas, memory, transfers) and the
-//!   simulation loop, with its observer stream of events;
-//! - [`sched`]: the scheduling policies (eager, prio, random, the dmda family, ws, lws, heft);
-//! - [`trace`]: Paje and Chrome traces, Gantt charts and makespan bounds, as observers of a run;
-//! - [`scenario`]: scenario files (machine + workload + scheduler + run options), `--set`
-//!   overrides, and [`report_text`], the human-readable report of `hetsim run`;
-//! - [`sweep`]: runs of one scenario over schedulers × varied values × seeds, in parallel;
-//! - [`cluster`] and [`mpi`]: clusters of nodes joined by NICs and a switch, and MPI-style
-//!   programs (kernels, point-to-point messages, collectives) run on them;
-//! - [`analytic`]: the papers' analytic models (LogGP/mHLogGP, HPL/MCL-HPL, MMGP, Improved
-//!   Roofline, stencil scalability), behind `hetsim model`;
-//! - [`calibrate`]: importing StarPU's calibration directories into machine files;
-//! - [`cli`]: the command-line front end.
+//! | layer | crate | here as |
+//! |---|---|---|
+//! | event calendar, fluid network, units, errors, RNG | `hetsim-core` | [`engine`], [`fluid`], [`units`], [`error`] |
+//! | kernel performance models | `hetsim-models` | [`perfmodel`] |
+//! | machines and clusters | `hetsim-platform` | [`machine`], [`cluster`] |
+//! | task graphs and their generators | `hetsim-taskgraph` | [`workload`] |
+//! | the StarPU-like runtime, the `Scheduler` trait, the event stream | `hetsim-runtime` | [`runtime`] |
+//! | scheduling policies | `hetsim-sched` | [`sched`] |
+//! | traces (observers) | `hetsim-trace` | [`trace`] |
+//! | MPI-style programs on clusters | `hetsim-mpi` | [`mpi`], part of [`workload`] |
+//! | the papers' analytic models | `hetsim-analytic` | [`analytic`] |
+//! | scenarios, sweeps, reports, crosschecks, calibration import | `hetsim-app` | [`scenario`], [`sweep`], ... |
+//!
+//! Lower layers never import upper ones (a cycle would not compile). To simulate a task graph:
+//! load or build a [`machine::Machine`], generate or build a [`workload::TaskGraph`], pick a
+//! scheduler from [`sched`], and call [`runtime::simulate`] (or
+//! [`runtime::simulate_observed`] with observers such as [`trace::ChromeWriter`]); see
+//! `examples/` for a task graph built in Rust, a scheduler and an observer written outside the
+//! crates.
 
-pub mod analytic;
-pub mod calibrate;
+pub use hetsim_analytic as analytic;
+pub use hetsim_app::{calibrate, crosscheck, netcase, report_text, scenario};
+pub use hetsim_core::{Error, InputError, Result, engine, error, fluid, units};
+pub use hetsim_models as perfmodel;
+pub use hetsim_mpi as mpi;
+pub use hetsim_platform::{cluster, machine};
+pub use hetsim_runtime as runtime;
+pub use hetsim_sched as sched;
+
 pub mod cli;
-pub mod cluster;
-pub mod crosscheck;
-pub mod engine;
-pub mod error;
-pub mod fluid;
-pub mod machine;
-pub mod mpi;
-pub mod netcase;
-pub mod perfmodel;
-pub mod report_text;
-pub mod runtime;
-pub mod scenario;
-pub mod sched;
-pub mod sweep;
-pub mod trace;
-pub mod units;
-pub mod workload;
+mod parallel;
+mod plot;
 
-pub use error::{Error, InputError, Result};
+/// Task graphs and their generators (`hetsim-taskgraph`), and the cluster workloads that run
+/// as MPI-style programs (`hetsim-mpi`).
+pub mod workload {
+    pub use hetsim_mpi::workload::*;
+    pub use hetsim_taskgraph::*;
+}
+
+/// Observers of a run: Paje and Chrome traces, Gantt charts (`hetsim-trace`), and the makespan
+/// bounds every report carries.
+pub mod trace {
+    pub use hetsim_trace::*;
+
+    /// Lower bounds on the makespan (critical path, area bound).
+    pub mod stats {
+        pub use hetsim_runtime::bounds::*;
+    }
+}
+
+/// Sweeps (`hetsim-app`), run in parallel and plotted here.
+pub mod sweep {
+    pub use crate::parallel::run;
+    pub use crate::plot::plot_svg;
+    pub use hetsim_app::sweep::*;
+}

@@ -60,7 +60,25 @@ pub struct RunArgs {
     /// Text report: which links the link table lists: `main` hides the internal links of an
     /// imported PCI tree (names starting with `PCI:`), `all` lists every link that moved bytes.
     #[arg(long, value_name = "WHICH", default_value = "main")]
-    pub links: Links,
+    pub links: LinksArg,
+}
+
+/// `--links`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LinksArg {
+    /// Every link but the internal links of an imported PCI tree.
+    Main,
+    /// Every link that moved bytes.
+    All,
+}
+
+impl From<LinksArg> for Links {
+    fn from(a: LinksArg) -> Links {
+        match a {
+            LinksArg::Main => Links::Main,
+            LinksArg::All => Links::All,
+        }
+    }
 }
 
 /// `--gantt-rows`.
@@ -208,7 +226,7 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
     let text = if args.json {
         json_line(&sc.json(&report)?)?
     } else {
-        report_text::render(&sc, &report, detail(args), args.links)
+        report_text::render(&sc, &report, detail(args), args.links.into())
     };
     write_stdout(&text)
 }
@@ -304,7 +322,7 @@ fn run_program(args: &RunArgs, sc: &scenario::Scenario) -> crate::Result<()> {
             .into());
         }
     }
-    let (cluster, report) = sc.run_program(args.quiet || args.json)?;
+    let (cluster, report) = sc.run_program()?;
     let text = if args.json {
         json_line(&sc.program_json(&cluster, &report)?)?
     } else {

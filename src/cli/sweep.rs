@@ -89,7 +89,7 @@ pub fn run(args: &SweepArgs) -> crate::Result<()> {
         bar
     };
     let start = std::time::Instant::now();
-    let rows = sw.run(args.jobs.unwrap_or(0), &|| bar.inc(1))?;
+    let rows = sweep::run(&sw, args.jobs.unwrap_or(0), &|| bar.inc(1))?;
     bar.finish_and_clear();
     sweep::write_csv(&sw, &rows, &args.output)?;
     let mut wrote = args.output.display().to_string();

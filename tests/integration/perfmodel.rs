@@ -699,7 +699,7 @@ fn the_example_in_the_docs_loads() {
 
 mod runs {
     use super::*;
-    use hetsim::perfmodel::CalibratedKernels;
+    use hetsim::runtime::CalibratedKernels;
     use hetsim::runtime::{KernelTimes, RunConfig, simulate};
     use hetsim::workload::{Precision, TaskGraph, cholesky, gemm, lu};
 

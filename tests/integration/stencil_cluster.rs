@@ -216,7 +216,7 @@ fn weak_scaling_scenario_counts_the_whole_grid() {
     .map(|s| Override::parse_set(s).unwrap())
     .collect();
     let sc = load("scenarios/stencil-diffusion-cray-xk6m.toml", &sets).unwrap();
-    let (c, r) = sc.run_program(true).unwrap();
+    let (c, r) = sc.run_program().unwrap();
     let v = sc.program_json(&c, &r).unwrap();
     let gflops = v["gflops"].as_f64().unwrap();
     assert!((gflops / (4.0 * 99.02) - 1.0).abs() < 0.01, "{gflops}");

@@ -95,11 +95,10 @@ fn library_rows_and_starpu_gflops() {
         sets: Vec::new(),
     };
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let rows = sw
-        .run(2, &|| {
-            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        })
-        .unwrap();
+    let rows = sweep::run(&sw, 2, &|| {
+        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    })
+    .unwrap();
     assert_eq!(rows.len(), 2 * 3 * 2 * 3);
     assert_eq!(done.into_inner(), rows.len());
     assert_eq!(rows[0].values, ["960", "true"]);

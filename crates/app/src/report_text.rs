@@ -1,0 +1,325 @@
+//! The human-readable report of `hetsim run`: a header naming what ran, the headline figures,
+//! then tables per worker, per codelet, per link and per memory node.
+//!
+//! The text depends only on the scenario and the report, never on the clock or on hash-map
+//! order, so the same scenario and seed print the same bytes.
+
+use std::fmt::Write;
+
+use crate::scenario::{Scenario, sharing_name};
+use hetsim_core::units::{format_bytes as bytes, format_secs as secs};
+use hetsim_runtime::RunReport;
+
+/// What to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Header and headline figures only.
+    Summary,
+    /// Everything: headline figures and the per-worker, per-codelet, per-link and per-memory
+    /// tables.
+    Full,
+}
+
+/// Which links the link table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Links {
+    /// Every link that moved bytes except the internal links of StarPU's PCI tree (names
+    /// starting with `PCI:`), whose traffic is that of the links they connect.
+    Main,
+    /// Every link that moved bytes.
+    All,
+}
+
+/// Whether a link is an internal link of an imported PCI tree (`PCI:0000:[00-0f] up`).
+pub fn is_pci_tree_link(name: &str) -> bool {
+    name.starts_with("PCI:")
+}
+
+/// Render the report of one run of `scenario`.
+pub fn render(scenario: &Scenario, report: &RunReport, detail: Detail, links: Links) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_report(&mut s, scenario, report, detail, links);
+    s
+}
+
+fn write_report(
+    s: &mut String,
+    sc: &Scenario,
+    r: &RunReport,
+    detail: Detail,
+    links: Links,
+) -> std::fmt::Result {
+    let gpus = r.workers.iter().filter(|w| w.kind == "gpu").count();
+    let cpus = r.workers.len() - gpus;
+    writeln!(s, "scenario     {} ({})", sc.name, sc.file.display())?;
+    writeln!(
+        s,
+        "machine      {}: {} GPU worker{}, {} CPU worker{}",
+        r.machine,
+        gpus,
+        plural(gpus),
+        cpus,
+        plural(cpus)
+    )?;
+    if let Some(w) = &sc.workload {
+        writeln!(
+            s,
+            "workload     {} n={} nb={} {}: {} tasks, {:.4} GFlop",
+            w.kind_name(),
+            w.n,
+            w.nb,
+            w.precision,
+            r.tasks,
+            r.total_flops / 1e9
+        )?;
+    }
+    writeln!(
+        s,
+        "scheduler    {}, seed {}, sharing {}, prefetch {}",
+        r.sched,
+        r.seed,
+        sharing_name(sc.run.sharing),
+        if sc.run.prefetch { "on" } else { "off" }
+    )?;
+    if !sc.overrides.is_empty() {
+        let list: Vec<String> = sc.overrides.iter().map(|o| o.describe()).collect();
+        writeln!(s, "overrides    {}", list.join(", "))?;
+    }
+    writeln!(s)?;
+    writeln!(
+        s,
+        "makespan     {} ({} with the final write-backs)",
+        secs(r.makespan_s),
+        secs(r.end_with_writeback_s)
+    )?;
+    writeln!(s, "performance  {:.2} GFlop/s", r.gflops)?;
+    writeln!(
+        s,
+        "bounds       critical path {}, area bound {}: makespan is {:.2}x the larger",
+        secs(r.critical_path_s),
+        secs(r.area_bound_s),
+        r.bound_ratio
+    )?;
+    writeln!(s, "tasks        {}", r.tasks)?;
+    writeln!(
+        s,
+        "bytes moved  {} in {} transfers: fetch {}, prefetch {}, write-back {}",
+        bytes(r.bytes_transferred),
+        r.transfers,
+        bytes(r.fetch_bytes),
+        bytes(r.prefetch_bytes),
+        bytes(r.writeback_bytes)
+    )?;
+    writeln!(s, "evictions    {}", r.evictions)?;
+    writeln!(s, "write-backs  {}", r.writebacks)?;
+    writeln!(s, "allocations  {}", r.allocations)?;
+    if detail == Detail::Summary {
+        return Ok(());
+    }
+
+    // Workers: share of the run spent executing, holding a task whose data is not there yet,
+    // and with nothing to do.
+    writeln!(s)?;
+    let wname = width(r.workers.iter().map(|w| w.name.as_str()), "worker");
+    writeln!(
+        s,
+        "{:<wname$}  {:>7}  {:>7}  {:>10}  {:>7}",
+        "worker", "tasks", "busy %", "waiting %", "idle %"
+    )?;
+    for w in &r.workers {
+        let total = w.busy_s + w.waiting_s + w.idle_s;
+        writeln!(
+            s,
+            "{:<wname$}  {:>7}  {:>7.1}  {:>10.1}  {:>7.1}",
+            w.name,
+            w.tasks,
+            pct(w.busy_s, total),
+            pct(w.waiting_s, total),
+            pct(w.idle_s, total)
+        )?;
+    }
+
+    writeln!(s)?;
+    let cname = width(r.codelets.iter().map(|c| c.name.as_str()), "codelet");
+    writeln!(
+        s,
+        "{:<cname$}  {:>9}  {:>12}  {:>9}  {:>12}",
+        "codelet", "cpu tasks", "cpu time", "gpu tasks", "gpu time"
+    )?;
+    for c in &r.codelets {
+        writeln!(
+            s,
+            "{:<cname$}  {:>9}  {:>12}  {:>9}  {:>12}",
+            c.name,
+            c.cpu_tasks,
+            secs(c.cpu_s),
+            c.gpu_tasks,
+            secs(c.gpu_s)
+        )?;
+    }
+
+    writeln!(s)?;
+    let moved: Vec<_> = r.links.iter().filter(|l| l.bytes > 0.0).collect();
+    let used: Vec<_> = moved
+        .iter()
+        .copied()
+        .filter(|l| links == Links::All || !is_pci_tree_link(&l.name))
+        .collect();
+    let hidden = moved.len() - used.len();
+    if used.is_empty() {
+        writeln!(s, "links        no bytes moved")?;
+    } else {
+        let lname = width(used.iter().map(|l| l.name.as_str()), "link");
+        writeln!(
+            s,
+            "{:<lname$}  {:>12}  {:>12}  {:>13}",
+            "link", "bytes", "busy", "utilisation %"
+        )?;
+        for l in used {
+            writeln!(
+                s,
+                "{:<lname$}  {:>12}  {:>12}  {:>13.1}",
+                l.name,
+                bytes(l.bytes),
+                secs(l.busy_s),
+                100.0 * l.utilisation
+            )?;
+        }
+    }
+    if hidden > 0 {
+        writeln!(
+            s,
+            "({hidden} links of the PCI tree not shown: `--links all` shows them)"
+        )?;
+    }
+
+    writeln!(s)?;
+    let mname = width(r.memory.iter().map(|m| m.name.as_str()), "memory");
+    writeln!(
+        s,
+        "{:<mname$}  {:>12}  {:>12}  {:>7}  {:>9}",
+        "memory", "capacity", "peak used", "peak %", "evictions"
+    )?;
+    for m in &r.memory {
+        writeln!(
+            s,
+            "{:<mname$}  {:>12}  {:>12}  {:>7.1}  {:>9}",
+            m.name,
+            bytes(m.capacity_bytes as f64),
+            bytes(m.peak_used_bytes as f64),
+            pct(m.peak_used_bytes as f64, m.capacity_bytes as f64),
+            m.evictions
+        )?;
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn width<'a>(names: impl Iterator<Item = &'a str>, header: &str) -> usize {
+    names
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(header.len())
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
+}
+
+/// Render the report of a program run (MPI-style workloads on a cluster).
+pub fn render_program(
+    sc: &Scenario,
+    cluster: &hetsim_platform::cluster::Cluster,
+    r: &hetsim_mpi::exec::ProgramReport,
+    detail: Detail,
+) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_program(&mut s, sc, cluster, r, detail);
+    s
+}
+
+fn write_program(
+    s: &mut String,
+    sc: &Scenario,
+    c: &hetsim_platform::cluster::Cluster,
+    r: &hetsim_mpi::exec::ProgramReport,
+    detail: Detail,
+) -> std::fmt::Result {
+    use hetsim_core::units::{format_bytes, format_secs};
+    let kind = sc.program.as_ref().map_or("?", |p| p.kind_name());
+    let flops = sc
+        .program
+        .as_ref()
+        .map_or(0.0, |p| p.generator().counted_flops_on(c));
+    writeln!(s, "scenario     {} ({})", sc.name, sc.file.display())?;
+    writeln!(
+        s,
+        "cluster      {}: {} node{} x {} GPU{} ({} of `{}`), {} ranks{}",
+        c.name(),
+        c.nodes(),
+        plural(c.nodes() as usize),
+        c.gpus_per_node(),
+        plural(c.gpus_per_node() as usize),
+        c.gpus_per_node(),
+        c.node_machine().name(),
+        c.ranks(),
+        if c.gpu_direct() { ", GPU-direct" } else { "" }
+    )?;
+    writeln!(
+        s,
+        "workload     {kind}: {} operations, {} kernels, {} messages",
+        r.ops, r.kernels, r.messages
+    )?;
+    writeln!(s, "placement    owner computes (no scheduler)")?;
+    writeln!(s, "makespan     {}", format_secs(r.makespan_s))?;
+    if flops > 0.0 && r.makespan_s > 0.0 {
+        writeln!(
+            s,
+            "performance  {:.2} GFlop/s ({:.4} GFlop counted)",
+            flops / r.makespan_s / 1e9,
+            flops / 1e9
+        )?;
+    }
+    writeln!(
+        s,
+        "network      {} in messages; {} over NICs, {} inside nodes; {} flows",
+        format_bytes(r.message_bytes),
+        format_bytes(r.internode_bytes),
+        format_bytes(r.intranode_bytes),
+        r.flows
+    )?;
+    if detail == Detail::Full && r.makespan_s > 0.0 && !r.gpu_busy_s.is_empty() {
+        let n = r.gpu_busy_s.len() as f64;
+        let gpu = r.gpu_busy_s.iter().sum::<f64>() / n / r.makespan_s;
+        let cpu = r.cpu_busy_s.iter().sum::<f64>() / n / r.makespan_s;
+        writeln!(
+            s,
+            "utilisation  GPU {:.1} %, CPU core {:.1} % (mean over ranks)",
+            100.0 * gpu,
+            100.0 * cpu
+        )?;
+        writeln!(s, "events       {}", r.events)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_of_nothing_are_zero() {
+        assert_eq!(pct(1.0, 0.0), 0.0);
+        assert_eq!(pct(1.0, 4.0), 25.0);
+    }
+}

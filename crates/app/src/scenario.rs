@@ -1,0 +1,1642 @@
+//! Scenario files (`scenarios/*.toml`): a machine, a workload, a scheduler and run options,
+//! runnable as they are with `hetsim run`.
+//!
+//! ```toml
+//! [scenario]
+//! name = "cholesky-mirage"
+//! machine = "../calibration/mirage.toml"   # relative to the scenario file
+//! [workload]
+//! kind = "cholesky"                         # cholesky | lu | gemm
+//! n = 9600
+//! nb = 960
+//! precision = "single"
+//! [scheduler]
+//! name = "eager"
+//! [run]
+//! seed = 1
+//! ```
+//!
+//! Loading goes in three steps. The file is parsed into a TOML tree that keeps source spans;
+//! the [`Override`]s (`--set KEY=VALUE`, `--sched`, `--seed`) are applied to that tree by dotted
+//! path, their values carrying spans *past the end of the file*, one range per override; serde
+//! then reads the tree into structures with `deny_unknown_fields`. So every error, whether
+//! serde's or a later check's, is located from the span of the offending value: inside the file
+//! it names the file, the line and the field path; in an override's range it names the
+//! override (`--set workload.nn=5: field `workload.nn`: unknown field ...`).
+//!
+//! The format is documented field by field in `docs/scenarios.md`.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+use toml::de::{DeArray, DeTable, DeValue};
+
+use hetsim_core::error::{Error, InputError, Location, line_of_offset, read_input};
+use hetsim_core::fluid::SharingMode;
+use hetsim_models::Noise;
+use hetsim_mpi::exec::{ExecOptions, ProgramReport};
+use hetsim_mpi::workload::{
+    BcastSpec, HplSpec, MatmulSpec, OffloadSpec, P2pSpec, ProgramWorkload, StencilSpec,
+};
+use hetsim_platform::cluster::Cluster;
+use hetsim_platform::machine::{Machine, MemKind};
+use hetsim_runtime::Scheduler;
+use hetsim_runtime::{RunConfig, RunReport};
+use hetsim_sched as sched;
+use hetsim_sched::{Params, TransferEstimate};
+use hetsim_taskgraph::{Kernel, Precision, TaskGraph};
+
+/// One override of a scenario value by dotted path, from the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    /// How the user wrote it, used to name it in errors: `--set workload.n=48000`.
+    pub label: String,
+    /// The dotted path, split: `["workload", "n"]`.
+    pub path: Vec<String>,
+    /// The value.
+    pub value: OverrideValue,
+}
+
+/// The value of an [`Override`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverrideValue {
+    /// Text read as a TOML value (integer, float, bool, string, array, inline table); text that
+    /// is not a TOML value (a bare word such as `prio`) is taken as a string.
+    Toml(String),
+    /// A string, taken as it is.
+    Str(String),
+}
+
+impl Override {
+    /// Parse the argument of `--set KEY=VALUE`. KEY is a dotted path of bare keys (letters,
+    /// digits, `_`, `-`); VALUE is read as a TOML value, bare words becoming strings.
+    pub fn parse_set(arg: &str) -> Result<Override, InputError> {
+        let label = format!("--set {arg}");
+        let Some((key, value)) = arg.split_once('=') else {
+            return Err(InputError::new(format!(
+                "{label}: expected KEY=VALUE, with KEY a dotted path such as `workload.n` \
+                 (for example --set workload.n=48000)"
+            )));
+        };
+        let path = split_path(key.trim()).map_err(|m| InputError::new(format!("{label}: {m}")))?;
+        Ok(Override {
+            label,
+            path,
+            value: OverrideValue::Toml(value.trim().to_string()),
+        })
+    }
+
+    /// An override of `path` (dotted) by a string taken as it is, named `label` in errors
+    /// (`--sched dmda` sets `scheduler.name`).
+    pub fn string(label: impl Into<String>, path: &str, value: impl Into<String>) -> Override {
+        Override {
+            label: label.into(),
+            path: path.split('.').map(str::to_string).collect(),
+            value: OverrideValue::Str(value.into()),
+        }
+    }
+
+    /// An override of `path` (dotted) by an integer, named `label` in errors (`--seed 3`).
+    pub fn integer(label: impl Into<String>, path: &str, value: u64) -> Override {
+        Override {
+            label: label.into(),
+            path: path.split('.').map(str::to_string).collect(),
+            value: OverrideValue::Toml(value.to_string()),
+        }
+    }
+
+    /// `path=value` as it was applied (for reports).
+    pub fn describe(&self) -> String {
+        let v = match &self.value {
+            OverrideValue::Toml(s) | OverrideValue::Str(s) => s,
+        };
+        format!("{}={v}", self.path.join("."))
+    }
+}
+
+fn split_path(key: &str) -> Result<Vec<String>, String> {
+    if key.is_empty() {
+        return Err("empty KEY: expected a dotted path such as `workload.n`".into());
+    }
+    let mut path = Vec::new();
+    for seg in key.split('.') {
+        let seg = seg.trim();
+        if seg.is_empty() {
+            return Err(format!(
+                "empty segment in `{key}`: expected a dotted path such as `workload.n`"
+            ));
+        }
+        if !seg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(format!(
+                "`{seg}` in `{key}` is not a bare key: use letters, digits, `_` and `-`"
+            ));
+        }
+        path.push(seg.to_string());
+    }
+    Ok(path)
+}
+
+/// What to generate: `[workload]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkloadSpec {
+    /// Which generator.
+    pub kind: Kernel,
+    /// Matrix order.
+    pub n: u64,
+    /// Tile size.
+    pub nb: u64,
+    /// Element precision.
+    pub precision: Precision,
+}
+
+impl WorkloadSpec {
+    /// Bytes of data the generator registers, from the parameters alone: Cholesky's lower
+    /// triangle of tiles, LU's T² tiles, GEMM's A, B and C (saturating; `n` and `nb` checked).
+    pub fn data_bytes(&self) -> u64 {
+        let t = u128::from(self.n.div_ceil(self.nb.max(1)));
+        let tile = u128::from(self.nb)
+            * u128::from(self.nb)
+            * u128::from(self.precision.bytes_per_element());
+        let tiles = match self.kind {
+            Kernel::Cholesky => t * (t + 1) / 2,
+            Kernel::Lu => t * t,
+            Kernel::Gemm => 3 * t * t,
+        };
+        u64::try_from(tiles * tile).unwrap_or(u64::MAX)
+    }
+
+    /// `cholesky`, `lu` or `gemm`.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            Kernel::Cholesky => "cholesky",
+            Kernel::Lu => "lu",
+            Kernel::Gemm => "gemm",
+        }
+    }
+}
+
+/// Options of the dmda family of schedulers (StarPU's `STARPU_SCHED_ALPHA`, ...). Giving one
+/// to a scheduler that does not take it is an error naming the scheduler.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SchedulerOptions {
+    /// Weight of the predicted task length (`STARPU_SCHED_ALPHA`, default 1).
+    pub alpha: Option<f64>,
+    /// Weight of the predicted transfer time (`STARPU_SCHED_BETA`, default 1).
+    pub beta: Option<f64>,
+    /// Weight of the energy term (`STARPU_SCHED_GAMMA`, default 1000).
+    pub gamma: Option<f64>,
+    /// Idle power of the machine, W (`STARPU_IDLE_POWER`, default 0).
+    pub idle_power: Option<f64>,
+    /// Which transfer prediction the scheduler uses: `starpu` (default) or `nominal`.
+    pub transfer_estimate: Option<TransferEstimate>,
+    /// Whether dmdar/dmdas/dmdasd pop ready tasks first (default true; false to see what that
+    /// rule decides).
+    pub ready_first: Option<bool>,
+}
+
+impl SchedulerOptions {
+    /// The dmda family's parameters: StarPU's defaults where an option is not set.
+    pub fn params(&self) -> Params {
+        let d = Params::default();
+        Params {
+            alpha: self.alpha.unwrap_or(d.alpha),
+            beta: self.beta.unwrap_or(d.beta),
+            gamma: self.gamma.unwrap_or(d.gamma),
+            idle_power: self.idle_power.unwrap_or(d.idle_power),
+            transfer_estimate: self.transfer_estimate.unwrap_or(d.transfer_estimate),
+            ready_first: self.ready_first.unwrap_or(d.ready_first),
+            ..d
+        }
+    }
+}
+
+impl SchedulerOptions {
+    /// Names of the options that are set, in declaration order.
+    pub fn set_names(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.alpha.is_some() {
+            v.push("alpha");
+        }
+        if self.beta.is_some() {
+            v.push("beta");
+        }
+        if self.gamma.is_some() {
+            v.push("gamma");
+        }
+        if self.idle_power.is_some() {
+            v.push("idle_power");
+        }
+        if self.transfer_estimate.is_some() {
+            v.push("transfer_estimate");
+        }
+        if self.ready_first.is_some() {
+            v.push("ready_first");
+        }
+        v
+    }
+}
+
+/// Every option name `[scheduler]` accepts besides `name`.
+pub const SCHEDULER_OPTIONS: &[&str] = READY_OPTIONS;
+
+/// The options scheduler `name` takes, among [`SCHEDULER_OPTIONS`]. A scheduler that gains
+/// options adds itself here (and reads them from [`SchedulerOptions`] when it is built).
+pub fn options_of(name: &str) -> &'static [&'static str] {
+    OPTIONS_BY_SCHEDULER
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[], |(_, opts)| opts)
+}
+
+/// (scheduler, options it takes). eager, prio and random take none.
+const OPTIONS_BY_SCHEDULER: &[(&str, &[&str])] = &[
+    ("dm", DM_OPTIONS),
+    ("dmda", DMDA_OPTIONS),
+    ("dmdap", DMDA_OPTIONS),
+    ("dmdar", READY_OPTIONS),
+    ("dmdas", READY_OPTIONS),
+    ("dmdasd", READY_OPTIONS),
+];
+const DM_OPTIONS: &[&str] = &["alpha"];
+const DMDA_OPTIONS: &[&str] = &["alpha", "beta", "gamma", "idle_power", "transfer_estimate"];
+const READY_OPTIONS: &[&str] = &[
+    "alpha",
+    "beta",
+    "gamma",
+    "idle_power",
+    "transfer_estimate",
+    "ready_first",
+];
+
+/// `[scheduler]`: the policy and its options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulerSpec {
+    /// One of [`sched::NAMES`].
+    pub name: String,
+    /// Its options.
+    pub options: SchedulerOptions,
+}
+
+/// A loaded, checked scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// The scenario file.
+    pub file: PathBuf,
+    /// `scenario.name`.
+    pub name: String,
+    /// `scenario.description`.
+    pub description: Option<String>,
+    /// The machine or cluster file, resolved against the scenario file's directory.
+    pub machine_file: PathBuf,
+    /// `[machine] nodes`: overrides the cluster file's node count.
+    pub nodes: Option<u32>,
+    /// `[machine] gpus_per_node`: overrides the cluster file's GPUs per node.
+    pub gpus_per_node: Option<u32>,
+    /// `[workload]` of a task-graph kind (cholesky, lu, gemm); `None` for program kinds.
+    pub workload: Option<WorkloadSpec>,
+    /// `[workload]` of a program kind ([`ProgramWorkload::KINDS`]); `None` for task graphs.
+    pub program: Option<ProgramWorkload>,
+    /// `[scheduler]`, `--sched` applied.
+    pub scheduler: SchedulerSpec,
+    /// `[run]`, `--seed` applied.
+    pub run: RunConfig,
+    /// `run.noise`: the kernel-time noise of every codelet, replacing the machine file's
+    /// (`None`: the machine file's own).
+    pub noise: Option<Noise>,
+    /// The overrides applied, in order.
+    pub overrides: Vec<Override>,
+    /// Where each field's value came from, for errors found after loading.
+    origins: BTreeMap<String, Location>,
+}
+
+/// Load a scenario file and apply `overrides` in order (later ones win).
+pub fn load(path: impl AsRef<Path>, overrides: &[Override]) -> Result<Scenario, InputError> {
+    let path = path.as_ref();
+    let text = read_input(path)?;
+    from_str(&text, path, overrides)
+}
+
+/// Parse a scenario from `text`; `path` names it in errors and anchors the relative machine
+/// path.
+pub fn from_str<'i>(
+    text: &'i str,
+    path: &Path,
+    overrides: &'i [Override],
+) -> Result<Scenario, InputError> {
+    let mut src = Source {
+        file: path,
+        text,
+        regions: Vec::new(),
+    };
+    let root = DeTable::parse(text).map_err(|e| src.toml_error(&e))?;
+    let (span, mut table) = (root.span(), root.into_inner());
+    refuse_machine_file(path, &table)?;
+    let mut next = text.len() + 1;
+    for ov in overrides {
+        let (value, len) = override_value(ov, next);
+        let region = next..next + len;
+        src.regions.push((region.clone(), ov));
+        apply(&mut table, ov, region, value)?;
+        next += len + 1;
+    }
+    let program = take_program_workload(&src, &mut table)?;
+    let de = toml::de::Deserializer::from(Spanned::new(span, table));
+    let raw = RawScenario::deserialize(de).map_err(|e| src.toml_error(&e))?;
+    build(&src, raw, program, overrides)
+}
+
+/// A machine or cluster file given where a scenario is expected (`hetsim run mirage.toml`) is
+/// recognised by its tables, and the message says what to do instead.
+fn refuse_machine_file(path: &Path, table: &DeTable<'_>) -> Result<(), InputError> {
+    let has = |k: &str| table.contains_key(k);
+    let what = if has("cluster") && has("nic") {
+        "a cluster file"
+    } else if has("memory_nodes") || has("cpus") || has("gpus") || has("links") {
+        "a machine file"
+    } else {
+        return Ok(());
+    };
+    let shown = path.display();
+    Err(InputError::new(format!(
+        "this is {what}, not a scenario: a scenario names a machine, a workload and a \
+         scheduler (docs/scenarios.md). Check it with `hetsim check {shown}`, or run a scenario \
+         that uses it, e.g. one of scenarios/*.toml with --set scenario.machine={shown}"
+    ))
+    .in_file(path))
+}
+
+/// If `[workload] kind` names a program kind, take the `[workload]` table out of the tree and
+/// read the rest of it (without `kind`) into that kind's spec struct, whose serde derive
+/// (`deny_unknown_fields`) decides which fields exist: a generator adds a parameter by adding a
+/// field. Errors keep their spans, so they name file, line and field (or the `--set`).
+fn take_program_workload<'i>(
+    src: &Source<'_>,
+    table: &mut DeTable<'i>,
+) -> Result<Option<ProgramWithSpans>, InputError> {
+    let kind = match table.get("workload").map(|w| w.get_ref()) {
+        Some(DeValue::Table(w)) => match w.get("kind").map(|k| k.get_ref()) {
+            Some(DeValue::String(k)) => k.to_string(),
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    if !ProgramWorkload::KINDS.contains(&kind.as_str()) {
+        return Ok(None);
+    }
+    let (_, value) = table
+        .remove_entry("workload")
+        .expect("the workload table was just seen");
+    let wspan = value.span();
+    let DeValue::Table(mut w) = value.into_inner() else {
+        unreachable!("checked to be a table above")
+    };
+    let kind_span = w.get("kind").map_or(wspan.clone(), |k| k.span());
+    w.remove("kind");
+    // Where each parameter's value came from, so that the generator's errors (which name
+    // `workload.FIELD`) point at the line or the `--set`.
+    let fields: Vec<(String, Range<usize>)> = w
+        .iter()
+        .map(|(k, v)| (format!("workload.{}", k.get_ref()), v.span()))
+        .collect();
+    let de = || toml::de::Deserializer::from(Spanned::new(wspan.clone(), w.clone()));
+    let prefix = |e: toml::de::Error| {
+        let mut e = src.toml_error(&e);
+        if let Some(f) = &e.location.field
+            && !f.starts_with("workload")
+        {
+            e.location.field = Some(format!("workload.{f}"));
+        }
+        if e.location.field.is_none() {
+            e.location.field = Some("workload".into());
+        }
+        e
+    };
+    let w = match kind.as_str() {
+        "p2p" => ProgramWorkload::P2p(P2pSpec::deserialize(de()).map_err(prefix)?),
+        "bcast" => ProgramWorkload::Bcast(BcastSpec::deserialize(de()).map_err(prefix)?),
+        "hpl" => ProgramWorkload::Hpl(HplSpec::deserialize(de()).map_err(prefix)?),
+        "stencil" => ProgramWorkload::Stencil(StencilSpec::deserialize(de()).map_err(prefix)?),
+        "matmul" => ProgramWorkload::Matmul(MatmulSpec::deserialize(de()).map_err(prefix)?),
+        "offload" => ProgramWorkload::Offload(OffloadSpec::deserialize(de()).map_err(prefix)?),
+        other => unreachable!("`{other}` is in ProgramWorkload::KINDS"),
+    };
+    Ok(Some((w, kind_span, fields)))
+}
+
+/// A program workload, the span of its `kind`, and its parameters' spans.
+type ProgramWithSpans = (ProgramWorkload, Range<usize>, Vec<(String, Range<usize>)>);
+
+/// The override's value as a spanned TOML value whose spans start at `base`, and the length of
+/// the region it occupies.
+fn override_value(ov: &Override, base: usize) -> (Spanned<DeValue<'_>>, usize) {
+    match &ov.value {
+        OverrideValue::Toml(t) => match DeValue::parse(t) {
+            Ok(v) => (respan(v, base), t.len().max(1)),
+            Err(_) => (
+                Spanned::new(base..base + t.len(), DeValue::String(Cow::Owned(t.clone()))),
+                t.len().max(1),
+            ),
+        },
+        OverrideValue::Str(s) => (
+            Spanned::new(base..base + s.len(), DeValue::String(Cow::Owned(s.clone()))),
+            s.len().max(1),
+        ),
+    }
+}
+
+/// Shift every span of `v` by `shift`.
+fn respan(v: Spanned<DeValue<'_>>, shift: usize) -> Spanned<DeValue<'_>> {
+    let span = v.span();
+    let inner = match v.into_inner() {
+        DeValue::Array(a) => {
+            let mut out = DeArray::new();
+            for item in a.iter() {
+                out.push(respan(item.clone(), shift));
+            }
+            DeValue::Array(out)
+        }
+        DeValue::Table(t) => {
+            let mut out = DeTable::new();
+            for (k, v) in t {
+                let ks = k.span();
+                out.insert(
+                    Spanned::new(ks.start + shift..ks.end + shift, k.into_inner()),
+                    respan(v, shift),
+                );
+            }
+            DeValue::Table(out)
+        }
+        other => other,
+    };
+    Spanned::new(span.start + shift..span.end + shift, inner)
+}
+
+/// Set `ov.path` in `table` to `value`, creating missing tables.
+fn apply<'i>(
+    mut table: &mut DeTable<'i>,
+    ov: &Override,
+    region: Range<usize>,
+    value: Spanned<DeValue<'i>>,
+) -> Result<(), InputError> {
+    let key_span = region.start..region.start + 1;
+    let Some((last, parents)) = ov.path.split_last() else {
+        return Err(InputError::new(format!("{}: empty KEY", ov.label)));
+    };
+    for (i, seg) in parents.iter().enumerate() {
+        if !table.contains_key(seg.as_str()) {
+            table.insert(
+                Spanned::new(key_span.clone(), Cow::Owned(seg.clone())),
+                Spanned::new(region.clone(), DeValue::Table(DeTable::new())),
+            );
+        }
+        let Some(entry) = table.get_mut(seg.as_str()) else {
+            return Err(InputError::new(format!("{}: cannot set `{seg}`", ov.label)));
+        };
+        match entry.get_mut() {
+            DeValue::Table(t) => table = t,
+            other => {
+                return Err(InputError::new(format!(
+                    "{}: `{}` is {}, not a table, so it has no field `{}`",
+                    ov.label,
+                    ov.path[..=i].join("."),
+                    article(other.type_str()),
+                    ov.path[i + 1]
+                ))
+                .at_field(ov.path[..=i].join(".")));
+            }
+        }
+    }
+    match table.get_mut(last.as_str()) {
+        // Keep the key's span (the file's), so that errors about the key still point there.
+        Some(entry) => *entry = value,
+        None => {
+            table.insert(Spanned::new(key_span, Cow::Owned(last.clone())), value);
+        }
+    }
+    Ok(())
+}
+
+fn article(type_str: &str) -> String {
+    let a = if type_str.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{a} {type_str}")
+}
+
+/// The text being loaded and the overrides' span ranges, to turn spans into locations.
+struct Source<'a> {
+    file: &'a Path,
+    text: &'a str,
+    regions: Vec<(Range<usize>, &'a Override)>,
+}
+
+impl Source<'_> {
+    fn override_at(&self, offset: usize) -> Option<&Override> {
+        self.regions
+            .iter()
+            .find(|(r, _)| r.start <= offset && offset < r.end.max(r.start + 1))
+            .map(|(_, ov)| *ov)
+    }
+
+    /// Where the value at `span` (of field `field`) came from.
+    fn location(&self, span: &Range<usize>, field: &str) -> Location {
+        match self.override_at(span.start) {
+            Some(ov) => Location {
+                file: Some(PathBuf::from(&ov.label)),
+                line: None,
+                field: Some(field.to_string()),
+            },
+            None => Location {
+                file: Some(self.file.to_path_buf()),
+                line: Some(line_of_offset(self.text, span.start)),
+                field: Some(field.to_string()),
+            },
+        }
+    }
+
+    fn err(&self, span: &Range<usize>, field: &str, message: impl Into<String>) -> InputError {
+        InputError {
+            location: self.location(span, field),
+            message: message.into(),
+        }
+    }
+
+    /// A TOML syntax or serde error, located from its span.
+    fn toml_error(&self, e: &toml::de::Error) -> InputError {
+        let message = plain_message(e.message());
+        let Some(span) = e.span() else {
+            return InputError::new(message).in_file(self.file);
+        };
+        // "missing field `x`" points at the table that lacks it: name the field itself.
+        let missing = message
+            .strip_prefix("missing field `")
+            .and_then(|m| m.split('`').next())
+            .map(str::to_string);
+        if let Some(ov) = self.override_at(span.start) {
+            let mut field = ov.path.join(".");
+            if let Some(m) = &missing {
+                field = format!("{field}.{m}");
+            }
+            return InputError::new(message).in_file(&ov.label).at_field(field);
+        }
+        let mut err = InputError::new(message.clone())
+            .in_file(self.file)
+            .at_line(line_of_offset(self.text, span.start));
+        // The document itself has the empty span 0..0 (a table's span covers its header).
+        let at_root = span == (0..0);
+        let path = if at_root {
+            None
+        } else {
+            hetsim_platform::machine::format::field_path_at(self.text, span.start)
+                .or_else(|| key_on_line(self.text, span.start))
+        };
+        let field = match (path, missing) {
+            (Some(p), Some(m)) => Some(format!("{p}.{m}")),
+            (None, Some(m)) => Some(m),
+            (p, None) => p,
+        };
+        if let Some(f) = field {
+            err = err.at_field(f);
+        }
+        err
+    }
+}
+
+/// serde's message in the user's terms: no Rust type names.
+fn plain_message(message: &str) -> String {
+    let mut m = message.trim().to_string();
+    if let Some(i) = m.find("expected struct Raw") {
+        m.truncate(i);
+        m.push_str("expected a table");
+    }
+    for (rust, user) in [
+        ("expected u64", "expected an integer >= 0"),
+        ("expected u32", "expected an integer from 0 to 4294967295"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        if let Some(stem) = m.strip_suffix(rust) {
+            m = format!("{stem}{user}");
+        }
+    }
+    m
+}
+
+/// For a syntax error: `table.key` guessed from the text (the last `[table]` header above the
+/// line, and the key the line starts with).
+fn key_on_line(text: &str, offset: usize) -> Option<String> {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("").trim();
+    let header = text[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    if line.starts_with('[') {
+        return Some(
+            line.trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string(),
+        );
+    }
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string())
+        .filter(|k| !k.is_empty());
+    match (header, key) {
+        (Some(h), Some(k)) => Some(format!("{h}.{k}")),
+        (None, Some(k)) => Some(k),
+        (Some(h), None) => Some(h),
+        (None, None) => None,
+    }
+}
+
+// ---- the file as written ----------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    scenario: RawHeader,
+    #[serde(default)]
+    machine: Option<RawShape>,
+    #[serde(default)]
+    workload: Option<Spanned<RawWorkload>>,
+    #[serde(default)]
+    scheduler: Option<RawScheduler>,
+    #[serde(default)]
+    run: Option<RawRun>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeader {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: Option<String>,
+    machine: Spanned<String>,
+}
+
+/// `[machine]`: the cluster's shape, overriding the cluster file's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShape {
+    #[serde(default)]
+    nodes: Option<Spanned<u32>>,
+    #[serde(default)]
+    gpus_per_node: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    kind: Spanned<String>,
+    n: Spanned<u64>,
+    nb: Spanned<u64>,
+    #[serde(default)]
+    precision: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScheduler {
+    #[serde(default)]
+    name: Option<Spanned<String>>,
+    #[serde(default)]
+    alpha: Option<Spanned<f64>>,
+    #[serde(default)]
+    beta: Option<Spanned<f64>>,
+    #[serde(default)]
+    gamma: Option<Spanned<f64>>,
+    #[serde(default)]
+    idle_power: Option<Spanned<f64>>,
+    #[serde(default)]
+    transfer_estimate: Option<Spanned<String>>,
+    #[serde(default)]
+    ready_first: Option<Spanned<bool>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    #[serde(default)]
+    seed: Option<Spanned<u64>>,
+    #[serde(default)]
+    ncpu: Option<Spanned<u32>>,
+    #[serde(default)]
+    ncuda: Option<Spanned<u32>>,
+    #[serde(default)]
+    sharing: Option<Spanned<String>>,
+    #[serde(default)]
+    prefetch: Option<Spanned<bool>>,
+    #[serde(default)]
+    wont_use: Option<Spanned<bool>>,
+    #[serde(default)]
+    gpu_sync: Option<Spanned<bool>>,
+    #[serde(default)]
+    noise: Option<Spanned<String>>,
+}
+
+/// Default scheduler when `[scheduler]` names none.
+pub const DEFAULT_SCHEDULER: &str = "eager";
+
+fn build(
+    src: &Source<'_>,
+    raw: RawScenario,
+    program: Option<ProgramWithSpans>,
+    overrides: &[Override],
+) -> Result<Scenario, InputError> {
+    let mut origins = BTreeMap::new();
+    macro_rules! note {
+        ($field:expr, $span:expr) => {
+            origins.insert($field.to_string(), src.location($span, &$field))
+        };
+    }
+
+    // [scenario]
+    let h = raw.scenario;
+    note!("scenario.name", &h.name.span());
+    note!("scenario.machine", &h.machine.span());
+    if h.name.get_ref().trim().is_empty() {
+        return Err(src.err(
+            &h.name.span(),
+            "scenario.name",
+            "the scenario name is empty: give a short name such as \"cholesky-mirage\"",
+        ));
+    }
+    if h.machine.get_ref().trim().is_empty() {
+        return Err(src.err(
+            &h.machine.span(),
+            "scenario.machine",
+            "the machine path is empty: give a machine file, relative to the scenario file",
+        ));
+    }
+    // A path in the file is relative to the file; one given with --set, like any path on a
+    // command line, to the working directory.
+    let machine_file = if src.override_at(h.machine.span().start).is_some() {
+        PathBuf::from(h.machine.get_ref())
+    } else {
+        let dir = src.file.parent().unwrap_or(Path::new(""));
+        dir.join(h.machine.get_ref())
+    };
+
+    // [machine]
+    let (mut nodes, mut gpus_per_node) = (None, None);
+    if let Some(m) = &raw.machine {
+        if let Some(v) = &m.nodes {
+            note!("machine.nodes", &v.span());
+            if *v.get_ref() == 0 {
+                return Err(src.err(&v.span(), "machine.nodes", "expected at least 1 node"));
+            }
+            nodes = Some(*v.get_ref());
+        }
+        if let Some(v) = &m.gpus_per_node {
+            note!("machine.gpus_per_node", &v.span());
+            if *v.get_ref() == 0 {
+                return Err(src.err(
+                    &v.span(),
+                    "machine.gpus_per_node",
+                    "expected at least 1 GPU per node",
+                ));
+            }
+            gpus_per_node = Some(*v.get_ref());
+        }
+    }
+
+    // [workload]
+    let workload = match (raw.workload, &program) {
+        (_, Some((_, kspan, fields))) => {
+            note!("workload", kspan);
+            note!("workload.kind", kspan);
+            for (f, span) in fields {
+                note!(f, span);
+            }
+            None
+        }
+        (None, None) => {
+            return Err(InputError::new(format!(
+                "missing field `workload`: a [workload] table with kind = one of cholesky, lu, \
+                 gemm, {}",
+                ProgramWorkload::KINDS.join(", ")
+            ))
+            .in_file(src.file)
+            .at_line(1)
+            .at_field("workload"));
+        }
+        (Some(ws), None) => Some(graph_workload(src, ws, &mut origins)?),
+    };
+
+    // [scheduler]
+    let s = raw.scheduler.unwrap_or_default();
+    let name = match &s.name {
+        Some(n) => {
+            note!("scheduler.name", &n.span());
+            let name = n.get_ref().trim().to_string();
+            if sched::by_name(&name, 0).is_none() {
+                return Err(src.err(
+                    &n.span(),
+                    "scheduler.name",
+                    format!(
+                        "unknown scheduler `{name}`: expected one of {}",
+                        sched::NAMES.join(", ")
+                    ),
+                ));
+            }
+            name
+        }
+        None => DEFAULT_SCHEDULER.to_string(),
+    };
+    let known = options_of(&name);
+    let check_option = |opt: &'static str, span: Range<usize>| -> Result<(), InputError> {
+        let field = format!("scheduler.{opt}");
+        if known.contains(&opt) {
+            Ok(())
+        } else {
+            Err(src.err(
+                &span,
+                &field,
+                format!(
+                    "scheduler `{name}` has no option `{opt}` ({}); `{opt}` is reserved for the \
+                     dmda family of schedulers",
+                    if known.is_empty() {
+                        "it takes none".to_string()
+                    } else {
+                        format!("its options: {}", known.join(", "))
+                    }
+                ),
+            ))
+        }
+    };
+    let mut options = SchedulerOptions::default();
+    let floats = [
+        ("alpha", &s.alpha, &mut options.alpha),
+        ("beta", &s.beta, &mut options.beta),
+        ("gamma", &s.gamma, &mut options.gamma),
+        ("idle_power", &s.idle_power, &mut options.idle_power),
+    ];
+    for (opt, raw, slot) in floats {
+        if let Some(v) = raw {
+            note!(format!("scheduler.{opt}"), &v.span());
+            check_option(opt, v.span())?;
+            if !(v.get_ref().is_finite() && *v.get_ref() >= 0.0) {
+                return Err(src.err(
+                    &v.span(),
+                    &format!("scheduler.{opt}"),
+                    format!("expected a finite number >= 0, found {}", v.get_ref()),
+                ));
+            }
+            *slot = Some(*v.get_ref());
+        }
+    }
+    if let Some(v) = &s.transfer_estimate {
+        note!("scheduler.transfer_estimate", &v.span());
+        check_option("transfer_estimate", v.span())?;
+        options.transfer_estimate = Some(match v.get_ref().as_str() {
+            "starpu" => TransferEstimate::Starpu,
+            "nominal" => TransferEstimate::Nominal,
+            other => {
+                return Err(src.err(
+                    &v.span(),
+                    "scheduler.transfer_estimate",
+                    format!("unknown transfer estimate `{other}`: expected `starpu` or `nominal`"),
+                ));
+            }
+        });
+    }
+    if let Some(v) = &s.ready_first {
+        note!("scheduler.ready_first", &v.span());
+        check_option("ready_first", v.span())?;
+        options.ready_first = Some(*v.get_ref());
+    }
+
+    // [run]
+    let mut run = RunConfig::default();
+    let mut noise = None;
+    if let Some(r) = raw.run {
+        if let Some(v) = &r.seed {
+            note!("run.seed", &v.span());
+            run.seed = *v.get_ref();
+        }
+        if let Some(v) = &r.ncpu {
+            note!("run.ncpu", &v.span());
+            run.ncpu = Some(*v.get_ref());
+        }
+        if let Some(v) = &r.ncuda {
+            note!("run.ncuda", &v.span());
+            run.ncuda = Some(*v.get_ref());
+        }
+        if let Some(v) = &r.sharing {
+            note!("run.sharing", &v.span());
+            run.sharing = match v.get_ref().trim().to_ascii_lowercase().as_str() {
+                "plain" => SharingMode::Plain,
+                "simgrid" => SharingMode::SimGrid,
+                other => {
+                    return Err(src.err(
+                        &v.span(),
+                        "run.sharing",
+                        format!("unknown sharing mode `{other}`: expected `plain` or `simgrid`"),
+                    ));
+                }
+            };
+        }
+        if let Some(v) = &r.prefetch {
+            note!("run.prefetch", &v.span());
+            run.prefetch = *v.get_ref();
+        }
+        if let Some(v) = &r.wont_use {
+            note!("run.wont_use", &v.span());
+            run.wont_use = *v.get_ref();
+        }
+        if let Some(v) = &r.gpu_sync {
+            note!("run.gpu_sync", &v.span());
+            run.gpu_sync = *v.get_ref();
+        }
+        if let Some(v) = &r.noise {
+            note!("run.noise", &v.span());
+            noise = Some(match v.get_ref().trim() {
+                "none" => Noise::None,
+                "normal" => Noise::Normal,
+                "lognormal" => Noise::LogNormal,
+                other => {
+                    return Err(src.err(
+                        &v.span(),
+                        "run.noise",
+                        format!(
+                            "unknown noise `{other}`: expected `none`, `normal` or `lognormal` \
+                             (a histogram is set in the machine file's [perfmodels])"
+                        ),
+                    ));
+                }
+            });
+        }
+    }
+
+    Ok(Scenario {
+        file: src.file.to_path_buf(),
+        name: h.name.into_inner(),
+        description: h.description,
+        machine_file,
+        nodes,
+        gpus_per_node,
+        workload,
+        program: program.map(|(p, _, _)| p),
+        scheduler: SchedulerSpec { name, options },
+        run,
+        noise,
+        overrides: overrides.to_vec(),
+        origins,
+    })
+}
+
+/// A task-graph `[workload]` (cholesky, lu, gemm).
+fn graph_workload(
+    src: &Source<'_>,
+    ws: Spanned<RawWorkload>,
+    origins: &mut BTreeMap<String, Location>,
+) -> Result<WorkloadSpec, InputError> {
+    macro_rules! note {
+        ($field:expr, $span:expr) => {
+            origins.insert($field.to_string(), src.location($span, &$field))
+        };
+    }
+    let wspan = ws.span();
+    let w = ws.into_inner();
+    note!("workload", &wspan);
+    note!("workload.kind", &w.kind.span());
+    note!("workload.n", &w.n.span());
+    note!("workload.nb", &w.nb.span());
+    let kind: Kernel = w
+        .kind
+        .get_ref()
+        .parse()
+        .map_err(|e: InputError| src.err(&w.kind.span(), "workload.kind", e.message))?;
+    let precision = match &w.precision {
+        Some(p) => {
+            note!("workload.precision", &p.span());
+            p.get_ref()
+                .parse()
+                .map_err(|e: InputError| src.err(&p.span(), "workload.precision", e.message))?
+        }
+        None => Precision::Single,
+    };
+    let workload = WorkloadSpec {
+        kind,
+        n: *w.n.get_ref(),
+        nb: *w.nb.get_ref(),
+        precision,
+    };
+    // The generators check n and nb; do it now, so that a bad scenario fails before the
+    // machine is loaded, with the line of the offending value.
+    check_tiling(&workload).map_err(|e| locate_with(origins, src.file, e))?;
+    Ok(workload)
+}
+
+/// Check n and nb as the generators do, without building the graph.
+fn check_tiling(w: &WorkloadSpec) -> Result<(), InputError> {
+    let count = |t: u64| -> u64 {
+        match w.kind {
+            Kernel::Cholesky => cholesky_tasks(t),
+            Kernel::Lu => lu_tasks(t),
+            Kernel::Gemm => t.saturating_mul(t).saturating_mul(t),
+        }
+    };
+    hetsim_taskgraph::Tiling::new(w.n, w.nb, w.precision, count).map(|_| ())
+}
+
+/// The largest multiple of the tile size whose data fits in `ram` bytes (for messages).
+fn largest_fitting_order(w: &WorkloadSpec, ram: u64) -> u64 {
+    let (mut lo, mut hi) = (0u64, w.n / w.nb.max(1));
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let probe = WorkloadSpec {
+            n: mid * w.nb,
+            ..*w
+        };
+        if probe.data_bytes() <= ram {
+            lo = mid
+        } else {
+            hi = mid - 1
+        }
+    }
+    lo * w.nb
+}
+
+/// Tasks of a tiled Cholesky with `t` tiles per side: T + T(T−1) + T(T−1)(T−2)/6.
+pub fn cholesky_tasks(t: u64) -> u64 {
+    let t = u128::from(t);
+    let n = t + t * t.saturating_sub(1) + t * t.saturating_sub(1) * t.saturating_sub(2) / 6;
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Tasks of a tiled LU with `t` tiles per side: T + T(T−1) + (T−1)T(2T−1)/6.
+pub fn lu_tasks(t: u64) -> u64 {
+    let t = u128::from(t);
+    let n = t + t * t.saturating_sub(1) + t.saturating_sub(1) * t * (2 * t).saturating_sub(1) / 6;
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Attach to `e` (an error about a scenario field, without a file) the location that field's
+/// value came from. Fields of the runtime (`runtime.ncpu`) are the scenario's `run.*`.
+fn locate_with(origins: &BTreeMap<String, Location>, file: &Path, mut e: InputError) -> InputError {
+    if e.location.file.is_some() {
+        return e;
+    }
+    if let Some(f) = &e.location.field
+        && let Some(rest) = f.strip_prefix("runtime.")
+    {
+        e.location.field = Some(format!("run.{rest}"));
+    }
+    let field = e.location.field.clone().unwrap_or_default();
+    let found = origins
+        .iter()
+        .filter(|(k, _)| field == **k || field.starts_with(&format!("{k}.")))
+        .max_by_key(|(k, _)| k.len());
+    match found {
+        Some((_, loc)) => {
+            e.location.file = loc.file.clone();
+            if e.location.line.is_none() {
+                e.location.line = loc.line;
+            }
+            e
+        }
+        None => e.in_file(file),
+    }
+}
+
+impl Scenario {
+    /// Attach to an error found after loading (it names a scenario field such as `workload.nb`
+    /// or `run.ncpu`) the file and line, or the override, its value came from.
+    pub fn locate(&self, e: InputError) -> InputError {
+        locate_with(&self.origins, &self.file, e)
+    }
+
+    /// The task-graph workload, or an error for a program scenario.
+    pub fn graph_workload(&self) -> Result<&WorkloadSpec, InputError> {
+        self.workload.as_ref().ok_or_else(|| {
+            self.locate(
+                InputError::new(format!(
+                    "workload kind `{}` is a program (MPI-style), not a task graph: run it with \
+                     `hetsim run`",
+                    self.program.as_ref().map_or("?", |p| p.kind_name())
+                ))
+                .at_field("workload.kind"),
+            )
+        })
+    }
+
+    /// Load the scenario's machine or cluster file and apply `[machine] nodes` and
+    /// `gpus_per_node`. Errors in the file name that file; a file that cannot be read is
+    /// reported at `scenario.machine`.
+    pub fn load_cluster(&self) -> Result<Cluster, InputError> {
+        if !self.machine_file.is_file() {
+            let why = match std::fs::metadata(&self.machine_file) {
+                Ok(_) => "it is not a file".to_string(),
+                Err(e) => e.to_string(),
+            };
+            return Err(self.locate(
+                InputError::new(format!(
+                    "cannot read machine file {}: {why} (a path in the scenario is relative to \
+                     its directory, one given with --set to the working directory)",
+                    self.machine_file.display()
+                ))
+                .at_field("scenario.machine"),
+            ));
+        }
+        let c = hetsim_platform::cluster::load(&self.machine_file)?;
+        if self.nodes.is_none() && self.gpus_per_node.is_none() {
+            return Ok(c);
+        }
+        let (n, g) = (
+            self.nodes.unwrap_or(c.nodes()),
+            self.gpus_per_node.unwrap_or(c.gpus_per_node()),
+        );
+        c.with_shape(n, g).map_err(|e| self.locate(e))
+    }
+
+    /// Load the scenario's machine file for a task-graph run: a machine file, or a cluster
+    /// file of one node (its node machine). Errors in the machine file name that file; a
+    /// machine file that cannot be read is reported at `scenario.machine`.
+    pub fn load_machine(&self) -> Result<Machine, InputError> {
+        let c = self.load_cluster()?;
+        if c.nodes() > 1 {
+            return Err(self.locate(
+                InputError::new(format!(
+                    "`{}` has {} nodes, but task-graph workloads (cholesky, lu, gemm) run on one \
+                     node under a scheduler; use machine.nodes = 1 or a program workload ({})",
+                    c.name(),
+                    c.nodes(),
+                    ProgramWorkload::KINDS.join(", ")
+                ))
+                .at_field(if self.nodes.is_some() {
+                    "machine.nodes"
+                } else {
+                    "scenario.machine"
+                }),
+            ));
+        }
+        let mut m = c.node_machine().clone();
+        if let Some(noise) = &self.noise {
+            m.set_noise_everywhere(noise.clone());
+        }
+        Ok(m)
+    }
+
+    /// Generate the workload's task graph.
+    pub fn generate(&self) -> Result<TaskGraph, InputError> {
+        let w = self.graph_workload()?;
+        w.kind
+            .generate(w.n, w.nb, w.precision)
+            .map_err(|e| self.locate(e))
+    }
+
+    /// Load the cluster, generate the program and execute it (program scenarios).
+    pub fn run_program(&self) -> Result<(Cluster, ProgramReport), Error> {
+        let Some(p) = &self.program else {
+            return Err(self
+                .locate(
+                    InputError::new("this scenario's workload is a task graph, not a program")
+                        .at_field("workload.kind"),
+                )
+                .into());
+        };
+        let cluster = self.load_cluster()?;
+        let program = p
+            .generator()
+            .generate(&cluster)
+            .map_err(|e| self.locate(e))?;
+        let opts = ExecOptions {
+            sharing: self.run.sharing,
+        };
+        let report =
+            hetsim_mpi::exec::run(&program, &cluster, &opts).map_err(|e| self.locate(e))?;
+        Ok((cluster, report))
+    }
+
+    /// The `--json` object of a program run: `hetsim_version`, `scenario`, `workload`,
+    /// `overrides`, `machine`, `sched` ("owner-computes"), `seed`, `gpus_per_node`, `gflops`
+    /// (counted flops / makespan), then every field of the [`ProgramReport`].
+    pub fn program_json(
+        &self,
+        cluster: &Cluster,
+        report: &ProgramReport,
+    ) -> Result<serde_json::Value, Error> {
+        use serde_json::json;
+        let p = self
+            .program
+            .as_ref()
+            .ok_or_else(|| Error::Internal("program_json on a task-graph scenario".into()))?;
+        let flops = p.generator().counted_flops_on(cluster);
+        let gflops = if report.makespan_s > 0.0 {
+            flops / report.makespan_s / 1e9
+        } else {
+            0.0
+        };
+        let mut obj = self.json_head(json!({ "kind": p.kind_name() }));
+        obj.insert("machine".into(), json!(cluster.name()));
+        obj.insert("sched".into(), json!("owner-computes"));
+        obj.insert("seed".into(), json!(self.run.seed));
+        obj.insert("gpus_per_node".into(), json!(cluster.gpus_per_node()));
+        obj.insert("counted_flops".into(), json!(flops));
+        obj.insert("gflops".into(), json!(gflops));
+        with_report_fields(obj, report, "program report")
+    }
+
+    /// Build the scheduler, seeded from the run's seed.
+    pub fn build_scheduler(&self) -> Result<Box<dyn Scheduler>, InputError> {
+        sched::build(
+            &self.scheduler.name,
+            self.run.seed,
+            &self.scheduler.options.params(),
+        )
+        .ok_or_else(|| {
+            self.locate(
+                InputError::new(format!(
+                    "unknown scheduler `{}`: expected one of {}",
+                    self.scheduler.name,
+                    sched::NAMES.join(", ")
+                ))
+                .at_field("scheduler.name"),
+            )
+        })
+    }
+
+    /// Load the machine, generate the workload, build the scheduler and simulate.
+    pub fn run(&self) -> Result<RunReport, Error> {
+        self.run_observed(&mut ())
+    }
+
+    /// [`run`](Self::run), reporting every simulation event to `observer` (trace writers).
+    pub fn run_observed(
+        &self,
+        observer: &mut dyn hetsim_runtime::Observer,
+    ) -> Result<RunReport, Error> {
+        let machine = self.load_machine()?;
+        let kernels = hetsim_runtime::kernels_for(&machine).map_err(|e| {
+            let e = e.at_field("scenario.machine");
+            self.locate(e)
+        })?;
+        self.check_data_fits(&machine)?;
+        let graph = self.generate()?;
+        let mut sched = self.build_scheduler()?;
+        let report = hetsim_runtime::simulate_observed(
+            &machine,
+            &graph,
+            kernels.as_ref(),
+            sched.as_mut(),
+            &self.run,
+            observer,
+        )
+        .map_err(|e| match e {
+            Error::Input(e) => Error::Input(self.locate_run_error(e)),
+            other => other,
+        })?;
+        Ok(report)
+    }
+
+    /// Refuse, before building the graph, a workload whose data cannot fit in the machine's RAM
+    /// (the runtime would refuse it too, after building gigabytes of graph).
+    fn check_data_fits(&self, machine: &Machine) -> Result<(), InputError> {
+        let w = self.graph_workload()?;
+        let ram: u64 = machine
+            .memory_nodes()
+            .iter()
+            .filter(|m| m.kind == MemKind::Ram)
+            .map(|m| m.capacity_bytes)
+            .sum();
+        let need = w.data_bytes();
+        if need > ram {
+            return Err(self.locate(
+                InputError::new(format!(
+                    "the workload's data ({}, n = {} in tiles of {}) does not fit in the RAM of \
+                     machine `{}` ({}); the largest order that fits is about n = {}",
+                    hetsim_core::units::format_bytes(need as f64),
+                    w.n,
+                    w.nb,
+                    machine.name(),
+                    hetsim_core::units::format_bytes(ram as f64),
+                    largest_fitting_order(w, ram)
+                ))
+                .at_field("workload.n"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Errors of the simulation: those about the run or the workload belong to the scenario,
+    /// those about kernel models (`codelets`) to the machine file.
+    fn locate_run_error(&self, e: InputError) -> InputError {
+        match e.location.field.as_deref() {
+            Some("codelets") if e.location.file.is_none() => {
+                let nb = self
+                    .origins
+                    .get("workload.nb")
+                    .map_or(String::new(), |l| format!(" ({l})"));
+                let mut e = e.in_file(&self.machine_file);
+                e.message.push_str(&format!(
+                    "; or choose a tile size the models cover: the scenario has workload.nb = {}{nb}",
+                    self.workload.as_ref().map_or(0, |w| w.nb)
+                ));
+                e
+            }
+            _ => self.locate(e),
+        }
+    }
+
+    /// The `--json` object: `hetsim_version`, `scenario`, `workload`, `overrides`, `run`, then
+    /// every field of the [`RunReport`].
+    pub fn json(&self, report: &RunReport) -> Result<serde_json::Value, Error> {
+        use serde_json::json;
+        let w = self.graph_workload()?;
+        let mut obj = self.json_head(json!({
+            "kind": w.kind_name(),
+            "n": w.n,
+            "nb": w.nb,
+            "precision": w.precision.to_string(),
+        }));
+        obj.insert(
+            "run".into(),
+            json!({
+                "ncpu": self.run.ncpu,
+                "ncuda": self.run.ncuda,
+                "sharing": sharing_name(self.run.sharing),
+                "prefetch": self.run.prefetch,
+                "wont_use": self.run.wont_use,
+                "gpu_sync": self.run.gpu_sync,
+                "noise": self.noise.as_ref().map(|n| n.kind_name()),
+            }),
+        );
+        with_report_fields(obj, report, "run report")
+    }
+
+    /// The fields every `--json` object starts with: `hetsim_version`, `scenario`, `workload`
+    /// (as given), `overrides`.
+    fn json_head(&self, workload: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::{Map, Value, json};
+        let mut obj = Map::new();
+        obj.insert("hetsim_version".into(), json!(env!("CARGO_PKG_VERSION")));
+        obj.insert("scenario".into(), json!(self.name));
+        obj.insert("workload".into(), workload);
+        obj.insert(
+            "overrides".into(),
+            Value::Array(
+                self.overrides
+                    .iter()
+                    .map(|o| Value::String(o.describe()))
+                    .collect(),
+            ),
+        );
+        obj
+    }
+}
+
+/// `obj` followed by every field of `report` (`what` names it in the internal errors).
+fn with_report_fields(
+    mut obj: serde_json::Map<String, serde_json::Value>,
+    report: &impl serde::Serialize,
+    what: &str,
+) -> Result<serde_json::Value, Error> {
+    use serde_json::Value;
+    match serde_json::to_value(report) {
+        Ok(Value::Object(fields)) => {
+            obj.extend(fields);
+            Ok(Value::Object(obj))
+        }
+        Ok(_) => Err(Error::Internal(format!("the {what} is not a JSON object"))),
+        Err(e) => Err(Error::Internal(format!("cannot serialise the {what}: {e}"))),
+    }
+}
+
+/// `plain` or `simgrid`.
+pub fn sharing_name(s: SharingMode) -> &'static str {
+    match s {
+        SharingMode::Plain => "plain",
+        SharingMode::SimGrid => "simgrid",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "\
+[scenario]
+name = \"t\"
+machine = \"m.toml\"
+
+[workload]
+kind = \"cholesky\"
+n = 960
+nb = 96
+precision = \"single\"
+
+[scheduler]
+name = \"eager\"
+
+[run]
+seed = 4
+";
+
+    fn load_with(text: &str, sets: &[&str]) -> Result<Scenario, InputError> {
+        let ovs: Vec<Override> = sets
+            .iter()
+            .map(|s| Override::parse_set(s).unwrap())
+            .collect();
+        from_str(text, Path::new("dir/s.toml"), &ovs)
+    }
+
+    const P2P: &str = "\
+[scenario]
+name = \"p\"
+machine = \"c.toml\"
+
+[machine]
+nodes = 2
+
+[workload]
+kind = \"p2p\"
+bytes = \"1 MiB\"
+from = \"host\"
+";
+
+    #[test]
+    fn program_workloads_read_their_spec() {
+        let s = load_with(P2P, &["machine.gpus_per_node=3", "workload.repeat=5"]).unwrap();
+        assert!(s.workload.is_none());
+        assert_eq!((s.nodes, s.gpus_per_node), (Some(2), Some(3)));
+        let Some(ProgramWorkload::P2p(p)) = &s.program else {
+            panic!("p2p expected: {:?}", s.program)
+        };
+        assert_eq!(p.bytes.0, 1048576.0);
+        assert_eq!(p.repeat, 5);
+        assert_eq!(p.from, hetsim_mpi::workload::BufferSpec::Host);
+        assert!(s.generate().is_err());
+    }
+
+    #[test]
+    fn program_workload_errors_are_located() {
+        let e = load_with(&P2P.replace("from =", "frm ="), &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(11), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("workload.frm"), "{e}");
+        let e = load_with(P2P, &["workload.bytes=-3"]).unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("workload.bytes"), "{e}");
+        assert!(e.to_string().contains("--set workload.bytes=-3"), "{e}");
+        let e = load_with(P2P, &["machine.nodes=0"]).unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("machine.nodes"), "{e}");
+        let e = load_with(&P2P.replace("bytes = \"1 MiB\"\n", ""), &[]).unwrap_err();
+        assert!(e.message.contains("missing field `bytes`"), "{e}");
+    }
+
+    #[test]
+    fn loads_and_resolves_the_machine_path() {
+        let s = load_with(BASE, &[]).unwrap();
+        assert_eq!(s.machine_file, Path::new("dir/m.toml"));
+        assert_eq!(s.workload.unwrap().kind, Kernel::Cholesky);
+        assert_eq!(s.workload.unwrap().n, 960);
+        assert_eq!(s.run.seed, 4);
+        assert_eq!(s.scheduler.name, "eager");
+    }
+
+    #[test]
+    fn set_overrides_and_creates() {
+        let s = load_with(
+            BASE,
+            &[
+                "workload.n=1920",
+                "scheduler.name=prio",
+                "run.ncpu=2",
+                "workload.precision=double",
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.workload.unwrap().n, 1920);
+        assert_eq!(s.scheduler.name, "prio");
+        assert_eq!(s.run.ncpu, Some(2));
+        assert_eq!(s.workload.unwrap().precision, Precision::Double);
+        // A missing table is created.
+        let no_run = BASE.replace("[run]\nseed = 4\n", "");
+        let s = load_with(&no_run, &["run.seed=9"]).unwrap();
+        assert_eq!(s.run.seed, 9);
+    }
+
+    #[test]
+    fn set_unknown_field_names_the_argument() {
+        let e = load_with(BASE, &["workload.nn=5"]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("--set workload.nn=5: field `workload.nn`"),
+            "{msg}"
+        );
+        assert!(msg.contains("unknown field `nn`"), "{msg}");
+    }
+
+    #[test]
+    fn set_wrong_type_names_the_argument() {
+        let e = load_with(BASE, &["workload.n=big"]).unwrap_err();
+        assert_eq!(
+            e.location.file.as_deref(),
+            Some(Path::new("--set workload.n=big"))
+        );
+        assert_eq!(e.location.field.as_deref(), Some("workload.n"));
+        let e = load_with(BASE, &["workload.n.x=1"]).unwrap_err();
+        assert!(e.message.contains("not a table"), "{e}");
+    }
+
+    #[test]
+    fn file_errors_have_line_and_field() {
+        let bad = BASE.replace("n = 960", "nn = 960");
+        let e = load_with(&bad, &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(7), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("workload.nn"), "{e}");
+
+        let bad = BASE.replace("\"cholesky\"", "\"qr\"");
+        let e = load_with(&bad, &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(6), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("workload.kind"), "{e}");
+
+        let bad = BASE.replace("nb = 96", "nb = 97");
+        let e = load_with(&bad, &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(8), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("workload.nb"), "{e}");
+
+        let bad = BASE.replace("n = 960\n", "");
+        let e = load_with(&bad, &[]).unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("workload.n"), "{e}");
+        assert_eq!(e.location.line, Some(5), "{e}");
+
+        let bad = BASE.replace("\"eager\"", "\"nope\"");
+        let e = load_with(&bad, &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(12), "{e}");
+        assert!(e.message.contains("eager, prio, random"), "{e}");
+
+        let e = load_with("this is not toml\n", &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(1), "{e}");
+    }
+
+    #[test]
+    fn missing_table_is_named() {
+        let no_workload = "[scenario]\nname = \"t\"\nmachine = \"m.toml\"\n";
+        let e = load_with(no_workload, &[]).unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("workload"), "{e}");
+    }
+
+    #[test]
+    fn scheduler_options_are_reserved() {
+        let e = load_with(BASE, &["scheduler.alpha=0.5"]).unwrap_err();
+        assert!(e.message.contains("no option `alpha`"), "{e}");
+        let e = load_with(BASE, &["scheduler.delta=0.5"]).unwrap_err();
+        assert!(e.message.contains("unknown field `delta`"), "{e}");
+    }
+
+    #[test]
+    fn later_errors_are_located() {
+        let s = load_with(BASE, &["run.ncpu=99"]).unwrap();
+        let e = s.locate(InputError::new("too many").at_field("runtime.ncpu"));
+        assert_eq!(e.location.field.as_deref(), Some("run.ncpu"));
+        assert_eq!(
+            e.location.file.as_deref(),
+            Some(Path::new("--set run.ncpu=99"))
+        );
+        let s = load_with(BASE, &[]).unwrap();
+        let e = s.locate(InputError::new("x").at_field("workload"));
+        assert_eq!(e.location.line, Some(5));
+    }
+
+    #[test]
+    fn missing_kernel_models_point_at_the_machine_and_the_tile_size() {
+        let s = load_with(BASE, &[]).unwrap();
+        let e = s.locate_run_error(InputError::new("unknown kernel").at_field("codelets"));
+        assert_eq!(e.location.file.as_deref(), Some(Path::new("dir/m.toml")));
+        assert!(e.message.contains("workload.nb = 96"), "{e}");
+        assert!(e.message.contains("dir/s.toml:line 8"), "{e}");
+    }
+
+    #[test]
+    fn malformed_set() {
+        assert!(Override::parse_set("workload.n").is_err());
+        assert!(Override::parse_set("a..b=1").is_err());
+        assert!(Override::parse_set("=1").is_err());
+        let o = Override::parse_set("run.prefetch=false").unwrap();
+        assert_eq!(o.describe(), "run.prefetch=false");
+    }
+
+    #[test]
+    fn task_counts() {
+        assert_eq!(cholesky_tasks(1), 1);
+        assert_eq!(cholesky_tasks(60), 37_820);
+        assert_eq!(lu_tasks(1), 1);
+        assert_eq!(lu_tasks(2), 2 + 2 + 1);
+    }
+}

@@ -1,0 +1,388 @@
+//! Programs: what the ranks of an MPI-style application do, as a DAG of operations.
+//!
+//! A [`Program`] is plain data, like a task graph: kernels on a rank's GPU or CPU, messages
+//! between ranks, delays and joins, each with the operations it waits for. Workload generators
+//! (HPL, stencil, master/worker, the point-to-point and broadcast microbenchmarks) build one
+//! with a [`ProgramBuilder`]; the executor ([`super::exec`]) runs it on a cluster's fluid
+//! network. Placement is fixed by the program (owner computes): there is no scheduler.
+//!
+//! Dependencies can only point to operations built earlier, so every program is acyclic by
+//! construction.
+
+pub use hetsim_platform::cluster::RankId;
+
+/// Index of an operation in [`Program::ops`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(pub u32);
+
+impl OpId {
+    /// The index as `usize`, for slices.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Which processor of a rank runs a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// The rank's GPU: one kernel at a time.
+    Gpu,
+    /// The rank's host core (the one that drives its GPU): one kernel at a time, shared with
+    /// the rank's message overheads.
+    Cpu,
+}
+
+/// Where a message's bytes are at one end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Buffer {
+    /// In the rank's GPU memory.
+    Device,
+    /// In the rank's host memory.
+    Host,
+}
+
+/// A kernel: a fixed amount of work on one processor of one rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Kernel {
+    /// Whose processor.
+    pub rank: RankId,
+    /// Which processor.
+    pub unit: Unit,
+    /// How long it runs, s (finite, ≥ 0).
+    pub secs: f64,
+    /// Useful flops it performs (for utilisation and GFlop/s; may be 0).
+    pub flops: f64,
+    /// Among kernels ready on the same processor, higher runs first; ties in program order.
+    pub priority: i32,
+    /// What it is ("dgemm", "panel", "inner" ...), for reports and traces.
+    pub name: &'static str,
+}
+
+impl Kernel {
+    /// A kernel of priority 0.
+    pub fn new(rank: RankId, unit: Unit, name: &'static str, secs: f64, flops: f64) -> Self {
+        Kernel {
+            rank,
+            unit,
+            secs,
+            flops,
+            priority: 0,
+            name,
+        }
+    }
+
+    /// The same kernel with another priority.
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+}
+
+/// A point-to-point message. The executor charges the sender's overhead o_s on the sender's
+/// CPU, moves the bytes (through host memory in the three steps device→host, host→host,
+/// host→device, or in one GPU-direct flow where the cluster allows it), then charges o_r on the
+/// receiver's CPU. The receive is taken as posted: the message completes when the bytes and
+/// o_r are done.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Message {
+    /// Sender.
+    pub src: RankId,
+    /// Receiver.
+    pub dst: RankId,
+    /// Payload, bytes (finite, ≥ 0).
+    pub bytes: f64,
+    /// Where the payload is on the sender.
+    pub from: Buffer,
+    /// Where it goes on the receiver.
+    pub to: Buffer,
+}
+
+impl Message {
+    /// GPU memory to GPU memory, the default placement of a rank's data.
+    pub fn device(src: RankId, dst: RankId, bytes: f64) -> Self {
+        Message {
+            src,
+            dst,
+            bytes,
+            from: Buffer::Device,
+            to: Buffer::Device,
+        }
+    }
+
+    /// Host memory to host memory.
+    pub fn host(src: RankId, dst: RankId, bytes: f64) -> Self {
+        Message {
+            src,
+            dst,
+            bytes,
+            from: Buffer::Host,
+            to: Buffer::Host,
+        }
+    }
+}
+
+/// One operation of a program.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    /// Work on a processor.
+    Kernel(Kernel),
+    /// A message between two ranks.
+    Message(Message),
+    /// Time that passes without occupying any resource (a fixed overhead, a barrier's cost).
+    Delay {
+        /// Whose time it is (for reports).
+        rank: RankId,
+        /// How long, s (finite, ≥ 0).
+        secs: f64,
+    },
+    /// Completes as soon as everything it waits for has: a synchronisation point.
+    Join,
+}
+
+/// A validated program: operations and their dependencies, acyclic by construction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Program {
+    ranks: u32,
+    ops: Vec<Op>,
+    /// `preds[pred_start[i]..pred_start[i+1]]` are the operations op i waits for.
+    pred_start: Vec<u32>,
+    preds: Vec<OpId>,
+    /// Same layout, successors.
+    succ_start: Vec<u32>,
+    succs: Vec<OpId>,
+}
+
+impl Program {
+    /// Number of ranks.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+
+    /// The operations, indexed by [`OpId`].
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// The operations `op` waits for.
+    pub fn preds(&self, op: OpId) -> &[OpId] {
+        let i = op.index();
+        &self.preds[self.pred_start[i] as usize..self.pred_start[i + 1] as usize]
+    }
+
+    /// The operations that wait for `op`.
+    pub fn succs(&self, op: OpId) -> &[OpId] {
+        let i = op.index();
+        &self.succs[self.succ_start[i] as usize..self.succ_start[i + 1] as usize]
+    }
+
+    /// The messages, in program order.
+    pub fn messages(&self) -> impl Iterator<Item = &Message> {
+        self.ops.iter().filter_map(|o| match o {
+            Op::Message(m) => Some(m),
+            _ => None,
+        })
+    }
+
+    /// Total number of dependency edges.
+    pub fn edges(&self) -> usize {
+        self.preds.len()
+    }
+
+    /// Sum of the kernels' flops.
+    pub fn flops(&self) -> f64 {
+        self.ops
+            .iter()
+            .map(|o| match o {
+                Op::Kernel(k) => k.flops,
+                _ => 0.0,
+            })
+            .sum()
+    }
+
+    /// Heap bytes held by the program (for memory reports).
+    pub fn heap_bytes(&self) -> usize {
+        self.ops.capacity() * std::mem::size_of::<Op>()
+            + (self.pred_start.capacity() + self.succ_start.capacity()) * 4
+            + (self.preds.capacity() + self.succs.capacity()) * std::mem::size_of::<OpId>()
+    }
+}
+
+/// Builds a [`Program`]. Every operation names the earlier operations it waits for.
+///
+/// The builder checks what only a generator bug could break (ranks in range, durations and
+/// sizes finite and ≥ 0, dependencies on existing operations) with assertions: generators
+/// validate user input before building.
+#[derive(Debug, Clone, Default)]
+pub struct ProgramBuilder {
+    ranks: u32,
+    ops: Vec<Op>,
+    pred_start: Vec<u32>,
+    preds: Vec<OpId>,
+}
+
+impl ProgramBuilder {
+    /// An empty program over `ranks` ranks.
+    pub fn new(ranks: u32) -> Self {
+        ProgramBuilder {
+            ranks,
+            ops: Vec::new(),
+            pred_start: vec![0],
+            preds: Vec::new(),
+        }
+    }
+
+    /// Number of ranks.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+
+    /// Reserve room for `ops` more operations with `edges` more dependency edges in all, so
+    /// that a generator that knows its size does not leave up to half its vectors unused.
+    pub fn reserve(&mut self, ops: usize, edges: usize) {
+        self.ops.reserve_exact(ops);
+        self.pred_start.reserve_exact(ops);
+        self.preds.reserve_exact(edges);
+    }
+
+    /// Number of operations so far.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True before the first operation.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Add a kernel that starts (on its processor, in priority order) once `after` are done.
+    pub fn kernel(&mut self, k: Kernel, after: &[OpId]) -> OpId {
+        self.check_rank(k.rank);
+        assert!(
+            k.secs.is_finite() && k.secs >= 0.0,
+            "kernel `{}` duration {} s",
+            k.name,
+            k.secs
+        );
+        assert!(
+            k.flops.is_finite() && k.flops >= 0.0,
+            "kernel flops {}",
+            k.flops
+        );
+        self.push(Op::Kernel(k), after)
+    }
+
+    /// Add a message sent once `after` are done.
+    pub fn message(&mut self, m: Message, after: &[OpId]) -> OpId {
+        self.check_rank(m.src);
+        self.check_rank(m.dst);
+        assert!(
+            m.bytes.is_finite() && m.bytes >= 0.0,
+            "message size {}",
+            m.bytes
+        );
+        self.push(Op::Message(m), after)
+    }
+
+    /// Add a delay of `secs` that starts once `after` are done.
+    pub fn delay(&mut self, rank: RankId, secs: f64, after: &[OpId]) -> OpId {
+        self.check_rank(rank);
+        assert!(secs.is_finite() && secs >= 0.0, "delay {secs} s");
+        self.push(Op::Delay { rank, secs }, after)
+    }
+
+    /// Add a join of `after`.
+    pub fn join(&mut self, after: &[OpId]) -> OpId {
+        self.push(Op::Join, after)
+    }
+
+    /// The finished program.
+    pub fn build(self) -> Program {
+        let n = self.ops.len();
+        let mut count = vec![0u32; n + 1];
+        for p in &self.preds {
+            count[p.index() + 1] += 1;
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let succ_start = count.clone();
+        let mut fill = count;
+        let mut succs = vec![OpId(0); self.preds.len()];
+        for op in 0..n {
+            let (a, b) = (
+                self.pred_start[op] as usize,
+                self.pred_start[op + 1] as usize,
+            );
+            for p in &self.preds[a..b] {
+                let slot = &mut fill[p.index()];
+                succs[*slot as usize] = OpId(op as u32);
+                *slot += 1;
+            }
+        }
+        Program {
+            ranks: self.ranks,
+            ops: self.ops,
+            pred_start: self.pred_start,
+            preds: self.preds,
+            succ_start,
+            succs,
+        }
+    }
+
+    fn check_rank(&self, r: RankId) {
+        assert!(
+            r.0 < self.ranks,
+            "{r} out of range: the program has {} ranks",
+            self.ranks
+        );
+    }
+
+    fn push(&mut self, op: Op, after: &[OpId]) -> OpId {
+        let id = OpId(u32::try_from(self.ops.len()).expect("more than 2^32 operations"));
+        for a in after {
+            assert!(a.0 < id.0, "dependency on op {} not yet built", a.0);
+        }
+        self.preds.extend_from_slice(after);
+        self.ops.push(op);
+        self.pred_start
+            .push(u32::try_from(self.preds.len()).expect("more than 2^32 dependency edges"));
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn successors_mirror_predecessors() {
+        let mut b = ProgramBuilder::new(2);
+        let k0 = b.kernel(Kernel::new(RankId(0), Unit::Gpu, "a", 1.0, 10.0), &[]);
+        let m = b.message(Message::device(RankId(0), RankId(1), 8.0), &[k0]);
+        let k1 = b.kernel(Kernel::new(RankId(1), Unit::Gpu, "b", 2.0, 5.0), &[m, k0]);
+        let j = b.join(&[k1]);
+        let p = b.build();
+        assert_eq!(p.ops().len(), 4);
+        assert_eq!(p.preds(k1), &[m, k0]);
+        assert_eq!(p.succs(k0), &[m, k1]);
+        assert_eq!(p.succs(m), &[k1]);
+        assert_eq!(p.succs(k1), &[j]);
+        assert!(p.succs(j).is_empty());
+        assert_eq!(p.edges(), 4);
+        assert_eq!(p.flops(), 15.0);
+    }
+
+    #[test]
+    #[should_panic(expected = "not yet built")]
+    fn forward_dependencies_are_refused() {
+        let mut b = ProgramBuilder::new(1);
+        b.join(&[OpId(3)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn ranks_are_checked() {
+        let mut b = ProgramBuilder::new(1);
+        b.message(Message::host(RankId(0), RankId(1), 1.0), &[]);
+    }
+}

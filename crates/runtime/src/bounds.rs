@@ -1,0 +1,246 @@
+//! Lower bounds on a run's makespan, from the task graph and the kernels' mean durations.
+//!
+//! - **Critical path** ([`Bounds::critical_path_s`]): the longest chain of dependent tasks,
+//!   each task counted at its fastest mean duration over all workers. No schedule can end
+//!   before it (transfers and contention only add to it).
+//! - **Area bound** ([`Bounds::area_bound_s`]): the best makespan if the work could be split
+//!   freely (fractionally) between the CPU workers and the GPU workers, ignoring dependencies
+//!   and data movement — StarPU's "area" bound. With `C` CPU workers and `G` GPU workers, and
+//!   task `i` taking `c_i` on a CPU and `g_i` on a GPU (the fastest device of each kind), it is
+//!   the linear program
+//!
+//!   ```text
+//!   minimise T  subject to  Σ_i x_i g_i ≤ G·T,   Σ_i (1 − x_i) c_i ≤ C·T,   0 ≤ x_i ≤ 1
+//!   ```
+//!
+//!   (`x_i`: the fraction of task `i` done on GPUs; `x_i = 1` if no CPU can run it, `0` if no
+//!   GPU can). An exchange argument solves it in closed form: moving GPU time from a task of
+//!   lower ratio `c_i/g_i` to one of higher ratio never raises the CPU load, so the optimum
+//!   gives the GPUs the tasks of highest ratio `c_i/g_i`. Sorted by decreasing ratio, tasks go
+//!   to the GPUs while the GPU load `P/G` stays below the CPU load left `S/C`; the task where
+//!   they would cross is split with the fraction
+//!   `f = (S/C − P/G) / (g_k/G + c_k/C)` on GPUs, which equalises the two loads:
+//!   `T = (P + f·g_k)/G`. With one kind of worker only, `T = Σ_i t_i / n`.
+//!
+//! Both ignore transfers, so a run's makespan divided by the larger of the two
+//! ([`Bounds::ratio`]) is ≥ 1 and says how far the schedule is from what the machine could do
+//! at best.
+
+use serde::Serialize;
+
+use crate::{KernelTimes, Worker, WorkerKind};
+use hetsim_taskgraph::TaskGraph;
+
+/// Lower bounds on the makespan of a task graph on a set of workers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bounds {
+    /// Longest dependency chain, each task at its fastest mean duration, seconds.
+    pub critical_path_s: f64,
+    /// Best makespan with the work spread perfectly over the CPU and GPU workers by speed,
+    /// seconds.
+    pub area_bound_s: f64,
+}
+
+impl Bounds {
+    /// The larger of the two bounds.
+    pub fn lower_bound_s(&self) -> f64 {
+        self.critical_path_s.max(self.area_bound_s)
+    }
+
+    /// `makespan_s` / the larger bound (≥ 1 up to noise in the kernel durations; 0 if the
+    /// bound is 0).
+    pub fn ratio(&self, makespan_s: f64) -> f64 {
+        let b = self.lower_bound_s();
+        if b > 0.0 && b.is_finite() {
+            makespan_s / b
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The critical path and area bound of `graph` on `workers`, with the mean durations of
+/// `kernels` (see the module documentation for the definitions and the formula).
+///
+/// Tasks no worker has a model for are left out (the run itself reports them). Device memory
+/// capacity is not taken into account, which can only lower the bounds.
+pub fn bounds(graph: &TaskGraph, kernels: &dyn KernelTimes, workers: &[Worker]) -> Bounds {
+    // One representative worker per distinct (kind, device, memory node), as the runtime's
+    // predictions are per device.
+    let mut reps: Vec<&Worker> = Vec::new();
+    for w in workers {
+        if !reps
+            .iter()
+            .any(|r| r.kind == w.kind && r.device == w.device && r.memory == w.memory)
+        {
+            reps.push(w);
+        }
+    }
+    let n = graph.num_tasks();
+    // Fastest mean per kind for each task (infinite: that kind cannot run it).
+    let mut cpu = vec![f64::INFINITY; n];
+    let mut gpu = vec![f64::INFINITY; n];
+    for t in graph.task_ids() {
+        for r in &reps {
+            let Some(m) = kernels.mean_s(graph, t, r) else {
+                continue;
+            };
+            if !(m.is_finite() && m >= 0.0) {
+                continue;
+            }
+            let slot = match r.kind {
+                WorkerKind::Cpu => &mut cpu[t.index()],
+                WorkerKind::Gpu => &mut gpu[t.index()],
+            };
+            *slot = slot.min(m);
+        }
+    }
+    bounds_from_means(graph, &cpu, &gpu, workers)
+}
+
+/// [`bounds`] from each task's fastest mean duration on a CPU worker (`cpu_s`) and on a GPU
+/// worker (`gpu_s`), infinite where no worker of that kind can run the task, for callers that
+/// have them already (the runtime computes them once per run).
+pub fn bounds_from_means(
+    graph: &TaskGraph,
+    cpu_s: &[f64],
+    gpu_s: &[f64],
+    workers: &[Worker],
+) -> Bounds {
+    let ncpu = workers.iter().filter(|w| w.kind == WorkerKind::Cpu).count() as f64;
+    let ngpu = workers.iter().filter(|w| w.kind == WorkerKind::Gpu).count() as f64;
+    let fastest: Vec<f64> = cpu_s
+        .iter()
+        .zip(gpu_s)
+        .map(|(&c, &g)| {
+            let m = c.min(g);
+            if m.is_finite() { m } else { 0.0 }
+        })
+        .collect();
+    Bounds {
+        critical_path_s: critical_path(graph, &fastest),
+        area_bound_s: area_bound(cpu_s, gpu_s, ncpu, ngpu),
+    }
+}
+
+/// Longest path through the graph with `weight[t]` per task: in petgraph's topological
+/// order of the dependencies, each task finishes `weight` after the latest of its
+/// predecessors (explicit dependencies may point backwards in submission order).
+fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
+    use petgraph::Direction::Incoming;
+    let deps = graph.dependencies();
+    let order = petgraph::algo::toposort(deps, None)
+        .expect("task graphs are acyclic: TaskGraphBuilder::build refuses cycles");
+    let mut finish = vec![0.0f64; graph.num_tasks()];
+    let mut best = 0.0f64;
+    for v in order {
+        let start = deps
+            .neighbors_directed(v, Incoming)
+            .map(|p| finish[p.index()])
+            .fold(0.0f64, f64::max);
+        let f = start + weight[v.index()];
+        finish[v.index()] = f;
+        best = best.max(f);
+    }
+    best
+}
+
+/// The two-kind area bound (module documentation).
+fn area_bound(cpu: &[f64], gpu: &[f64], ncpu: f64, ngpu: f64) -> f64 {
+    let runnable = |i: usize| cpu[i].is_finite() || gpu[i].is_finite();
+    let n = cpu.len();
+    if ngpu == 0.0 || ncpu == 0.0 {
+        let (times, count) = if ngpu == 0.0 {
+            (cpu, ncpu)
+        } else {
+            (gpu, ngpu)
+        };
+        if count == 0.0 {
+            return 0.0;
+        }
+        let total: f64 = (0..n).filter(|&i| runnable(i)).map(|i| times[i]).sum();
+        return total / count;
+    }
+    // Decreasing ratio c/g: GPU-only tasks first, CPU-only last.
+    let ratio = |i: usize| -> f64 {
+        match (cpu[i].is_finite(), gpu[i].is_finite()) {
+            (false, _) => f64::INFINITY,
+            (true, false) => -1.0,
+            (true, true) if gpu[i] > 0.0 => cpu[i] / gpu[i],
+            (true, true) if cpu[i] > 0.0 => f64::INFINITY,
+            (true, true) => 0.0,
+        }
+    };
+    let mut order: Vec<(f64, usize)> = (0..n)
+        .filter(|&i| runnable(i))
+        .map(|i| (ratio(i), i))
+        .collect();
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    // P: GPU work assigned so far; S: CPU work of the tasks not assigned to GPUs.
+    let mut p = 0.0f64;
+    let mut s: f64 = order
+        .iter()
+        .filter(|&&(_, i)| cpu[i].is_finite())
+        .map(|&(_, i)| cpu[i])
+        .sum();
+    for &(_, i) in &order {
+        let (c, g) = (cpu[i], gpu[i]);
+        if !c.is_finite() {
+            p += g;
+            continue;
+        }
+        if !g.is_finite() {
+            break;
+        }
+        if (p + g) / ngpu <= (s - c) / ncpu {
+            p += g;
+            s -= c;
+            continue;
+        }
+        let f = (s / ncpu - p / ngpu) / (g / ngpu + c / ncpu);
+        if f <= 0.0 {
+            break;
+        }
+        let f = f.min(1.0);
+        return ((p + f * g) / ngpu).max((s - f * c) / ncpu);
+    }
+    (p / ngpu).max(s.max(0.0) / ncpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn critical_path_by_hand() {
+        use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
+        // A diamond on one handle: a writes, b and c read, d writes. Durations 1, 5, 2, 3:
+        // the longest chain is a, b, d = 9 (a, c, d is 6).
+        let mut b = TaskGraphBuilder::default();
+        let k = b.codelet("k").unwrap();
+        let h = b.add_handle(Handle::bytes(8)).unwrap();
+        for mode in [AccessMode::W, AccessMode::R, AccessMode::R, AccessMode::RW] {
+            b.submit(k, 0.0, 0, &[Access::new(h, mode)]).unwrap();
+        }
+        let g = b.build().unwrap();
+        assert_eq!(critical_path(&g, &[1.0, 5.0, 2.0, 3.0]), 9.0);
+        assert_eq!(critical_path(&g, &[1.0, 2.0, 5.0, 3.0]), 9.0);
+        assert_eq!(critical_path(&g, &[1.0, 1.0, 1.0, 0.0]), 2.0);
+    }
+
+    #[test]
+    fn area_bound_by_hand() {
+        // One CPU, one GPU; A: c = 10, g = 1; B: c = 2, g = 1. The GPU takes A, then 1/3 of B:
+        // GPU 1 + 1/3, CPU 2/3 · 2.
+        let t = area_bound(&[10.0, 2.0], &[1.0, 1.0], 1.0, 1.0);
+        assert!((t - 4.0 / 3.0).abs() < 1e-12, "{t}");
+        // GPU-only work heavier than everything else: the GPUs bound it.
+        let t = area_bound(&[f64::INFINITY, 1.0], &[10.0, 1.0], 4.0, 1.0);
+        assert!((t - 10.0).abs() < 1e-12, "{t}");
+        // CPU-only work heavier: the CPUs bound it.
+        let t = area_bound(&[8.0, 1.0], &[f64::INFINITY, 1.0], 1.0, 1.0);
+        assert!((t - 8.0).abs() < 1e-12, "{t}");
+        // One kind only.
+        assert_eq!(area_bound(&[3.0, 5.0], &[f64::INFINITY; 2], 2.0, 0.0), 4.0);
+    }
+}

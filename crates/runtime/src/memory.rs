@@ -1,0 +1,495 @@
+//! Data replicas on memory nodes: MSI validity, versions, pins, capacity, LRU eviction.
+//!
+//! Every handle has one replica slot per memory node. RAM holds every handle from the start
+//! and never evicts. On a GPU node, a replica is allocated on first use; an unpinned allocated
+//! replica sits in one of two LRU orders — clean (another valid copy exists, or it holds no
+//! valid data) or dirty (it is the only valid copy, so evicting it needs a write-back) — and
+//! eviction takes the least recently used clean replica first, as StarPU's `memalloc.c` does.
+
+use std::collections::BTreeSet;
+
+use hetsim_platform::machine::{MemKind, MemNodeId};
+use hetsim_taskgraph::{HandleId, TaskGraph};
+
+use super::suballoc::{ChunkId, Suballocator};
+use super::transfer::Estimates;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Replica {
+    allocated: bool,
+    valid: bool,
+    loading: bool,
+    pins: u32,
+    /// Version of the data this replica holds (meaningful when valid).
+    version: u32,
+    /// Position in its node's LRU order while unpinned: (dirty, tick).
+    lru: Option<(bool, u64)>,
+    /// Marked "will not be used" (StarPU's `mc->wontuse`): filed with the clean replicas even
+    /// while it is the only valid copy, until a task uses or writes it again.
+    wont_use: bool,
+    /// The suballocator chunk its memory comes from, if any.
+    chunk: Option<ChunkId>,
+}
+
+/// Result of asking for room for a replica.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Alloc {
+    /// Allocated; `malloc` is true if a new chunk had to be allocated (cudaMalloc), `frees`
+    /// counts chunks of another size released to make room (cudaFree).
+    Done { malloc: bool, frees: u32 },
+    /// The least recently used candidate holds the only valid copy of this handle: write it
+    /// back to RAM, then ask again.
+    WriteBack(HandleId),
+    /// Every allocated replica is in use: ask again when something is released.
+    Blocked,
+}
+
+/// All replicas and per-node memory accounting.
+#[derive(Debug)]
+pub(crate) struct Memory {
+    nnodes: usize,
+    kinds: Vec<MemKind>,
+    ram: MemNodeId,
+    capacity: Vec<u64>,
+    used: Vec<u64>,
+    peak: Vec<u64>,
+    evictions: Vec<u64>,
+    sizes: Vec<u64>,
+    versions: Vec<u32>,
+    replicas: Vec<Replica>,
+    clean: Vec<BTreeSet<(u64, u32)>>,
+    dirty: Vec<BTreeSet<(u64, u32)>>,
+    tick: u64,
+    /// Per node, the suballocator of a GPU node when it is on (empty otherwise).
+    suballoc: Vec<Option<Suballocator>>,
+    /// Replicas evicted by the last allocations, for the observer (drained by the caller).
+    pub evicted: Vec<(MemNodeId, HandleId)>,
+}
+
+impl Memory {
+    /// Every handle valid and allocated in `ram`. With `suballocator`, GPU nodes carve small
+    /// allocations out of chunks ([`Suballocator`]).
+    pub fn new(
+        kinds: Vec<MemKind>,
+        capacity: Vec<u64>,
+        ram: MemNodeId,
+        graph: &TaskGraph,
+        suballocator: bool,
+    ) -> Self {
+        let nnodes = kinds.len();
+        let sizes: Vec<u64> = graph.handles().iter().map(|h| h.size_bytes).collect();
+        let mut replicas = vec![Replica::default(); sizes.len() * nnodes];
+        for h in 0..sizes.len() {
+            let r = &mut replicas[h * nnodes + ram.index()];
+            r.allocated = true;
+            r.valid = true;
+        }
+        let mut used = vec![0; nnodes];
+        used[ram.index()] = sizes.iter().sum();
+        let suballoc = kinds
+            .iter()
+            .map(|&k| (suballocator && k == MemKind::Gpu).then(Suballocator::default))
+            .collect();
+        Memory {
+            suballoc,
+            nnodes,
+            kinds,
+            ram,
+            peak: used.clone(),
+            used,
+            capacity,
+            evictions: vec![0; nnodes],
+            versions: vec![0; sizes.len()],
+            sizes,
+            replicas,
+            clean: vec![BTreeSet::new(); nnodes],
+            dirty: vec![BTreeSet::new(); nnodes],
+            tick: 0,
+            evicted: Vec::new(),
+        }
+    }
+
+    fn idx(&self, h: HandleId, n: MemNodeId) -> usize {
+        h.index() * self.nnodes + n.index()
+    }
+
+    fn rep(&self, h: HandleId, n: MemNodeId) -> &Replica {
+        &self.replicas[self.idx(h, n)]
+    }
+
+    /// The RAM node.
+    pub fn ram(&self) -> MemNodeId {
+        self.ram
+    }
+
+    /// Kind of a node.
+    pub fn kind(&self, n: MemNodeId) -> MemKind {
+        self.kinds[n.index()]
+    }
+
+    /// Number of memory nodes.
+    pub fn nnodes(&self) -> usize {
+        self.nnodes
+    }
+
+    /// Size of a handle.
+    pub fn size(&self, h: HandleId) -> u64 {
+        self.sizes[h.index()]
+    }
+
+    /// Whether `h` has a valid replica on `n`.
+    pub fn is_valid(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).valid
+    }
+
+    /// Whether a transfer into `(h, n)` is under way.
+    pub fn is_loading(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).loading
+    }
+
+    /// Whether `(h, n)` has memory.
+    pub fn is_allocated(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).allocated
+    }
+
+    /// Latest version of `h` (incremented by every write).
+    pub fn version(&self, h: HandleId) -> u32 {
+        self.versions[h.index()]
+    }
+
+    /// Version held by the replica `(h, n)`.
+    pub fn replica_version(&self, h: HandleId, n: MemNodeId) -> u32 {
+        self.rep(h, n).version
+    }
+
+    /// Bytes allocated on `n` now.
+    pub fn used(&self, n: MemNodeId) -> u64 {
+        self.used[n.index()]
+    }
+
+    /// Highest bytes allocated on `n` so far.
+    pub fn peak(&self, n: MemNodeId) -> u64 {
+        self.peak[n.index()]
+    }
+
+    /// Capacity of `n`.
+    pub fn capacity(&self, n: MemNodeId) -> u64 {
+        self.capacity[n.index()]
+    }
+
+    /// Replicas evicted from `n`.
+    pub fn evictions(&self, n: MemNodeId) -> u64 {
+        self.evictions[n.index()]
+    }
+
+    /// Nodes holding a valid replica of `h`, in node order.
+    pub fn valid_nodes(&self, h: HandleId) -> impl Iterator<Item = MemNodeId> + '_ {
+        (0..self.nnodes)
+            .map(|n| MemNodeId(n as u32))
+            .filter(move |&n| self.is_valid(h, n))
+    }
+
+    /// The valid replica of `h` cheapest to copy to `dst` by nominal figures (lowest node index
+    /// on ties), as StarPU's `_starpu_select_src_node` prefers the fastest bus.
+    pub fn best_source(&self, h: HandleId, dst: MemNodeId, est: &Estimates) -> MemNodeId {
+        let bytes = self.size(h) as f64;
+        let mut best: Option<(f64, MemNodeId)> = None;
+        for n in self.valid_nodes(h) {
+            let t = est.nominal_s(n, dst, bytes);
+            if best.is_none_or(|(bt, _)| t < bt) {
+                best = Some((t, n));
+            }
+        }
+        best.map_or(self.ram, |(_, n)| n)
+    }
+
+    fn is_dirty(&self, h: HandleId, n: MemNodeId) -> bool {
+        let r = self.rep(h, n);
+        r.valid && n != self.ram && self.valid_nodes(h).count() == 1
+    }
+
+    fn lru_remove(&mut self, h: HandleId, n: MemNodeId) {
+        let i = self.idx(h, n);
+        if let Some((dirty, tick)) = self.replicas[i].lru.take() {
+            let set = if dirty {
+                &mut self.dirty[n.index()]
+            } else {
+                &mut self.clean[n.index()]
+            };
+            set.remove(&(tick, h.0));
+        }
+    }
+
+    fn lru_insert(&mut self, h: HandleId, n: MemNodeId, tick: u64) {
+        let dirty = self.is_dirty(h, n) && !self.rep(h, n).wont_use;
+        let i = self.idx(h, n);
+        self.replicas[i].lru = Some((dirty, tick));
+        let set = if dirty {
+            &mut self.dirty[n.index()]
+        } else {
+            &mut self.clean[n.index()]
+        };
+        set.insert((tick, h.0));
+    }
+
+    /// Re-file the unpinned replicas of `h` after its validity changed (keeping their age).
+    fn reclassify(&mut self, h: HandleId) {
+        for n in 0..self.nnodes {
+            let n = MemNodeId(n as u32);
+            if let Some((_, tick)) = self.rep(h, n).lru {
+                self.lru_remove(h, n);
+                self.lru_insert(h, n, tick);
+            }
+        }
+    }
+
+    /// Hold `(h, n)` in memory (a task or a transfer uses it).
+    pub fn pin(&mut self, h: HandleId, n: MemNodeId) {
+        self.lru_remove(h, n);
+        let i = self.idx(h, n);
+        self.replicas[i].pins += 1;
+    }
+
+    /// Hold `(h, n)` for a task: a use, which clears a "will not be used" mark as StarPU's
+    /// `_starpu_memchunk_recently_used` does (`mc->wontuse = 0`).
+    pub fn pin_for_task(&mut self, h: HandleId, n: MemNodeId) {
+        let i = self.idx(h, n);
+        self.replicas[i].wont_use = false;
+        self.pin(h, n);
+    }
+
+    /// StarPU's `_starpu_memchunk_wont_use` on every allocated device replica of `h`: the chunk
+    /// is filed with the clean ones, as the most recently used of them (`MC_LIST_PUSH_CLEAN`
+    /// inserts just ahead of the dirty chunks), so it goes before any dirty chunk. If it is
+    /// still the only valid copy when it is chosen, evicting it needs a write-back (the caller
+    /// also asks for an idle write-back). A pinned replica keeps the mark and is filed when
+    /// released.
+    pub fn mark_wont_use(&mut self, h: HandleId) {
+        for n in 0..self.nnodes {
+            let n = MemNodeId(n as u32);
+            let i = self.idx(h, n);
+            if n == self.ram || !self.replicas[i].allocated {
+                continue;
+            }
+            self.replicas[i].wont_use = true;
+            if self.replicas[i].lru.is_some() {
+                self.lru_remove(h, n);
+                self.tick += 1;
+                let tick = self.tick;
+                self.lru_insert(h, n, tick);
+            }
+        }
+    }
+
+    /// Whether `(h, n)` carries a "will not be used" mark.
+    #[cfg(test)]
+    pub fn is_wont_use(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.rep(h, n).wont_use
+    }
+
+    /// Release a hold; an unpinned GPU replica becomes the most recently used.
+    pub fn unpin(&mut self, h: HandleId, n: MemNodeId) {
+        let i = self.idx(h, n);
+        let r = &mut self.replicas[i];
+        debug_assert!(r.pins > 0, "unpin of an unpinned replica");
+        r.pins -= 1;
+        if r.pins == 0 && r.allocated && n != self.ram {
+            self.tick += 1;
+            let tick = self.tick;
+            self.lru_insert(h, n, tick);
+        }
+    }
+
+    /// Mark a transfer into `(h, n)` as under way or not.
+    pub fn set_loading(&mut self, h: HandleId, n: MemNodeId, loading: bool) {
+        let i = self.idx(h, n);
+        self.replicas[i].loading = loading;
+    }
+
+    /// A copy of version `version` of `h` arrived on `n`. Returns false (and changes nothing)
+    /// if `h` was written since the copy started: the data is stale.
+    pub fn arrive(&mut self, h: HandleId, n: MemNodeId, version: u32) -> bool {
+        if version != self.versions[h.index()] {
+            return false;
+        }
+        let i = self.idx(h, n);
+        self.replicas[i].valid = true;
+        self.replicas[i].version = version;
+        self.reclassify(h);
+        true
+    }
+
+    /// A task on `n` wrote `h`: a new version, valid only there.
+    pub fn write(&mut self, h: HandleId, n: MemNodeId) {
+        self.versions[h.index()] += 1;
+        let v = self.versions[h.index()];
+        for m in 0..self.nnodes {
+            let i = h.index() * self.nnodes + m;
+            self.replicas[i].valid = m == n.index();
+        }
+        let i = self.idx(h, n);
+        self.replicas[i].version = v;
+        // Written again: StarPU's `_starpu_memchunk_dirty` makes the chunk dirty.
+        self.replicas[i].wont_use = false;
+        self.reclassify(h);
+    }
+
+    /// Make room for `(h, n)` and allocate it. Evicts least recently used clean replicas (of
+    /// the same size: its chunk is reused; of another size: it is freed); never touches pinned
+    /// replicas.
+    pub fn allocate(&mut self, h: HandleId, n: MemNodeId) -> Alloc {
+        let size = self.size(h);
+        let ni = n.index();
+        debug_assert!(!self.rep(h, n).allocated);
+        let mut frees = 0;
+        loop {
+            if self.used[ni] + size <= self.capacity[ni] {
+                self.used[ni] += size;
+                self.peak[ni] = self.peak[ni].max(self.used[ni]);
+                let i = self.idx(h, n);
+                self.replicas[i].allocated = true;
+                let malloc = match &mut self.suballoc[ni] {
+                    Some(s) if Suballocator::serves(size) => {
+                        let (chunk, new) = s.carve(size);
+                        self.replicas[i].chunk = Some(chunk);
+                        new
+                    }
+                    _ => true,
+                };
+                return Alloc::Done { malloc, frees };
+            }
+            let Some(&(_, victim)) = self.clean[ni].first() else {
+                return match self.dirty[ni].first() {
+                    Some(&(_, v)) => Alloc::WriteBack(HandleId(v)),
+                    None => Alloc::Blocked,
+                };
+            };
+            let victim = HandleId(victim);
+            if self.is_dirty(victim, n) {
+                // A "will not be used" chunk filed as clean still holds the only valid copy:
+                // it must reach RAM first (StarPU writes it back on eviction).
+                return Alloc::WriteBack(victim);
+            }
+            self.lru_remove(victim, n);
+            let vi = self.idx(victim, n);
+            self.replicas[vi].allocated = false;
+            self.replicas[vi].valid = false;
+            self.replicas[vi].wont_use = false;
+            let chunk = self.replicas[vi].chunk.take();
+            self.evictions[ni] += 1;
+            self.evicted.push((n, victim));
+            self.reclassify(victim);
+            let vsize = self.size(victim);
+            if vsize == size {
+                // Same size: StarPU reuses the chunk without a new cudaMalloc.
+                let i = self.idx(h, n);
+                self.replicas[i].allocated = true;
+                self.replicas[i].chunk = chunk;
+                return Alloc::Done {
+                    malloc: false,
+                    frees,
+                };
+            }
+            self.used[ni] -= vsize;
+            match (chunk, &mut self.suballoc[ni]) {
+                // Back to its chunk, which StarPU keeps: no cudaFree.
+                (Some(c), Some(s)) => s.release(c, vsize),
+                _ => frees += 1,
+            }
+        }
+    }
+
+    /// Handles not valid in RAM (they need a final write-back).
+    pub fn not_in_ram(&self) -> impl Iterator<Item = HandleId> + '_ {
+        (0..self.sizes.len())
+            .map(|h| HandleId(h as u32))
+            .filter(|&h| !self.is_valid(h, self.ram))
+    }
+
+    /// Replicas on `n` that are allocated and pinned, for diagnoses.
+    pub fn pinned_on(&self, n: MemNodeId) -> Vec<HandleId> {
+        (0..self.sizes.len())
+            .map(|h| HandleId(h as u32))
+            .filter(|&h| {
+                let r = self.rep(h, n);
+                r.allocated && r.pins > 0
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsim_taskgraph::{Handle, TaskGraphBuilder};
+
+    /// RAM (node 0) and one GPU (node 1) with room for two 1000-byte handles; three handles.
+    fn two_slot_gpu() -> Memory {
+        let mut b = TaskGraphBuilder::new();
+        for _ in 0..3 {
+            b.add_handle(Handle::bytes(1000)).unwrap();
+        }
+        let g = b.build().unwrap();
+        Memory::new(
+            vec![MemKind::Ram, MemKind::Gpu],
+            vec![1 << 20, 2000],
+            MemNodeId(0),
+            &g,
+            false,
+        )
+    }
+
+    /// Put `h` on the GPU as its only valid copy (a task there wrote it), then release it.
+    fn dirty_on_gpu(m: &mut Memory, h: HandleId) {
+        let gpu = MemNodeId(1);
+        assert!(matches!(m.allocate(h, gpu), Alloc::Done { .. }));
+        m.pin_for_task(h, gpu);
+        m.write(h, gpu);
+        m.unpin(h, gpu);
+    }
+
+    /// StarPU's `_starpu_memchunk_wont_use` files a chunk with the clean ones, ahead of every
+    /// dirty chunk (`starpu-reference.md` §1a, eviction). By hand: h0 then h1 are written on
+    /// the GPU and released in that order, so both are dirty and h0 is the older. Making room
+    /// for h2 must write back the least recently used dirty chunk, h0 — unless h1 is marked
+    /// "will not be used": then h1 is the first candidate, and as it still holds the only
+    /// valid copy it is written back first. Once h1 is valid in RAM, it is evicted (not h0).
+    #[test]
+    fn wont_use_chunk_is_the_first_victim() {
+        let (h0, h1, h2) = (HandleId(0), HandleId(1), HandleId(2));
+        let gpu = MemNodeId(1);
+
+        let mut m = two_slot_gpu();
+        dirty_on_gpu(&mut m, h0);
+        dirty_on_gpu(&mut m, h1);
+        assert_eq!(m.allocate(h2, gpu), Alloc::WriteBack(h0));
+
+        let mut m = two_slot_gpu();
+        dirty_on_gpu(&mut m, h0);
+        dirty_on_gpu(&mut m, h1);
+        m.mark_wont_use(h1);
+        assert!(m.is_wont_use(h1, gpu));
+        assert_eq!(m.allocate(h2, gpu), Alloc::WriteBack(h1));
+        let v = m.version(h1);
+        assert!(m.arrive(h1, MemNodeId(0), v));
+        assert!(matches!(m.allocate(h2, gpu), Alloc::Done { .. }));
+        assert_eq!(m.evicted, [(gpu, h1)]);
+        assert!(m.is_valid(h0, gpu) && !m.is_valid(h1, gpu));
+        assert!(!m.is_wont_use(h1, gpu));
+    }
+
+    /// A task using the chunk again clears the mark (`_starpu_memchunk_recently_used` sets
+    /// `wontuse = 0`): h1 is then an ordinary dirty chunk, younger than h0.
+    #[test]
+    fn a_new_use_clears_wont_use() {
+        let (h0, h1, h2) = (HandleId(0), HandleId(1), HandleId(2));
+        let gpu = MemNodeId(1);
+        let mut m = two_slot_gpu();
+        dirty_on_gpu(&mut m, h0);
+        dirty_on_gpu(&mut m, h1);
+        m.mark_wont_use(h1);
+        m.pin_for_task(h1, gpu);
+        m.unpin(h1, gpu);
+        assert_eq!(m.allocate(h2, gpu), Alloc::WriteBack(h0));
+    }
+}

@@ -1,0 +1,80 @@
+//! The interface between the runtime and a scheduling policy (the policies themselves are in
+//! the `hetsim-sched` crate).
+//!
+//! A scheduler never touches the simulation. The runtime tells it that a task became ready
+//! ([`Scheduler::push`]) and asks it for work when a worker has room ([`Scheduler::pop`]); it
+//! answers from its own queues, looking at the world only through a read-only [`View`]
+//! (clock, predicted task lengths, predicted transfer times, where data is valid, what workers
+//! hold), and may ask for [`Decision`]s such as prefetches. This is StarPU's push/pop shape, so
+//! the dmda family and work stealing fit the same trait.
+
+use hetsim_platform::machine::Machine;
+use hetsim_taskgraph::TaskId;
+
+use crate::{View, Worker, WorkerId};
+
+/// Something a scheduler asks the runtime to do besides running tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Start moving `task`'s input data to `worker`'s memory now (StarPU prefetches at push
+    /// time). Prefetches yield to fetches of tasks about to run.
+    Prefetch {
+        /// The task whose inputs to move.
+        task: TaskId,
+        /// Where it will run.
+        worker: WorkerId,
+    },
+}
+
+/// A scheduling policy.
+pub trait Scheduler {
+    /// The policy's name, as given to `--sched`.
+    fn name(&self) -> &'static str;
+
+    /// Called once before the first push with the machine and the run's workers, for policies
+    /// that need the machine's topology (`lws` reads `[affinity]`).
+    fn prepare(&mut self, _machine: &Machine, _workers: &[Worker]) {}
+
+    /// `task` became ready (all its predecessors ended). Queue it; optionally add decisions.
+    fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>);
+
+    /// `worker` can take a task: return one from the queues, or `None`. Only tasks that
+    /// [`View::can_run`] allows on this worker may be returned.
+    fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId>;
+
+    /// A popped task starts executing on `worker` (its data is there).
+    fn task_started(&mut self, _task: TaskId, _worker: WorkerId, _view: &View<'_>) {}
+
+    /// A task ended on `worker`.
+    fn task_ended(&mut self, _task: TaskId, _worker: WorkerId, _view: &View<'_>) {}
+
+    /// Tasks pushed and not yet popped (for diagnoses and invariant checks).
+    fn queued(&self) -> usize;
+
+    /// Whether a push wakes every sleeping worker (StarPU's `ws_push_task` calls
+    /// `starpu_wake_worker_relax_light` on all of them) rather than one that can run the task
+    /// (eager's). It decides which workers reach their pop at the instant of a push
+    /// (`runtime::sim`, `wake_workers`).
+    fn wakes_all(&self) -> bool {
+        false
+    }
+
+    /// Whether task priorities reach this policy. In StarPU only the policies that set their
+    /// context's priority bounds see them (dmdap, dmdas and dmdasd accept any integer, prio a
+    /// range); under the others the bounds stay 0..0 and StarPU's examples submit every task
+    /// at priority 0 (`cholesky_implicit.c` uses its priority numbers only when the bounds are
+    /// unbounded, `STARPU_MAX_PRIO` = 0 otherwise). The runtime's data requests follow the
+    /// same rule.
+    fn takes_priorities(&self) -> bool {
+        false
+    }
+
+    /// `task`'s priority as this policy sees it: the graph's, or 0 if it takes none.
+    fn priority(&self, task: TaskId, view: &View<'_>) -> i32 {
+        if self.takes_priorities() {
+            view.graph().task(task).priority
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,689 @@
+//! The dmda family — `dm`, `dmda`, `dmdap`, `dmdar`, `dmdas`, `dmdasd` — as one policy with
+//! flags, following StarPU's `deque_modeling_policy_data_aware.c` (rules in
+//! `starpu-reference.md` §1a, written here from that description).
+//!
+//! Push: for every worker that can run the task, the expected end is
+//! `start + length`, with `exp_start = max(worker's exp_start, now)`,
+//! `start = max(exp_start + queued length, now + transfer penalty)` (data-aware variants;
+//! `dm` ignores transfers). The worker with the smallest fitness
+//! `α·(exp_end − min exp_end) + β·penalty + γ·energy (+ idle power term)` wins (first in
+//! worker order on ties). The transfer penalty is StarPU's estimate
+//! (latency + 2·nGPUs·size/bandwidth) or, as an option, the contention-free nominal time.
+//! The task is queued on that worker — at the back, or after the tasks of higher or equal
+//! priority for the sorted variants — and its inputs are prefetched there.
+//!
+//! Pop: the head of the queue, or for `dmdar`/`dmdas`/`dmdasd` the task, among those whose
+//! priority is at least the head's, with the fewest bytes not yet valid on the worker, then the
+//! fewest not yet valid nor loading, then the fewest not yet allocated.
+//!
+//! Bookkeeping per worker (StarPU's `fifo_taskq`): `exp_len` (predicted work queued and not
+//! started), `pipeline_len` (work popped: its transfer, then its computation), `exp_start`,
+//! `exp_end = exp_start + exp_len`. At push `exp_len += hidden-or-not transfer + length`; at pop
+//! the transfer moves from `exp_len` to `pipeline_len`; at start the transfer leaves
+//! `pipeline_len` and the length moves there from `exp_len`; at end it leaves. Both return to 0
+//! when the queue drains ([`Dmda::check_drained`]; StarPU issue #6 was a bug of this kind).
+//! `exp_start` follows StarPU's hooks: `max(exp_start, now)` for the chosen worker at push and
+//! at every pop, then `now + pipeline_len` (an assignment) once a task is popped and again when
+//! it starts, and `max(now + pipeline_len, exp_start)` when it ends. `ntasks` counts queued
+//! tasks, `pipeline_ntasks` tasks from push to end; only the greedy fallback reads them.
+
+use super::{Decision, Scheduler};
+use hetsim_runtime::{View, WorkerId};
+use hetsim_taskgraph::TaskId;
+
+/// Which member of the family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// Deque model: no data awareness.
+    Dm,
+    /// Data-aware, FIFO queues.
+    Dmda,
+    /// Data-aware, queues sorted by priority.
+    Dmdap,
+    /// Data-aware, FIFO queues, ready-first pop.
+    Dmdar,
+    /// Data-aware, sorted queues, ready-first pop.
+    Dmdas,
+    /// As dmdas, and the queued length a task waits behind counts only tasks of priority ≥ its.
+    Dmdasd,
+}
+
+impl Variant {
+    /// The `--sched` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Dm => "dm",
+            Variant::Dmda => "dmda",
+            Variant::Dmdap => "dmdap",
+            Variant::Dmdar => "dmdar",
+            Variant::Dmdas => "dmdas",
+            Variant::Dmdasd => "dmdasd",
+        }
+    }
+
+    /// The variant called `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Variant::Dm,
+            Variant::Dmda,
+            Variant::Dmdap,
+            Variant::Dmdar,
+            Variant::Dmdas,
+            Variant::Dmdasd,
+        ]
+        .into_iter()
+        .find(|v| v.name() == name)
+    }
+
+    fn data_aware(self) -> bool {
+        self != Variant::Dm
+    }
+
+    fn sorted(self) -> bool {
+        matches!(self, Variant::Dmdap | Variant::Dmdas | Variant::Dmdasd)
+    }
+
+    fn ready_first(self) -> bool {
+        matches!(self, Variant::Dmdar | Variant::Dmdas | Variant::Dmdasd)
+    }
+}
+
+/// Which transfer time the policy predicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransferEstimate {
+    /// StarPU's `starpu_transfer_predict`: latency + 2·nGPUs·size/bandwidth, no contention.
+    #[default]
+    Starpu,
+    /// latency + size / bottleneck bandwidth of the route, no contention.
+    Nominal,
+}
+
+/// The knobs of the family (StarPU's `STARPU_SCHED_ALPHA` ...).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// Weight of the expected end (default 1).
+    pub alpha: f64,
+    /// Weight of the transfer penalty (default 1).
+    pub beta: f64,
+    /// Cost of one joule, in µs (default 1000). No energy model yet: only the idle term uses it.
+    pub gamma: f64,
+    /// Idle power in W (default 0).
+    pub idle_power: f64,
+    /// Transfer estimate.
+    pub transfer_estimate: TransferEstimate,
+    /// Whether to ask for the task's inputs to be prefetched at push time (StarPU: yes).
+    pub prefetch: bool,
+    /// Whether the sorted variants' ready-first pop is used (switch off to see what it decides).
+    pub ready_first: bool,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            alpha: 1.0,
+            beta: 1.0,
+            gamma: 1000.0,
+            idle_power: 0.0,
+            transfer_estimate: TransferEstimate::Starpu,
+            prefetch: true,
+            ready_first: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Queue {
+    /// (task, priority), highest priority first for sorted variants.
+    tasks: std::collections::VecDeque<(TaskId, i32)>,
+    exp_start_us: f64,
+    exp_len_us: f64,
+    pipeline_len_us: f64,
+    ntasks: u32,
+    pipeline_ntasks: u32,
+}
+
+impl Queue {
+    fn exp_end_us(&self) -> f64 {
+        self.exp_start_us + self.exp_len_us
+    }
+}
+
+/// One policy of the dmda family.
+#[derive(Debug)]
+pub struct Dmda {
+    variant: Variant,
+    params: Params,
+    queues: Vec<Queue>,
+    /// Per task: (predicted length, predicted transfer) in µs, as booked at push.
+    booked: Vec<(f64, f64)>,
+    queued: usize,
+}
+
+/// Tolerance for the bookkeeping returning to zero: sums of µs over a run.
+const DRAIN_EPS_US: f64 = 1e-6;
+
+impl Dmda {
+    /// A policy of the given variant.
+    pub fn new(variant: Variant, params: Params) -> Self {
+        Dmda {
+            variant,
+            params,
+            queues: Vec::new(),
+            booked: Vec::new(),
+            queued: 0,
+        }
+    }
+
+    fn ensure(&mut self, view: &View<'_>) {
+        if self.queues.len() < view.workers().len() {
+            let now_us = view.now_s() * 1e6;
+            self.queues.resize_with(view.workers().len(), || Queue {
+                exp_start_us: now_us,
+                ..Queue::default()
+            });
+            self.booked = vec![(0.0, 0.0); view.graph().num_tasks()];
+        }
+    }
+
+    fn penalty_us(&self, task: TaskId, w: WorkerId, view: &View<'_>) -> f64 {
+        if !self.variant.data_aware() {
+            return 0.0;
+        }
+        1e6 * match self.params.transfer_estimate {
+            TransferEstimate::Starpu => view.starpu_transfer_estimate_s(task, w),
+            TransferEstimate::Nominal => view.nominal_transfer_estimate_s(task, w),
+        }
+    }
+
+    /// The worker dmda would choose for `task` (of priority `prio` as this policy sees it),
+    /// with its predicted length and penalty (µs).
+    fn choose(&mut self, task: TaskId, prio: i32, view: &View<'_>) -> (WorkerId, f64, f64) {
+        let now_us = view.now_s() * 1e6;
+        let mut cands: Vec<(WorkerId, f64, f64, f64)> = Vec::new(); // (w, exp_end, len, penalty)
+        let mut uncalibrated = false;
+        for w in view.workers() {
+            let Some(len_s) = view.predicted_length_s(task, w.id) else {
+                continue;
+            };
+            if len_s <= 0.0 {
+                uncalibrated = true;
+            }
+            let q = &self.queues[w.id.index()];
+            // "Sometimes workers didn't take the tasks as early as we expected": only the
+            // chosen worker's exp_start is moved, at push.
+            let exp_start = q.exp_start_us.max(now_us);
+            let prev_len = if self.variant == Variant::Dmdasd {
+                q.tasks
+                    .iter()
+                    .filter(|&&(_, p)| p >= prio)
+                    .map(|&(t, _)| self.booked[t.index()].0 + self.booked[t.index()].1)
+                    .sum()
+            } else {
+                q.exp_len_us
+            };
+            let len = len_s * 1e6;
+            let penalty = self.penalty_us(task, w.id, view);
+            let start = if self.variant.data_aware() {
+                (exp_start + prev_len).max(now_us + penalty)
+            } else {
+                exp_start + prev_len
+            };
+            cands.push((w.id, start + len, len, penalty));
+        }
+        assert!(!cands.is_empty(), "the runtime pushes only runnable tasks");
+        if uncalibrated {
+            // Greedy fallback: fewest tasks per unit of relative speed, booked as 0 µs of
+            // work and transfer (`forced_best`: model_best = transfer_model_best = 0).
+            let pick = cands
+                .iter()
+                .min_by(|a, b| {
+                    let load = |w: WorkerId| {
+                        let q = &self.queues[w.index()];
+                        f64::from(q.ntasks + q.pipeline_ntasks) / view.relative_speedup(w)
+                    };
+                    load(a.0).total_cmp(&load(b.0))
+                })
+                .expect("non-empty");
+            return (pick.0, 0.0, 0.0);
+        }
+        let min_end = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+        let max_end = self
+            .queues
+            .iter()
+            .map(Queue::exp_end_us)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let mut best: Option<(f64, usize)> = None;
+        for (i, &(_, end, _, penalty)) in cands.iter().enumerate() {
+            let fitness = if self.variant.data_aware() {
+                let mut f = self.params.alpha * (end - min_end) + self.params.beta * penalty;
+                if end > max_end {
+                    f += self.params.gamma * self.params.idle_power * (end - max_end) / 1e6;
+                }
+                f
+            } else {
+                end - min_end
+            };
+            if best.is_none_or(|(bf, _)| fitness < bf) {
+                best = Some((fitness, i));
+            }
+        }
+        let c = cands[best.expect("non-empty").1];
+        (c.0, c.2, c.3)
+    }
+
+    /// Panics unless every queue is empty and its predicted lengths are back to zero: the
+    /// bookkeeping invariant, checked by tests at the end of runs.
+    pub fn check_drained(&self) {
+        for (w, q) in self.queues.iter().enumerate() {
+            assert!(q.tasks.is_empty(), "worker {w}: tasks left queued");
+            assert_eq!(
+                (q.ntasks, q.pipeline_ntasks),
+                (0, 0),
+                "worker {w}: task counts"
+            );
+            assert!(
+                q.exp_len_us.abs() < DRAIN_EPS_US && q.pipeline_len_us.abs() < DRAIN_EPS_US,
+                "worker {w}: exp_len {} µs, pipeline_len {} µs at the end",
+                q.exp_len_us,
+                q.pipeline_len_us
+            );
+        }
+    }
+
+    fn check_non_negative(&self, w: WorkerId) {
+        let q = &self.queues[w.index()];
+        assert!(
+            q.exp_len_us > -DRAIN_EPS_US && q.pipeline_len_us > -DRAIN_EPS_US,
+            "worker {}: exp_len {} µs, pipeline_len {} µs",
+            w.0,
+            q.exp_len_us,
+            q.pipeline_len_us
+        );
+    }
+
+    /// Bytes of `task`'s read buffers that are (not valid, not valid nor loading, not
+    /// allocated) on `w`'s memory node: the ready-first pop's keys.
+    fn readiness(task: TaskId, w: WorkerId, view: &View<'_>) -> (u64, u64, u64) {
+        let node = view.workers()[w.index()].memory;
+        let g = view.graph();
+        let mut k = (0, 0, 0);
+        for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
+            let bytes = g.handle(a.handle).size_bytes;
+            if !view.is_valid_on(a.handle, node) {
+                k.0 += bytes;
+                if !view.is_loading_on(a.handle, node) {
+                    k.1 += bytes;
+                }
+            }
+            if !view.is_allocated_on(a.handle, node) {
+                k.2 += bytes;
+            }
+        }
+        k
+    }
+
+    /// Current bookkeeping of a worker: (exp_start, exp_len, pipeline_len) in seconds.
+    pub fn bookkeeping(&self, w: WorkerId) -> (f64, f64, f64) {
+        self.queues.get(w.index()).map_or((0.0, 0.0, 0.0), |q| {
+            (
+                q.exp_start_us / 1e6,
+                q.exp_len_us / 1e6,
+                q.pipeline_len_us / 1e6,
+            )
+        })
+    }
+}
+
+impl Scheduler for Dmda {
+    fn name(&self) -> &'static str {
+        self.variant.name()
+    }
+
+    fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>) {
+        self.ensure(view);
+        let prio = self.priority(task, view);
+        let (w, len, penalty) = self.choose(task, prio, view);
+        let now_us = view.now_s() * 1e6;
+        let q = &mut self.queues[w.index()];
+        q.exp_start_us = q.exp_start_us.max(now_us);
+        // StarPU counts the task in `pipeline_ntasks` from its push to its end (the greedy
+        // fallback's load adds `ntasks`, so a queued task counts twice there).
+        q.pipeline_ntasks += 1;
+        // A transfer that ends before the worker's queue does is hidden.
+        let transfer = if now_us + penalty < q.exp_end_us() {
+            0.0
+        } else {
+            now_us + penalty - q.exp_end_us()
+        };
+        q.exp_len_us += transfer + len;
+        q.ntasks += 1;
+        self.booked[task.index()] = (len, transfer);
+        if self.variant.sorted() {
+            let pos = q.tasks.iter().position(|&(_, p)| p < prio);
+            q.tasks.insert(pos.unwrap_or(q.tasks.len()), (task, prio));
+        } else {
+            q.tasks.push_back((task, prio));
+        }
+        self.queued += 1;
+        if self.params.prefetch && self.variant.data_aware() {
+            decisions.push(Decision::Prefetch { task, worker: w });
+        }
+    }
+
+    fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId> {
+        self.ensure(view);
+        let now_us = view.now_s() * 1e6;
+        // `_dmda_pop_task`: "take the opportunity to update start time", task or not.
+        let q = &mut self.queues[worker.index()];
+        q.exp_start_us = q.exp_start_us.max(now_us);
+        let &(_, head_prio) = q.tasks.front()?;
+        let pos = if self.variant.ready_first() && self.params.ready_first {
+            let mut best: Option<((u64, u64, u64), usize)> = None;
+            for (i, &(t, p)) in q.tasks.iter().enumerate() {
+                if p < head_prio {
+                    // Sorted queues: nothing further down has a priority ≥ the head's.
+                    if self.variant.sorted() {
+                        break;
+                    }
+                    continue;
+                }
+                let k = Self::readiness(t, worker, view);
+                if best.is_none_or(|(bk, _)| k < bk) {
+                    best = Some((k, i));
+                }
+                if k == (0, 0, 0) {
+                    break;
+                }
+            }
+            best.map_or(0, |(_, i)| i)
+        } else {
+            0
+        };
+        let q = &mut self.queues[worker.index()];
+        let (task, _) = q.tasks.remove(pos).expect("position in queue");
+        let (_, transfer) = self.booked[task.index()];
+        // `_starpu_fifo_task_transfer_started`: the transfer moves to the pipeline and the
+        // queue restarts after it (an assignment: exp_start may move back).
+        q.exp_len_us -= transfer;
+        q.pipeline_len_us += transfer;
+        q.exp_start_us = now_us + q.pipeline_len_us;
+        q.ntasks -= 1;
+        self.queued -= 1;
+        self.check_non_negative(worker);
+        Some(task)
+    }
+
+    fn task_started(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
+        let (len, transfer) = self.booked[task.index()];
+        let q = &mut self.queues[worker.index()];
+        q.pipeline_len_us -= transfer;
+        q.exp_len_us -= len;
+        q.pipeline_len_us += len;
+        // `_starpu_fifo_task_started` (the pre-execution hook): exp_start = now + pipeline_len,
+        // an assignment.
+        q.exp_start_us = view.now_s() * 1e6 + q.pipeline_len_us;
+        self.check_non_negative(worker);
+    }
+
+    fn task_ended(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
+        let (len, _) = self.booked[task.index()];
+        let q = &mut self.queues[worker.index()];
+        q.pipeline_len_us -= len;
+        q.pipeline_ntasks -= 1;
+        // `_starpu_fifo_task_finished`: exp_start = max(now + pipeline_len, exp_start).
+        q.exp_start_us = q.exp_start_us.max(view.now_s() * 1e6 + q.pipeline_len_us);
+        self.check_non_negative(worker);
+    }
+
+    fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// The sorted variants set their context's priority bounds to any integer
+    /// (`initialize_dmda_sorted_policy`); dm, dmda and dmdar keep StarPU's 0..0.
+    fn takes_priorities(&self) -> bool {
+        self.variant.sorted()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsim_platform::machine::{self, MemNodeId};
+    use hetsim_runtime::fixture::{Fixture, star_machine};
+    use hetsim_taskgraph::{Access, AccessMode, Handle, HandleId, TaskGraph, TaskGraphBuilder};
+
+    /// RAM, `ngpu` GPUs each on its own link pair (BW = 1 GB/s, LAT = 10 µs), four CPU cores.
+    fn machine(ngpu: usize) -> machine::Machine {
+        star_machine(ngpu, 4)
+    }
+
+    /// Tasks reading one handle each, of `bytes`, with `flops` and a priority.
+    fn graph(tasks: &[(u64, f64, i32)]) -> TaskGraph {
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        for &(bytes, flops, prio) in tasks {
+            let h = b.add_handle(Handle::bytes(bytes)).unwrap();
+            b.submit(cl, flops, prio, &[Access::new(h, AccessMode::R)])
+                .unwrap();
+        }
+        b.build().unwrap()
+    }
+
+    use hetsim_runtime::fixture::{RATES, workers as config};
+
+    #[test]
+    fn dmda_weighs_the_transfer_penalty_against_the_faster_device() {
+        // 1e7 flops: 10 ms on the CPU, 0.1 ms on the GPU. With 1 GPU, StarPU's penalty for
+        // S bytes is LAT + 2·1·S/BW.
+        // S = 1e8: GPU penalty 0.20001 s, exp_end 0.20011 s; CPU exp_end 0.01 s. Fitness:
+        //   GPU (0.20011 − 0.01) + 0.20001 > CPU 0 → CPU (worker 1).
+        // S = 1e6: GPU penalty 0.00201 s, exp_end 0.00211 s; fitness GPU 0.00201 s, CPU
+        //   0.01 − 0.00211 = 0.00789 s → GPU (worker 0).
+        let m = machine(1);
+        for (bytes, want) in [(100_000_000u64, 1u32), (1_000_000, 0)] {
+            let g = graph(&[(bytes, 1e7, 0)]);
+            let f = Fixture::new(&m, &g, &RATES, &config(1, 1));
+            let mut s = Dmda::new(Variant::Dmda, Params::default());
+            let mut d = Vec::new();
+            s.push(TaskId(0), &f.view(0.0), &mut d);
+            assert_eq!(
+                s.pop(WorkerId(want), &f.view(0.0)),
+                Some(TaskId(0)),
+                "{bytes} B"
+            );
+            // The task's inputs are prefetched where it was queued.
+            assert_eq!(
+                d,
+                vec![Decision::Prefetch {
+                    task: TaskId(0),
+                    worker: WorkerId(want)
+                }]
+            );
+        }
+    }
+
+    /// StarPU's `starpu_data_expected_transfer_time` counts nothing for a buffer already
+    /// requested on the node (`_starpu_is_data_present_or_requested`): with the 1e8-byte
+    /// input of the test above on its way to the GPU, the GPU's penalty is 0 and its exp_end
+    /// 0.1 ms, ahead of the CPU's 10 ms, so the GPU (worker 0) takes the task the CPU took.
+    #[test]
+    fn a_buffer_already_requested_costs_no_transfer() {
+        let m = machine(1);
+        let g = graph(&[(100_000_000, 1e7, 0)]);
+        let mut f = Fixture::new(&m, &g, &RATES, &config(1, 1));
+        f.request(HandleId(0), MemNodeId(1));
+        assert_eq!(
+            f.view(0.0)
+                .starpu_transfer_estimate_s(TaskId(0), WorkerId(0)),
+            0.0
+        );
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        s.push(TaskId(0), &f.view(0.0), &mut Vec::new());
+        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(0)));
+    }
+
+    #[test]
+    fn dm_ignores_transfers() {
+        let m = machine(1);
+        let g = graph(&[(100_000_000, 1e7, 0)]);
+        let f = Fixture::new(&m, &g, &RATES, &config(1, 1));
+        let mut s = Dmda::new(Variant::Dm, Params::default());
+        let mut d = Vec::new();
+        s.push(TaskId(0), &f.view(0.0), &mut d);
+        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(0)));
+        assert!(d.is_empty(), "dm does not prefetch");
+    }
+
+    #[test]
+    fn queue_ends_spread_equal_tasks_over_equal_workers() {
+        // Two GPUs, no CPU; two identical tasks: the first to GPU0 (tie, first worker), the
+        // second to GPU1, since GPU0's queue now ends later.
+        let m = machine(2);
+        let g = graph(&[(1_000_000, 1e9, 0), (1_000_000, 1e9, 0)]);
+        let f = Fixture::new(&m, &g, &RATES, &config(0, 2));
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        let mut d = Vec::new();
+        s.push(TaskId(0), &f.view(0.0), &mut d);
+        s.push(TaskId(1), &f.view(0.0), &mut d);
+        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(0)));
+        assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), Some(TaskId(1)));
+    }
+
+    /// The bookkeeping moves from queue to pipeline and drains, and `exp_start` follows
+    /// StarPU's hooks, by hand (µs). One GPU; A = 1e9 flops (10 ms), B = 1e8
+    /// (1 ms), each reading 1e6 B in RAM (penalty 2 010 µs).
+    /// - push A @0: transfer not hidden → exp_len 12 010; pop A @0: exp_start = 0 + pipeline
+    ///   2 010; start A @3 000: exp_start = 3 000 + 10 000 = 13 000.
+    /// - push B @8 000: exp_start = max(13 000, 8 000) = 13 000 — not now + pipeline (18 000);
+    ///   8 000 + 2 010 < 13 000, so B's transfer is hidden: exp_len 1 000.
+    /// - pop B @9 000: exp_start = 9 000 + pipeline 10 000 = 19 000.
+    /// - end A @9 200: max(9 200 + 0, 19 000) = 19 000; start B @9 500: exp_start =
+    ///   9 500 + 1 000 = 10 500, an assignment that moves it back.
+    #[test]
+    fn exp_start_follows_starpus_hooks() {
+        let m = machine(1);
+        let g = graph(&[(1_000_000, 1e9, 0), (1_000_000, 1e8, 0)]);
+        let f = Fixture::new(&m, &g, &RATES, &config(0, 1));
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        let w = WorkerId(0);
+        let at = |us: f64| f.view(us / 1e6);
+        let check = |s: &Dmda, want: (f64, f64, f64)| {
+            let (a, b, c) = s.bookkeeping(w);
+            for (got, want) in [(a, want.0), (b, want.1), (c, want.2)] {
+                assert!(
+                    (got * 1e6 - want).abs() < 1e-6,
+                    "{:?} vs {want:?}",
+                    (a, b, c)
+                );
+            }
+        };
+        s.push(TaskId(0), &at(0.0), &mut Vec::new());
+        check(&s, (0.0, 12_010.0, 0.0));
+        assert_eq!(s.pop(w, &at(0.0)), Some(TaskId(0)));
+        check(&s, (2_010.0, 10_000.0, 2_010.0));
+        s.task_started(TaskId(0), w, &at(3_000.0));
+        check(&s, (13_000.0, 0.0, 10_000.0));
+        s.push(TaskId(1), &at(8_000.0), &mut Vec::new());
+        check(&s, (13_000.0, 1_000.0, 10_000.0));
+        assert_eq!(s.pop(w, &at(9_000.0)), Some(TaskId(1)));
+        check(&s, (19_000.0, 1_000.0, 10_000.0));
+        s.task_ended(TaskId(0), w, &at(9_200.0));
+        check(&s, (19_000.0, 1_000.0, 0.0));
+        s.task_started(TaskId(1), w, &at(9_500.0));
+        check(&s, (10_500.0, 0.0, 1_000.0));
+        s.task_ended(TaskId(1), w, &at(10_500.0));
+        check(&s, (10_500.0, 0.0, 0.0));
+        s.check_drained();
+    }
+
+    /// The greedy fallback (a task with no length on some worker): fewest
+    /// `(ntasks + pipeline_ntasks) / relative speedup`, first worker on ties, where StarPU
+    /// counts a task in `pipeline_ntasks` from push to end, so a queued task counts twice and
+    /// a popped one once. Two GPUs, tasks of 0 flops, loads by hand:
+    /// t0 → GPU0 (0 vs 0); t1 → GPU1 (2 vs 0); t2 → GPU0 (2 vs 2); GPU1 pops t1;
+    /// t3 → GPU1 (4 vs 1); GPU1 pops t3; t4 → GPU1 (4 vs 2). Counting queued tasks once, t4
+    /// would go to GPU0 (2 vs 2).
+    #[test]
+    fn greedy_fallback_counts_queued_tasks_twice_as_starpu_does() {
+        let m = machine(2);
+        let g = graph(&[(1_000, 0.0, 0); 5]);
+        let f = Fixture::new(&m, &g, &RATES, &config(0, 2));
+        let v = f.view(0.0);
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        let (gpu0, gpu1) = (WorkerId(0), WorkerId(1));
+        for t in 0..3 {
+            s.push(TaskId(t), &v, &mut Vec::new());
+        }
+        assert_eq!(s.pop(gpu1, &v), Some(TaskId(1)));
+        s.push(TaskId(3), &v, &mut Vec::new());
+        assert_eq!(s.pop(gpu1, &v), Some(TaskId(3)));
+        s.push(TaskId(4), &v, &mut Vec::new());
+        assert_eq!(s.pop(gpu1, &v), Some(TaskId(4)));
+        assert_eq!(s.pop(gpu0, &v), Some(TaskId(0)));
+        assert_eq!(s.pop(gpu0, &v), Some(TaskId(2)));
+        assert_eq!(s.pop(gpu0, &v), None);
+        // Forced placements book no work.
+        assert_eq!(s.bookkeeping(gpu1).1, 0.0);
+        assert_eq!(s.bookkeeping(gpu1).2, 0.0);
+    }
+
+    fn two_tasks_one_ready(variant: Variant, prios: (i32, i32), ready_first: bool) -> TaskId {
+        // One GPU; task 0 reads a handle in RAM, task 1 one already on the GPU.
+        let m = machine(1);
+        let g = graph(&[(1_000_000, 1e9, prios.0), (1_000_000, 1e9, prios.1)]);
+        let mut f = Fixture::new(&m, &g, &RATES, &config(0, 1));
+        f.place(HandleId(1), MemNodeId(1));
+        let params = Params {
+            ready_first,
+            ..Params::default()
+        };
+        let mut s = Dmda::new(variant, params);
+        s.push(TaskId(0), &f.view(0.0), &mut Vec::new());
+        s.push(TaskId(1), &f.view(0.0), &mut Vec::new());
+        s.pop(WorkerId(0), &f.view(0.0)).unwrap()
+    }
+
+    #[test]
+    fn dmdar_pops_the_task_whose_data_is_there() {
+        assert_eq!(two_tasks_one_ready(Variant::Dmdar, (0, 0), true), TaskId(1));
+        assert_eq!(two_tasks_one_ready(Variant::Dmda, (0, 0), true), TaskId(0));
+        // With the rule switched off dmdar is FIFO.
+        assert_eq!(
+            two_tasks_one_ready(Variant::Dmdar, (0, 0), false),
+            TaskId(0)
+        );
+    }
+
+    #[test]
+    fn dmdas_sorts_by_priority_and_looks_for_ready_tasks_only_at_the_head_level() {
+        // Task 1 (ready) has the higher priority: first either way.
+        assert_eq!(two_tasks_one_ready(Variant::Dmdas, (0, 5), true), TaskId(1));
+        // Task 0 (not ready) has the higher priority: the ready task 1 is below the head's
+        // level, so it is not considered.
+        assert_eq!(two_tasks_one_ready(Variant::Dmdas, (5, 0), true), TaskId(0));
+        // Equal priorities: ready first.
+        assert_eq!(two_tasks_one_ready(Variant::Dmdas, (3, 3), true), TaskId(1));
+        // dmdap sorts but pops the head.
+        assert_eq!(two_tasks_one_ready(Variant::Dmdap, (0, 5), true), TaskId(1));
+        assert_eq!(two_tasks_one_ready(Variant::Dmdap, (3, 3), true), TaskId(0));
+    }
+
+    /// dmdar keeps StarPU's default priority bounds (0..0), so the graph's priorities do not
+    /// reach it: with task 0 (not ready) at priority 5 and task 1 (ready) at 0, its ready-first
+    /// pop still looks at the whole queue and takes task 1, where dmdas, which takes
+    /// priorities, does not look below the head's level.
+    #[test]
+    fn dmdar_sees_no_priorities_and_looks_at_the_whole_queue() {
+        assert_eq!(two_tasks_one_ready(Variant::Dmdar, (5, 0), true), TaskId(1));
+        assert_eq!(two_tasks_one_ready(Variant::Dmdas, (5, 0), true), TaskId(0));
+    }
+
+    #[test]
+    fn variants_round_trip_their_names() {
+        for name in ["dm", "dmda", "dmdap", "dmdar", "dmdas", "dmdasd"] {
+            assert_eq!(Variant::from_name(name).map(Variant::name), Some(name));
+        }
+        assert_eq!(Variant::from_name("heft"), None);
+    }
+}

@@ -1,0 +1,230 @@
+//! The runtime's wake-up and request rules, checked on whole runs under real policies (they
+//! need a scheduler, so they live beside the policies).
+
+use hetsim_platform::machine::{Machine, MemNodeId};
+use hetsim_runtime::fixture::{RATES, star_machine, workers};
+use hetsim_runtime::{Observer, RunConfig, SimEvent, TransferKind, WorkerId, simulate_observed};
+use hetsim_taskgraph::{self as workload, HandleId, Precision, TaskGraph, TaskId};
+
+/// Records which worker started each task.
+struct WhoRan(Vec<(TaskId, WorkerId)>);
+
+impl Observer for WhoRan {
+    fn event(&mut self, _at_s: f64, event: &SimEvent<'_>) {
+        if let SimEvent::TaskStart { task, worker, .. } = event {
+            self.0.push((*task, *worker));
+        }
+    }
+}
+
+/// StarPU's wake-up order on a central queue (`starpu-reference.md` §1a, eager, and the
+/// 1 µs push cost): an idle worker woken by a push pops before the worker whose task end
+/// released the task. Hand derivation on the 2×2-tile Cholesky, a chain
+/// potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1), with one GPU (worker 0) and one CPU
+/// (worker 1), both able to run everything:
+/// - at the start both are idle and nobody released potrf(0,0): the lower id, the GPU,
+///   takes it;
+/// - its end releases trsm: the CPU is idle and the GPU is the releaser, so the CPU takes
+///   it;
+/// - the CPU's end releases syrk: the GPU takes it; the GPU's end releases potrf(1,1): the
+///   CPU takes it.
+///
+/// Workers in id order first (the rule before this one) would give all four to the GPU.
+#[test]
+fn an_idle_worker_pops_before_the_releasing_worker() {
+    let m = star_machine(1, 2);
+    let g = workload::cholesky(2 * 960, 960, Precision::Single).unwrap();
+    let mut s = crate::by_name("eager", 1).unwrap();
+    let mut who = WhoRan(Vec::new());
+    simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 1), &mut who).unwrap();
+    let names: Vec<&str> = who.0.iter().map(|&(t, _)| g.task_codelet_name(t)).collect();
+    assert_eq!(
+        names,
+        [
+            "chol_model_potrf",
+            "chol_model_trsm",
+            "chol_model_syrk",
+            "chol_model_potrf"
+        ]
+    );
+    let on: Vec<u32> = who.0.iter().map(|&(_, w)| w.0).collect();
+    assert_eq!(on, [0, 1, 0, 1]);
+}
+
+/// One task released, then three: each idle worker takes one before anyone fills a
+/// pipeline, in the order the pop dates give. By hand, with GPU0 (worker 0), GPU1
+/// (worker 1, pipeline of 2) and one CPU (worker 2), root A, and B1, B2, B3 each reading
+/// A's output:
+/// - A: all idle, nobody released it: GPU0 takes it;
+/// - A's end on GPU0 releases B1, B2, B3, pushed in that order. Push 0 wakes GPU1, push 1
+///   the CPU; GPU0 is the releaser. With StarPU 1.4's 1 µs per push, GPU1 pops at
+///   0 + 2 µs, the CPU at 1 + 1 µs (a tie it loses: later push), GPU0 at 3 + 2 µs: B1 to
+///   GPU1, B2 to the CPU, B3 to GPU0;
+/// - with no push cost (StarPU 1.3) the CPU pops at 1 µs, GPU1 at 2 µs, GPU0 at 2 µs
+///   (the releaser loses the tie): B1 to the CPU, B2 to GPU1, B3 to GPU0.
+///
+/// Nobody fills a second pipeline slot: filling GPU1's first would give it two tasks.
+#[test]
+fn each_woken_worker_takes_one_task_in_pop_date_order() {
+    let (g, a, bs) = fan_out(3, false);
+    for (runtime, want) in [("", [1, 2, 0]), ("[runtime]\npush_cost = 0\n", [2, 1, 0])] {
+        let text = hetsim_runtime::fixture::star_machine_text(2, 3) + runtime;
+        let m = hetsim_platform::machine::from_str(&text, "t.toml").unwrap();
+        let on = ran_on(&m, &g, "eager");
+        assert_eq!(on(a), Some(0));
+        let got: Vec<Option<u32>> = bs.iter().map(|&t| on(t)).collect();
+        assert_eq!(got, want.map(Some), "with `{runtime}`");
+    }
+}
+
+/// Root A (writing one handle; synchronous on a GPU if `a_gpu_sync`), then `n` tasks
+/// reading A's output, each writing its own handle. Returns the graph, A and the others.
+fn fan_out(n: usize, a_gpu_sync: bool) -> (TaskGraph, TaskId, Vec<TaskId>) {
+    use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("a").unwrap();
+    if a_gpu_sync {
+        b.gpu_synchronous(cl);
+    }
+    let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+    let a = b
+        .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::RW)])
+        .unwrap();
+    let other = b.codelet("b").unwrap();
+    let mut bs = Vec::new();
+    for _ in 0..n {
+        let o = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+        let acc = [Access::new(h, AccessMode::R), Access::new(o, AccessMode::W)];
+        bs.push(b.submit(other, 1e6, 0, &acc).unwrap());
+    }
+    (b.build().unwrap(), a, bs)
+}
+
+/// Run `g` under `sched` with one CPU and two GPU workers; which worker ran each task.
+fn ran_on(m: &Machine, g: &TaskGraph, sched: &str) -> impl Fn(TaskId) -> Option<u32> + use<> {
+    let mut s = crate::by_name(sched, 1).unwrap();
+    let mut who = WhoRan(Vec::new());
+    simulate_observed(m, g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
+    move |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0)
+}
+
+/// ws wakes every sleeping worker at the first push (`ws_push_task`), so woken CPUs
+/// steal before woken GPUs even with StarPU 1.4's 1 µs per push. By hand, with GPU0
+/// (worker 0), GPU1 (worker 1) and one CPU (worker 2), root A (synchronous on a GPU, as
+/// potrf is), then B1 and B2 reading A's output:
+/// - A is ready at the start: round-robin from the cursor at worker 0 puts it on GPU1,
+///   which does not pop again while A runs (a synchronous task blocks its pipeline);
+/// - A's end on GPU1 pushes B1, B2 into GPU1's deque; GPU1 is still busy (its last pop
+///   returned A). GPU0 and the CPU wake at push 0: the CPU pops at 1 µs and steals the
+///   front, B1; GPU0 at 2 µs steals B2; GPU1, the releaser, pops at 2 + 2 µs and finds
+///   nothing.
+///
+/// With eager's one wake per push GPU0 (woken by push 0, 2 µs) would go before the CPU
+/// (push 1, 1 + 1 µs) and take B1. Were A asynchronous, GPU1 would have popped again
+/// while A ran, found nothing and stopped being busy: nobody could steal at A's end.
+#[test]
+fn ws_wakes_every_sleeping_worker_at_the_first_push() {
+    let (g, a, bs) = fan_out(2, true);
+    let on = ran_on(&star_machine(2, 3), &g, "ws");
+    assert_eq!(on(a), Some(1));
+    assert_eq!(on(bs[0]), Some(2));
+    assert_eq!(on(bs[1]), Some(0));
+}
+
+/// Records transfer starts (time, handle, kind, source), transfer ends (time, handle) and
+/// task ends (time, task).
+#[derive(Default)]
+struct Log {
+    starts: Vec<(f64, HandleId, TransferKind, MemNodeId)>,
+    arrivals: Vec<(f64, HandleId)>,
+    ends: Vec<(f64, TaskId)>,
+}
+
+impl Observer for Log {
+    fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
+        match event {
+            SimEvent::TransferStart {
+                handle, kind, src, ..
+            } => self.starts.push((at_s, *handle, *kind, *src)),
+            SimEvent::TransferEnd { handle, .. } => self.arrivals.push((at_s, *handle)),
+            SimEvent::TaskEnd { task, .. } => self.ends.push((at_s, *task)),
+            _ => {}
+        }
+    }
+}
+
+/// StarPU's `starpu_data_wont_use` (`_starpu_data_wont_use`, an idle prefetch to the home
+/// node once the last writer before the hint is done). One GPU (pipeline 2), no CPU
+/// worker, eager. Tasks in submission order:
+/// - A writes h0 (W, no fetch), 1e8 flops = 1 ms on the 100 GFlop/s GPU; then the hint
+///   `wont_use(h0)`;
+/// - C reads h2 and h3, 8 MB each in RAM: 8 ms each on the 1 GB/s link, one at a time.
+///
+/// The GPU takes A, then C into its second pipeline slot; C's copies of h2 and h3 are
+/// requested while A runs (h3 queued behind h2). A's end (about 1.2 ms, after its
+/// allocation) makes the hint hold: h0's only valid copy is on the GPU, so a write-back
+/// GPU→RAM is requested at idle priority. StarPU's driver handles a node's idle requests
+/// only when none of its requests is pending (`_starpu_check_that_no_data_request_is_pending`
+/// over every peer): GPU1 still has h2 and h3 in flight, so the write-back is submitted
+/// the instant h3 arrives (≈ 16 ms) and moves 10 µs later, still before C ends. With `run.wont_use = false` h0 stays
+/// on the GPU until the final write-back after the last task.
+#[test]
+fn wont_use_writes_back_at_idle_priority_after_the_writer() {
+    use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
+    let m = star_machine(1, 1);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let h0 = b.add_handle(Handle::bytes(1000)).unwrap();
+    let h2 = b.add_handle(Handle::bytes(8_000_000)).unwrap();
+    let h3 = b.add_handle(Handle::bytes(8_000_000)).unwrap();
+    let a = b
+        .submit(cl, 1e8, 0, &[Access::new(h0, AccessMode::W)])
+        .unwrap();
+    b.wont_use(h0).unwrap();
+    let reads = [
+        Access::new(h2, AccessMode::R),
+        Access::new(h3, AccessMode::R),
+    ];
+    let c = b.submit(cl, 1e6, 0, &reads).unwrap();
+    let g = b.build().unwrap();
+    assert_eq!(g.wont_use_triggers(), [Some(a)]);
+
+    let run = |wont_use: bool| {
+        let mut s = crate::by_name("eager", 1).unwrap();
+        let mut log = Log::default();
+        let cfg = RunConfig {
+            wont_use,
+            ..workers(0, 1)
+        };
+        let r = simulate_observed(&m, &g, &RATES, s.as_mut(), &cfg, &mut log).unwrap();
+        (r, log)
+    };
+    let (report, log) = run(true);
+    let end = |t: TaskId| log.ends.iter().find(|e| e.1 == t).unwrap().0;
+    let start = |h: HandleId| log.starts.iter().find(|e| e.1 == h).unwrap();
+    let (wb_at, _, wb_kind, wb_src) = *start(h0);
+    assert_eq!(wb_kind, TransferKind::WriteBack);
+    assert_eq!(wb_src, MemNodeId(1));
+    assert!(wb_at > end(a), "write-back before the writer ended");
+    let (h2_at, ..) = *start(h2);
+    let (h3_at, ..) = *start(h3);
+    assert!(h3_at - h2_at > 7e-3, "h3 waits for h2 on the link");
+    assert!(end(a) < h3_at, "A ends while h3 is still queued");
+    let h3_arrival = log.arrivals.iter().find(|e| e.1 == h3).unwrap().0;
+    assert!(h3_arrival - h3_at > 7e-3, "h3 takes 8 ms");
+    // Submitted when h3 arrives; it moves after its 10 µs of queueing.
+    assert!(
+        (wb_at - (h3_arrival + 10e-6)).abs() < 1e-12,
+        "the idle write-back starts when GPU1 has nothing pending: {wb_at} vs {h3_arrival}"
+    );
+    assert!(wb_at < end(c), "it happens during the run, not at the end");
+    assert_eq!(report.writebacks, 1);
+
+    let (_, off) = run(false);
+    let c_end = off.ends.iter().find(|e| e.1 == c).unwrap().0;
+    let wb = off.starts.iter().find(|e| e.1 == h0).unwrap();
+    assert!(
+        wb.0 >= c_end,
+        "without the hint h0 goes back only at the end"
+    );
+}

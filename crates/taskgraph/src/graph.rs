@@ -1,0 +1,902 @@
+//! The task graph: tasks, data handles, accesses, and the dependencies inferred from them.
+
+use hetsim_core::InputError;
+use petgraph::graph::{DiGraph, NodeIndex};
+use rustc_hash::FxHashMap;
+use std::fmt;
+
+/// Index of a task in its graph, in submission order (0 is the first task submitted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(pub u32);
+
+/// Index of a data handle in its graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HandleId(pub u32);
+
+/// Index of an interned codelet name in its graph (tasks carry this, not a `String`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CodeletId(pub u16);
+
+impl TaskId {
+    /// The id as a `usize` index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl HandleId {
+    /// The id as a `usize` index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl CodeletId {
+    /// The id as a `usize` index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task {}", self.0)
+    }
+}
+
+/// How a task accesses a handle (StarPU's `STARPU_R`, `STARPU_W`, `STARPU_RW`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessMode {
+    /// Read only: the data must be valid where the task runs.
+    R,
+    /// Write only: the old contents are not needed (no transfer in), but they are replaced.
+    W,
+    /// Read and write.
+    RW,
+}
+
+impl AccessMode {
+    /// Whether the task needs the current contents.
+    pub fn reads(self) -> bool {
+        matches!(self, AccessMode::R | AccessMode::RW)
+    }
+
+    /// Whether the task modifies the data.
+    pub fn writes(self) -> bool {
+        matches!(self, AccessMode::W | AccessMode::RW)
+    }
+}
+
+/// One buffer of a task: which handle, and how it is accessed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// The data handle.
+    pub handle: HandleId,
+    /// The access mode.
+    pub mode: AccessMode,
+}
+
+impl Access {
+    /// Shorthand for `Access { handle, mode }`.
+    pub fn new(handle: HandleId, mode: AccessMode) -> Self {
+        Access { handle, mode }
+    }
+}
+
+/// Position of a tile in a tiled matrix, for traces and debugging only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tile {
+    /// Which matrix (`'A'`, `'B'`, `'C'`).
+    pub matrix: char,
+    /// Tile row.
+    pub row: u32,
+    /// Tile column.
+    pub col: u32,
+}
+
+impl fmt::Display for Tile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({},{})", self.matrix, self.row, self.col)
+    }
+}
+
+/// A piece of data tasks access (StarPU's `starpu_data_handle_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle {
+    /// Size in bytes (for a matrix tile: rows × cols × element size). This is what moves on a
+    /// link and what occupies device memory.
+    pub size_bytes: u64,
+    /// Element counts `(rows, cols)` for a matrix handle. StarPU's matrix footprint hashes these
+    /// two numbers (not the element size), so a performance-model importer can recompute the
+    /// footprints of the sample files.
+    pub dims: Option<(u32, u32)>,
+    /// Tile coordinates, for traces and debugging.
+    pub tile: Option<Tile>,
+}
+
+impl Handle {
+    /// A handle of `size_bytes` with no shape or coordinates.
+    pub fn bytes(size_bytes: u64) -> Self {
+        Handle {
+            size_bytes,
+            dims: None,
+            tile: None,
+        }
+    }
+}
+
+/// One task: a codelet applied to some buffers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Task {
+    /// The codelet (performance-model symbol) name, interned in the graph.
+    pub codelet: CodeletId,
+    /// Scheduling priority; larger runs first under priority-aware schedulers (StarPU's
+    /// `STARPU_PRIORITY`). 0 is StarPU's default priority.
+    pub priority: i32,
+    /// Floating-point operations, as StarPU's `STARPU_FLOPS` (used for GFlop/s figures, not for
+    /// the duration lookup).
+    pub flops: f64,
+    first_access: u32,
+    access_count: u16,
+    model_size_bytes: u64,
+}
+
+impl Task {
+    /// The `size` StarPU's history models are indexed by next to the footprint: the sum of the
+    /// sizes in bytes of all the task's buffers (`_starpu_job_get_data_size`). For a Cholesky
+    /// `gemm` on 960×960 single-precision tiles this is 3 × 960² × 4 = 11,059,200, the value in
+    /// the `size` column of `chol_model_gemm.<host>`.
+    pub fn model_size_bytes(&self) -> u64 {
+        self.model_size_bytes
+    }
+
+    /// Number of buffers the task accesses.
+    pub fn access_count(&self) -> usize {
+        self.access_count as usize
+    }
+}
+
+/// Largest number of buffers one task may access. StarPU's static limit is
+/// `STARPU_NMAXBUFS` (8 by default); dynamic buffers go further, so allow plenty.
+pub const MAX_ACCESSES_PER_TASK: usize = u16::MAX as usize;
+
+/// A task graph with frozen dependencies, ready for the runtime.
+///
+/// Successor lists are stored in compressed form, in increasing task order, so iterating them
+/// is deterministic and cache-friendly; the same edges are also available as a petgraph
+/// [`DiGraph`] for graph algorithms.
+#[derive(Debug, Clone)]
+pub struct TaskGraph {
+    codelets: Vec<String>,
+    /// Per codelet: its GPU implementation is synchronous (see
+    /// [`TaskGraphBuilder::gpu_synchronous`]).
+    gpu_sync: Vec<bool>,
+    handles: Vec<Handle>,
+    tasks: Vec<Task>,
+    accesses: Vec<Access>,
+    deps: DiGraph<TaskId, ()>,
+    succ_offsets: Vec<u32>,
+    succ: Vec<TaskId>,
+    pred_count: Vec<u32>,
+    wont_use: Vec<WontUse>,
+}
+
+/// A "will not be used" hint on a handle, placed in submission order right after task `after`
+/// (StarPU's `starpu_data_wont_use`, called by the application between two submissions).
+///
+/// StarPU implements the call as a sequentially consistent *read* acquisition of the handle
+/// (`starpu_data_acquire_on_node_cb_sequential_consistency_quick(.., STARPU_R, ..)` in
+/// `src/datawizard/interfaces/data_interface.c`): like a reading task submitted at that point,
+/// it waits only for the last task submitted before it that *writes* the handle — readers run
+/// concurrently with it. The runtime then marks the handle's device replicas as first eviction
+/// victims and asks for an idle-priority copy to main memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WontUse {
+    /// The handle that will not be used soon.
+    pub handle: HandleId,
+    /// The hint comes after this task in submission order.
+    pub after: TaskId,
+}
+
+impl TaskGraph {
+    /// The "will not be used" hints, in submission order.
+    pub fn wont_use_hints(&self) -> &[WontUse] {
+        &self.wont_use
+    }
+
+    /// For each hint of [`TaskGraph::wont_use_hints`], in order, the task it waits for: the last
+    /// task submitted before the hint that writes the handle, or `None` if no task before it
+    /// writes the handle (the hint then holds from the start). O(accesses + hints).
+    pub fn wont_use_triggers(&self) -> Vec<Option<TaskId>> {
+        let mut last_writer: Vec<Option<TaskId>> = vec![None; self.handles.len()];
+        let mut out = Vec::with_capacity(self.wont_use.len());
+        let mut next_task = 0usize;
+        for hint in &self.wont_use {
+            while next_task <= hint.after.index() {
+                let t = TaskId(next_task as u32);
+                for a in self.accesses(t) {
+                    if a.mode.writes() {
+                        last_writer[a.handle.index()] = Some(t);
+                    }
+                }
+                next_task += 1;
+            }
+            out.push(last_writer[hint.handle.index()]);
+        }
+        out
+    }
+
+    /// Number of tasks.
+    pub fn num_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Number of dependency edges.
+    pub fn num_edges(&self) -> usize {
+        self.succ.len()
+    }
+
+    /// All tasks, indexed by [`TaskId`].
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// One task. Panics if `id` is not a task of this graph.
+    pub fn task(&self, id: TaskId) -> &Task {
+        &self.tasks[id.index()]
+    }
+
+    /// Task ids in submission order.
+    pub fn task_ids(&self) -> impl ExactSizeIterator<Item = TaskId> + '_ {
+        (0..self.tasks.len() as u32).map(TaskId)
+    }
+
+    /// The buffers of a task, in the codelet's buffer order.
+    pub fn accesses(&self, id: TaskId) -> &[Access] {
+        let t = &self.tasks[id.index()];
+        let start = t.first_access as usize;
+        &self.accesses[start..start + t.access_count as usize]
+    }
+
+    /// All handles, indexed by [`HandleId`].
+    pub fn handles(&self) -> &[Handle] {
+        &self.handles
+    }
+
+    /// One handle. Panics if `id` is not a handle of this graph.
+    pub fn handle(&self, id: HandleId) -> &Handle {
+        &self.handles[id.index()]
+    }
+
+    /// The interned codelet names, indexed by [`CodeletId`].
+    pub fn codelet_names(&self) -> &[String] {
+        &self.codelets
+    }
+
+    /// The name of a codelet. Panics if `id` is not a codelet of this graph.
+    pub fn codelet_name(&self, id: CodeletId) -> &str {
+        &self.codelets[id.index()]
+    }
+
+    /// Whether a codelet's GPU implementation is synchronous
+    /// ([`TaskGraphBuilder::gpu_synchronous`]).
+    pub fn codelet_gpu_synchronous(&self, id: CodeletId) -> bool {
+        self.gpu_sync[id.index()]
+    }
+
+    /// The names of the codelets whose GPU implementation is synchronous, in codelet order.
+    pub fn gpu_synchronous_codelets(&self) -> impl Iterator<Item = &str> {
+        self.codelets
+            .iter()
+            .zip(&self.gpu_sync)
+            .filter(|&(_, &sync)| sync)
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// The id of a codelet name, if some task uses it.
+    pub fn codelet_id(&self, name: &str) -> Option<CodeletId> {
+        self.codelets
+            .iter()
+            .position(|c| c == name)
+            .map(|i| CodeletId(i as u16))
+    }
+
+    /// The codelet name of a task.
+    pub fn task_codelet_name(&self, id: TaskId) -> &str {
+        self.codelet_name(self.task(id).codelet)
+    }
+
+    /// Number of tasks of each codelet, indexed by [`CodeletId`].
+    pub fn tasks_per_codelet(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.codelets.len()];
+        for t in &self.tasks {
+            counts[t.codelet.index()] += 1;
+        }
+        counts
+    }
+
+    /// Sum of the tasks' flops.
+    pub fn total_flops(&self) -> f64 {
+        self.tasks.iter().map(|t| t.flops).sum()
+    }
+
+    /// The tasks that wait for `id` (its direct successors), in increasing order.
+    pub fn successors(&self, id: TaskId) -> &[TaskId] {
+        let i = id.index();
+        &self.succ[self.succ_offsets[i] as usize..self.succ_offsets[i + 1] as usize]
+    }
+
+    /// How many tasks `id` waits for (its in-degree): the runtime's initial dependency counter.
+    pub fn predecessor_count(&self, id: TaskId) -> u32 {
+        self.pred_count[id.index()]
+    }
+
+    /// Tasks with no predecessor, in submission order: ready at time zero.
+    pub fn roots(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.task_ids().filter(|&t| self.predecessor_count(t) == 0)
+    }
+
+    /// The dependencies as a petgraph graph: node `i` holds `TaskId(i)`, an edge `a → b` means
+    /// `b` waits for `a`.
+    pub fn dependencies(&self) -> &DiGraph<TaskId, ()> {
+        &self.deps
+    }
+
+    /// Whether `a → b` is a dependency edge (`b` waits for `a`).
+    pub fn has_edge(&self, a: TaskId, b: TaskId) -> bool {
+        self.successors(a).binary_search(&b).is_ok()
+    }
+
+    /// Check that the dependencies have no cycle.
+    ///
+    /// Graphs inferred from accesses alone are acyclic by construction (every edge goes from an
+    /// earlier to a later task); explicit dependencies, as read from a file, may not be. The
+    /// error names one task on a cycle.
+    pub fn check_acyclic(&self) -> Result<(), InputError> {
+        check_acyclic(&self.deps, &self.tasks, &self.codelets)
+    }
+}
+
+fn check_acyclic(
+    deps: &DiGraph<TaskId, ()>,
+    tasks: &[Task],
+    codelets: &[String],
+) -> Result<(), InputError> {
+    match petgraph::algo::toposort(deps, None) {
+        Ok(_) => Ok(()),
+        Err(cycle) => {
+            let id = deps[cycle.node_id()];
+            let name = &codelets[tasks[id.index()].codelet.index()];
+            Err(InputError::new(format!(
+                "the task dependencies contain a cycle through task {} (`{name}`): a task \
+                 cannot wait for itself",
+                id.0
+            ))
+            .at_field("workload.dependencies"))
+        }
+    }
+}
+
+/// What the builder remembers about a handle for dependency inference.
+#[derive(Debug, Clone, Default)]
+struct HandleState {
+    /// The last task submitted that writes the handle.
+    last_writer: Option<TaskId>,
+    /// Tasks that read the handle since that write, in submission order.
+    readers: Vec<TaskId>,
+}
+
+/// Builds a [`TaskGraph`] by submitting tasks in order, inferring dependencies as StarPU's
+/// sequential consistency does.
+///
+/// The rule, per handle, in submission order:
+/// - a task that reads (R or RW) depends on the last task that wrote the handle;
+/// - a task that writes (W or RW) depends on the last writer and on every task that read the
+///   handle since that write (so it cannot overwrite data they still need).
+///
+/// Readers after readers do not depend on each other. Each dependency is recorded once, however
+/// many handles imply it, and a task never depends on itself (a task may list one handle
+/// twice). The work is O(accesses + edges).
+#[derive(Debug, Default)]
+pub struct TaskGraphBuilder {
+    codelets: Vec<String>,
+    gpu_sync: Vec<bool>,
+    codelet_index: FxHashMap<String, CodeletId>,
+    handles: Vec<Handle>,
+    state: Vec<HandleState>,
+    tasks: Vec<Task>,
+    accesses: Vec<Access>,
+    deps: DiGraph<TaskId, ()>,
+    /// `mark[p] == t + 1` when `p` is already a predecessor of the task `t` being submitted:
+    /// O(1) duplicate-edge check without a per-task set.
+    mark: Vec<u32>,
+    /// Scratch list of the predecessors of the task being submitted.
+    preds: Vec<TaskId>,
+    /// Whether explicit dependencies were added (then a cycle check is needed).
+    explicit: bool,
+    /// "Will not be used" hints, in submission order.
+    wont_use: Vec<WontUse>,
+}
+
+impl TaskGraphBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty builder with room for the given numbers of tasks, handles and accesses, to avoid
+    /// reallocations when the sizes are known (the generators know them exactly).
+    pub fn with_capacity(tasks: usize, handles: usize, accesses: usize) -> Self {
+        TaskGraphBuilder {
+            handles: Vec::with_capacity(handles),
+            state: Vec::with_capacity(handles),
+            tasks: Vec::with_capacity(tasks),
+            accesses: Vec::with_capacity(accesses),
+            // Tiled factorizations have about 2-3 edges per task.
+            deps: DiGraph::with_capacity(tasks, 3 * tasks),
+            mark: Vec::with_capacity(tasks),
+            ..Self::default()
+        }
+    }
+
+    /// Intern a codelet name, returning the id tasks use.
+    pub fn codelet(&mut self, name: &str) -> Result<CodeletId, InputError> {
+        if let Some(&id) = self.codelet_index.get(name) {
+            return Ok(id);
+        }
+        let id = u16::try_from(self.codelets.len()).map_err(|_| {
+            InputError::new(format!(
+                "too many distinct codelet names (at most {})",
+                u16::MAX
+            ))
+        })?;
+        let id = CodeletId(id);
+        self.codelets.push(name.to_string());
+        self.gpu_sync.push(false);
+        self.codelet_index.insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// Mark a codelet's GPU implementation synchronous: it lacks StarPU's `STARPU_CUDA_ASYNC`
+    /// flag, so the CUDA driver waits for the GPU's earlier tasks, then runs it on its own
+    /// thread, popping, fetching and handling no data request until it ends (`driver_cuda.c`,
+    /// `_starpu_simgrid_submit_job` without a `finished` flag). Codelets are asynchronous
+    /// unless marked. Panics if `id` was not returned by [`TaskGraphBuilder::codelet`].
+    pub fn gpu_synchronous(&mut self, id: CodeletId) {
+        self.gpu_sync[id.index()] = true;
+    }
+
+    /// Register a data handle.
+    pub fn add_handle(&mut self, handle: Handle) -> Result<HandleId, InputError> {
+        let id = u32::try_from(self.handles.len())
+            .map_err(|_| InputError::new("too many data handles (at most 2^32)"))?;
+        self.handles.push(handle);
+        self.state.push(HandleState::default());
+        Ok(HandleId(id))
+    }
+
+    /// Number of tasks submitted so far.
+    pub fn num_tasks(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Submit a task; its dependencies on earlier tasks are inferred from `accesses`.
+    pub fn submit(
+        &mut self,
+        codelet: CodeletId,
+        flops: f64,
+        priority: i32,
+        accesses: &[Access],
+    ) -> Result<TaskId, InputError> {
+        if codelet.index() >= self.codelets.len() {
+            return Err(InputError::new(format!(
+                "unknown codelet id {} (only {} codelets are interned)",
+                codelet.0,
+                self.codelets.len()
+            )));
+        }
+        if accesses.len() > MAX_ACCESSES_PER_TASK {
+            return Err(InputError::new(format!(
+                "a task accesses {} buffers, more than the limit of {MAX_ACCESSES_PER_TASK}",
+                accesses.len()
+            )));
+        }
+        if !(flops.is_finite() && flops >= 0.0) {
+            return Err(InputError::new(format!(
+                "task flops must be a finite number ≥ 0, got {flops}"
+            )));
+        }
+        let id = u32::try_from(self.tasks.len())
+            .ok()
+            .filter(|&i| i < u32::MAX)
+            .ok_or_else(|| InputError::new("too many tasks (at most 2^32 - 1)"))?;
+        let first_access = u32::try_from(self.accesses.len())
+            .map_err(|_| InputError::new("too many accesses in the graph (at most 2^32)"))?;
+        let tid = TaskId(id);
+        let stamp = id + 1;
+        self.mark.push(0);
+        self.preds.clear();
+
+        let mut model_size_bytes = 0u64;
+        for a in accesses {
+            let Some(handle) = self.handles.get(a.handle.index()) else {
+                return Err(InputError::new(format!(
+                    "task {id} accesses handle {} but only {} handles are registered",
+                    a.handle.0,
+                    self.handles.len()
+                )));
+            };
+            model_size_bytes = model_size_bytes.saturating_add(handle.size_bytes);
+            let st = &mut self.state[a.handle.index()];
+            // Both reads and writes wait for the last writer (RAW, WAW).
+            if let Some(w) = st.last_writer {
+                push_pred(&mut self.preds, &mut self.mark, w, tid, stamp);
+            }
+            if a.mode.writes() {
+                // WAR: wait for every reader since the last write, then become the writer.
+                for &r in &st.readers {
+                    push_pred(&mut self.preds, &mut self.mark, r, tid, stamp);
+                }
+                st.readers.clear();
+                st.last_writer = Some(tid);
+            } else if st.readers.last() != Some(&tid) {
+                st.readers.push(tid);
+            }
+        }
+        // A task that both reads and writes one handle through two buffers must not be left as a
+        // reader of the value it wrote itself.
+        for a in accesses {
+            let st = &mut self.state[a.handle.index()];
+            if st.last_writer == Some(tid) && st.readers.last() == Some(&tid) {
+                st.readers.pop();
+            }
+        }
+
+        let node = self.deps.add_node(tid);
+        debug_assert_eq!(node.index(), tid.index());
+        // Sorted so the edge list, and hence successor order, does not depend on access order.
+        self.preds.sort_unstable();
+        for &p in &self.preds {
+            self.deps
+                .add_edge(NodeIndex::new(p.index()), NodeIndex::new(tid.index()), ());
+        }
+
+        self.accesses.extend_from_slice(accesses);
+        self.tasks.push(Task {
+            codelet,
+            priority,
+            flops,
+            first_access,
+            // Checked against MAX_ACCESSES_PER_TASK above.
+            access_count: accesses.len() as u16,
+            model_size_bytes,
+        });
+        Ok(tid)
+    }
+
+    /// Add an explicit dependency: `after` waits for `before` (StarPU's
+    /// `starpu_task_declare_deps`), for graphs read from files. A repeated edge is kept once.
+    /// Cycles are reported by [`TaskGraphBuilder::build`].
+    pub fn add_dependency(&mut self, before: TaskId, after: TaskId) -> Result<(), InputError> {
+        let n = self.tasks.len();
+        for t in [before, after] {
+            if t.index() >= n {
+                return Err(InputError::new(format!(
+                    "dependency names task {} but only {n} tasks exist",
+                    t.0
+                ))
+                .at_field("workload.dependencies"));
+            }
+        }
+        if before == after {
+            return Err(
+                InputError::new(format!("task {} cannot depend on itself", before.0))
+                    .at_field("workload.dependencies"),
+            );
+        }
+        let (a, b) = (
+            NodeIndex::new(before.index()),
+            NodeIndex::new(after.index()),
+        );
+        if self.deps.find_edge(a, b).is_none() {
+            self.deps.add_edge(a, b, ());
+        }
+        self.explicit = true;
+        Ok(())
+    }
+
+    /// Say that `handle` will not be used soon, at this point of the submission order (after
+    /// the last task submitted): StarPU's `starpu_data_wont_use`. See [`WontUse`] for when the
+    /// hint takes effect. A hint before any task is submitted is an error (it would hold from
+    /// the start and say nothing).
+    pub fn wont_use(&mut self, handle: HandleId) -> Result<(), InputError> {
+        if handle.index() >= self.handles.len() {
+            return Err(InputError::new(format!(
+                "wont-use hint on unknown handle {} (only {} handles are registered)",
+                handle.0,
+                self.handles.len()
+            )));
+        }
+        let Some(last) = self.tasks.len().checked_sub(1) else {
+            return Err(InputError::new(format!(
+                "wont-use hint on handle {} before any task is submitted",
+                handle.0
+            )));
+        };
+        self.wont_use.push(WontUse {
+            handle,
+            after: TaskId(last as u32),
+        });
+        Ok(())
+    }
+
+    /// Freeze the graph. Fails if explicit dependencies made a cycle.
+    pub fn build(self) -> Result<TaskGraph, InputError> {
+        if self.explicit {
+            check_acyclic(&self.deps, &self.tasks, &self.codelets)?;
+        }
+        let n = self.tasks.len();
+        let mut succ_offsets = vec![0u32; n + 1];
+        let mut pred_count = vec![0u32; n];
+        for e in self.deps.raw_edges() {
+            succ_offsets[e.source().index() + 1] += 1;
+            pred_count[e.target().index()] += 1;
+        }
+        for i in 0..n {
+            succ_offsets[i + 1] += succ_offsets[i];
+        }
+        let mut fill: Vec<u32> = succ_offsets[..n].to_vec();
+        let mut succ = vec![TaskId(0); self.deps.edge_count()];
+        for e in self.deps.raw_edges() {
+            let s = e.source().index();
+            succ[fill[s] as usize] = TaskId(e.target().index() as u32);
+            fill[s] += 1;
+        }
+        // Inferred edges arrive in increasing target order already; explicit ones may not.
+        if self.explicit {
+            for i in 0..n {
+                succ[succ_offsets[i] as usize..succ_offsets[i + 1] as usize].sort_unstable();
+            }
+        }
+        Ok(TaskGraph {
+            codelets: self.codelets,
+            gpu_sync: self.gpu_sync,
+            handles: self.handles,
+            tasks: self.tasks,
+            accesses: self.accesses,
+            deps: self.deps,
+            succ_offsets,
+            succ,
+            pred_count,
+            wont_use: self.wont_use,
+        })
+    }
+}
+
+/// Record `p` as a predecessor of the task being submitted (`tid`, stamped `stamp`), once.
+fn push_pred(preds: &mut Vec<TaskId>, mark: &mut [u32], p: TaskId, tid: TaskId, stamp: u32) {
+    if p != tid && mark[p.index()] != stamp {
+        mark[p.index()] = stamp;
+        preds.push(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AccessMode::{R, RW, W};
+
+    /// A builder with one codelet and `n` handles of 100 bytes.
+    fn setup(n: usize) -> (TaskGraphBuilder, CodeletId, Vec<HandleId>) {
+        let mut b = TaskGraphBuilder::new();
+        let c = b.codelet("k").unwrap();
+        let hs = (0..n)
+            .map(|_| b.add_handle(Handle::bytes(100)).unwrap())
+            .collect();
+        (b, c, hs)
+    }
+
+    fn edges(g: &TaskGraph) -> Vec<(u32, u32)> {
+        let mut v = Vec::new();
+        for t in g.task_ids() {
+            for s in g.successors(t) {
+                v.push((t.0, s.0));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn read_after_write() {
+        let (mut b, c, h) = setup(1);
+        b.submit(c, 0.0, 0, &[Access::new(h[0], W)]).unwrap();
+        b.submit(c, 0.0, 0, &[Access::new(h[0], R)]).unwrap();
+        b.submit(c, 0.0, 0, &[Access::new(h[0], R)]).unwrap();
+        let g = b.build().unwrap();
+        // Both readers wait for the writer; readers do not wait for each other.
+        assert_eq!(edges(&g), vec![(0, 1), (0, 2)]);
+        assert_eq!(g.predecessor_count(TaskId(2)), 1);
+    }
+
+    #[test]
+    fn write_after_reads_waits_for_all_readers_and_the_writer() {
+        let (mut b, c, h) = setup(1);
+        b.submit(c, 0.0, 0, &[Access::new(h[0], RW)]).unwrap(); // 0
+        b.submit(c, 0.0, 0, &[Access::new(h[0], R)]).unwrap(); // 1
+        b.submit(c, 0.0, 0, &[Access::new(h[0], R)]).unwrap(); // 2
+        b.submit(c, 0.0, 0, &[Access::new(h[0], W)]).unwrap(); // 3
+        b.submit(c, 0.0, 0, &[Access::new(h[0], R)]).unwrap(); // 4
+        let g = b.build().unwrap();
+        assert_eq!(
+            edges(&g),
+            vec![(0, 1), (0, 2), (0, 3), (1, 3), (2, 3), (3, 4)]
+        );
+        assert_eq!(g.predecessor_count(TaskId(3)), 3);
+        // Readers of the old value do not constrain readers of the new one.
+        assert!(!g.has_edge(TaskId(1), TaskId(4)));
+    }
+
+    #[test]
+    fn rw_chain_is_a_chain() {
+        let (mut b, c, h) = setup(1);
+        for _ in 0..4 {
+            b.submit(c, 0.0, 0, &[Access::new(h[0], RW)]).unwrap();
+        }
+        let g = b.build().unwrap();
+        assert_eq!(edges(&g), vec![(0, 1), (1, 2), (2, 3)]);
+        assert_eq!(g.roots().collect::<Vec<_>>(), vec![TaskId(0)]);
+    }
+
+    #[test]
+    fn no_duplicate_edges_when_several_handles_imply_one() {
+        let (mut b, c, h) = setup(3);
+        b.submit(
+            c,
+            0.0,
+            0,
+            &[
+                Access::new(h[0], W),
+                Access::new(h[1], W),
+                Access::new(h[2], W),
+            ],
+        )
+        .unwrap();
+        b.submit(
+            c,
+            0.0,
+            0,
+            &[
+                Access::new(h[0], R),
+                Access::new(h[1], R),
+                Access::new(h[2], RW),
+            ],
+        )
+        .unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(edges(&g), vec![(0, 1)]);
+        assert_eq!(g.num_edges(), 1);
+        assert_eq!(g.dependencies().edge_count(), 1);
+        assert_eq!(g.predecessor_count(TaskId(1)), 1);
+    }
+
+    #[test]
+    fn same_handle_twice_in_one_task_gives_no_self_edge() {
+        let (mut b, c, h) = setup(1);
+        b.submit(c, 0.0, 0, &[Access::new(h[0], W)]).unwrap(); // 0
+        // Reads then writes the same handle (like a gemm with C also an input).
+        b.submit(c, 0.0, 0, &[Access::new(h[0], R), Access::new(h[0], RW)])
+            .unwrap(); // 1
+        b.submit(c, 0.0, 0, &[Access::new(h[0], RW), Access::new(h[0], R)])
+            .unwrap(); // 2
+        b.submit(c, 0.0, 0, &[Access::new(h[0], R)]).unwrap(); // 3
+        let g = b.build().unwrap();
+        assert_eq!(edges(&g), vec![(0, 1), (1, 2), (2, 3)]);
+        // Both buffers count towards the model size, as in StarPU.
+        assert_eq!(g.task(TaskId(1)).model_size_bytes(), 200);
+        assert_eq!(g.accesses(TaskId(1)).len(), 2);
+    }
+
+    #[test]
+    fn independent_handles_are_independent() {
+        let (mut b, c, h) = setup(2);
+        b.submit(c, 0.0, 0, &[Access::new(h[0], RW)]).unwrap();
+        b.submit(c, 0.0, 0, &[Access::new(h[1], RW)]).unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(g.num_edges(), 0);
+        assert_eq!(g.roots().count(), 2);
+    }
+
+    #[test]
+    fn codelets_are_interned() {
+        let mut b = TaskGraphBuilder::new();
+        let a = b.codelet("x").unwrap();
+        let c = b.codelet("y").unwrap();
+        assert_eq!(b.codelet("x").unwrap(), a);
+        assert_ne!(a, c);
+        let h = b.add_handle(Handle::bytes(8)).unwrap();
+        b.submit(c, 1.0, 0, &[Access::new(h, R)]).unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(g.codelet_id("y"), Some(c));
+        assert_eq!(g.task_codelet_name(TaskId(0)), "y");
+        assert_eq!(g.tasks_per_codelet(), vec![0, 1]);
+    }
+
+    #[test]
+    fn bad_references_are_errors() {
+        let (mut b, c, _) = setup(1);
+        assert!(b.submit(c, 0.0, 0, &[Access::new(HandleId(5), R)]).is_err());
+        assert!(b.submit(CodeletId(9), 0.0, 0, &[]).is_err());
+        assert!(b.submit(c, f64::NAN, 0, &[]).is_err());
+        b.submit(c, 0.0, 0, &[]).unwrap();
+        assert!(b.add_dependency(TaskId(0), TaskId(0)).is_err());
+        assert!(b.add_dependency(TaskId(0), TaskId(3)).is_err());
+    }
+
+    #[test]
+    fn explicit_cycle_is_reported_with_a_task_on_it() {
+        let (mut b, c, _) = setup(0);
+        for _ in 0..4 {
+            b.submit(c, 0.0, 0, &[]).unwrap();
+        }
+        b.add_dependency(TaskId(0), TaskId(1)).unwrap();
+        b.add_dependency(TaskId(1), TaskId(2)).unwrap();
+        b.add_dependency(TaskId(2), TaskId(1)).unwrap();
+        b.add_dependency(TaskId(2), TaskId(3)).unwrap();
+        let e = b.build().unwrap_err();
+        assert_eq!(e.location.field.as_deref(), Some("workload.dependencies"));
+        assert!(
+            e.message.contains("task 1 ") || e.message.contains("task 2 "),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("cycle"));
+    }
+
+    #[test]
+    fn explicit_edges_are_deduplicated_and_sorted() {
+        let (mut b, c, _) = setup(0);
+        for _ in 0..4 {
+            b.submit(c, 0.0, 0, &[]).unwrap();
+        }
+        b.add_dependency(TaskId(0), TaskId(3)).unwrap();
+        b.add_dependency(TaskId(0), TaskId(1)).unwrap();
+        b.add_dependency(TaskId(0), TaskId(3)).unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(g.successors(TaskId(0)), &[TaskId(1), TaskId(3)]);
+        g.check_acyclic().unwrap();
+    }
+
+    /// A hint waits for the last writer submitted before it, not for readers (StarPU's
+    /// `starpu_data_wont_use` is a sequentially consistent read acquisition): W0 writes h,
+    /// R1 reads it, hint, W2 writes it, hint → triggers W0 then W2. A hint on a handle no
+    /// earlier task writes has no trigger.
+    #[test]
+    fn wont_use_waits_for_the_last_writer_before_it() {
+        let (mut b, c, h) = setup(2);
+        let w0 = b
+            .submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::W)])
+            .unwrap();
+        b.submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::R)])
+            .unwrap();
+        b.wont_use(h[0]).unwrap();
+        b.wont_use(h[1]).unwrap();
+        let w2 = b
+            .submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::RW)])
+            .unwrap();
+        b.wont_use(h[0]).unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(g.wont_use_triggers(), [Some(w0), None, Some(w2)]);
+        assert_eq!(g.wont_use_hints()[0].after, TaskId(1));
+    }
+
+    #[test]
+    fn bad_wont_use_hints_are_errors() {
+        let (mut b, c, h) = setup(1);
+        let e = b.wont_use(h[0]).unwrap_err().to_string();
+        assert!(e.contains("before any task"), "{e}");
+        b.submit(c, 0.0, 0, &[Access::new(h[0], AccessMode::W)])
+            .unwrap();
+        let e = b.wont_use(HandleId(7)).unwrap_err().to_string();
+        assert!(e.contains("unknown handle 7"), "{e}");
+    }
+}
