@@ -3,7 +3,9 @@
 # (docs/validation/README.md, section "StarPU 1.4 in SimGrid mode (single node)").
 #
 # It only runs an existing StarPU build; it does not build StarPU. The build must be StarPU 1.4
-# configured with --enable-simgrid and examples built (the README section gives the configure line).
+# configured with --enable-simgrid and examples built (the README section gives the configure line),
+# with a BLAS found by configure: without one, examples/mult/xgemm.c has no CPU implementation and
+# gemm runs on the CUDA workers only (the header says which).
 # Each run is one of StarPU's examples, unmodified:
 #   chol  examples/cholesky/cholesky_implicit -size n -nblocks n/tile
 #   lu    examples/lu/lu_implicit_example_float -size n -nblocks n/tile      (no pivoting)
@@ -12,9 +14,9 @@
 #
 # Usage:
 #   scripts/oracle-starpu14.sh --starpu DIR [--sampling DIR] [--gemini-sampling DIR] [--out CSV]
-#       [--jobs 1|2] [--phases "A B C D E F G"] [--apps "chol lu gemm"] [--machines "mirage ..."]
+#       [--jobs 1|2] [--phases "A B C CG D E F"] [--apps "chol lu gemm"] [--machines "mirage ..."]
 #       [--scheds "dmda ..."] [--timeout SECONDS] [--big-timeout SECONDS] [--logs DIR]
-#       [--config-log FILE] [--provenance TEXT] [--resume] [--list]
+#       [--config-log FILE] [--provenance TEXT] [--note TEXT]... [--resume | --rewrite-only] [--list]
 #   --starpu DIR     StarPU install prefix (lib/starpu/examples/, bin/) or build tree
 #                    (examples/<dir>/<prog>, tools/); env STARPU14_DIR.
 #   --sampling DIR   StarPU sampling directory (bus/, codelets/45/) of attila, mirage, idgraf, sirocco,
@@ -33,6 +35,7 @@
 #                    B1, B2, C1, C2: B or C at n = 9600 and 19200 only, or at n = 38400 only (so that the
 #                       long n = 38400 runs can come after the other phases, e.g. --phases "A B1 D C1 B2 C2 E F");
 #                       B2 = B2L (lu) + B2G (gemm, every scheduler but random) + B2R (gemm, random)
+#                    CG gemm on gemini with STARPU_NCPU=0 (gemini's sgemm samples have no CPU entries)
 #                    D  variants cpu-only, gpu-only, costs-off, transfers-off: dmda and eager,
 #                       n = 9600 19200, mirage and attila, every app
 #                    E  the other tile sizes each machine's codelet history files calibrate, at one n
@@ -41,7 +44,11 @@
 #                    F  n = 76800 for dmda, dmdar, dmdas (with --big-timeout)
 #                    G  probes that record which (app, machine) pairs abort (hannibal, hannibal-pitch,
 #                       gemini chol/lu); run first whatever the phase list says
+#   --config-log FILE  StarPU's config.log, for the configure line in the header (found by itself in a build tree)
+#   --provenance TEXT  how the StarPU version is named in the header (e.g. its git tag and commit)
+#   --note TEXT      a header line (repeatable)
 #   --resume         skip the cells already in --out (same app,machine,sched,n,tile,variant,seed)
+#   --rewrite-only   run nothing: rewrite --out with a fresh header (probes included) and its rows in plan order
 #   --list           print the plan and exit
 # Variants (env set on top of STARPU_HOSTNAME / STARPU_SCHED / STARPU_PERF_MODEL_DIR):
 #   default        nothing else
@@ -68,7 +75,7 @@ sampling="${STARPU_SAMPLING_DIR:-$root/tests/data/starpu-samples/starpu-sampling
 gsampling="${STARPU_GEMINI_SAMPLING_DIR:-$root/tests/data/starpu-samples/starpu-sampling-icpp2023-gemini}"
 out="$root/docs/validation/starpu14-simgrid.csv"
 jobs=1
-phases="A B C D E F"
+phases="A B C CG D E F"
 apps_f="chol lu gemm"
 machines_f="mirage attila sirocco idgraf gemini hannibal hannibal-pitch"
 scheds_f="dmda dmdar dmdas ws lws eager random"
@@ -77,7 +84,9 @@ bigtmo=420
 logs=""
 config_log=""
 provenance=""
+notes=""
 resume=0
+rewrite_only=0
 list=0
 gemini_host="gemini-1-cho_dep_corrected"
 
@@ -171,7 +180,9 @@ while [ $# -gt 0 ]; do
         --logs) logs="$2"; shift 2 ;;
         --config-log) config_log="$2"; shift 2 ;;
         --provenance) provenance="$2"; shift 2 ;;
+        --note) notes="$notes#   $2\n"; shift 2 ;;
         --resume) resume=1; shift ;;
+        --rewrite-only) resume=1; rewrite_only=1; shift ;;
         --list) list=1; shift ;;
         -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -254,6 +265,7 @@ C1) for a in chol lu gemm; do for m in idgraf gemini; do for s in $all_scheds; d
        add $a $m $s $n 960 default; done; done; done; done ;;
 C2) for a in chol lu gemm; do for m in idgraf gemini; do for s in $all_scheds; do
        add $a $m $s 38400 960 default; done; done; done ;;
+CG) for s in $all_scheds; do for n in $sizes; do add gemm gemini $s $n 960 gpu-only; done; done ;;
 D) for a in chol lu gemm; do for m in mirage attila; do for v in cpu-only gpu-only costs-off transfers-off; do
        for s in dmda eager; do for n in 9600 19200; do add $a $m $s $n 960 $v; done; done; done; done; done ;;
 E) for a in chol lu gemm; do for m in mirage attila sirocco idgraf gemini; do
@@ -288,7 +300,7 @@ while read -r a m; do
     if grep -q "^0|$a-$m-dmda-9600-960-default-0|" "$work/failed"; then
         why=$(grep "^0|$a-$m-dmda-9600-960-default-0|" "$work/failed" | tail -1 | cut -d'|' -f3-)
         skip_pairs="$skip_pairs $a/$m"
-        aborted_notes="$aborted_notes#   $a on $m: StarPU aborts ($why); skipped.\n"
+        aborted_notes="$aborted_notes#   $a on $m: StarPU aborts ($why); skipped (gpu-only cells of the pair, if planned, are still run).\n"
     fi
 done < "$probes"
 : > "$work/failed"
@@ -297,7 +309,13 @@ done < "$probes"
 sg_version="$(pkg-config --modversion simgrid 2>/dev/null || echo unknown)"
 sg_pkg="$(dpkg-query -W -f '${Package} ${Version}' libsimgrid-dev 2>/dev/null || true)"
 sp_version="unknown"
+blas="unknown"
 if [ -n "${cfg_h:-}" ] && [ -f "$cfg_h" ]; then
+    if grep -q '^#define STARPU_HAVE_BLAS 1' "$cfg_h"; then
+        blas="yes (STARPU_HAVE_BLAS: the gemm example's codelets have a CPU implementation)"
+    else
+        blas="none (no STARPU_HAVE_BLAS: the gemm example's codelets have no CPU implementation, gemm runs on CUDA workers only)"
+    fi
     sp_version="$(awk '/define STARPU_MAJOR_VERSION/ {a=$3} /define STARPU_MINOR_VERSION/ {b=$3}
                       /define STARPU_RELEASE_VERSION/ {c=$3} END {print a"."b"."c}' "$cfg_h")"
 fi
@@ -312,7 +330,7 @@ header() {
 #   on $(date -u +%Y-%m-%d) on a $(nproc)-core $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-Linux}") machine ($(uname -m)), $jobs run(s) at a time.
 # StarPU: ${provenance:-version $sp_version (from starpu_config.h)}. SimGrid: $sg_version ($sg_pkg).
 # Build: $cfg_line
-#   (SimGrid mode: no hwloc, so lws has no hwloc proximity list; no FxT.)
+#   BLAS: $blas. (SimGrid mode: no hwloc, so lws has no proximity list and runs as ws; no FxT.)
 # Inputs: StarPU's sampled calibrations (STARPU_PERF_MODEL_DIR): tools/perfmodels/sampling for attila, mirage, idgraf,
 #   sirocco, hannibal, hannibal-pitch (STARPU_HOSTNAME = the machine); the papers/ICPP2023 gemini samples for gemini
 #   (STARPU_HOSTNAME=$gemini_host). Default workers: every CUDA device with one core driving it, the other cores as CPU workers.
@@ -330,6 +348,7 @@ header() {
 # seed: STARPU_RAND_SEED (SimGrid mode seeds drand48 with it, default 0); random runs seeds 0..4, other rows the default 0.
 #   Every row is deterministic: rerunning a cell gives the same sim_ms.
 EOF
+    [ -n "$notes" ] && printf "# Notes:\n%b" "$notes"
     if [ -n "$aborted_notes" ] || [ -s "$work/failed" ]; then
         echo "# Aborted or skipped:"
         [ -n "$aborted_notes" ] && printf "%b" "$aborted_notes"
@@ -353,11 +372,14 @@ else
 fi
 while read -r a m s n b v seed t; do
     i=$((i + 1))
-    in_list "$a/$m" "$skip_pairs" && continue
+    # a pair whose default run aborts is skipped, except its gpu-only cells (gemini's samples have no
+    # CPU entries: with STARPU_NCPU=0 its gemm runs)
+    [ "$v" != gpu-only ] && in_list "$a/$m" "$skip_pairs" && continue
     grep -qxF "$a $m $s $n $b $v $seed" "$work/done" && continue
     echo "$i $a $m $s $n $b $v $seed $t" >> "$todo"
 done < "$plan"
 
+[ "$rewrite_only" = 1 ] && : > "$todo"
 if [ "$resume" = 1 ] && [ -f "$out" ]; then :; else header > "$out"; fi
 echo "$(wc -l < "$todo") runs to do, $jobs at a time; rows go to $out" >&2
 
