@@ -45,7 +45,7 @@ pub fn gemm_flops(nb: u64) -> f64 {
 }
 
 /// Number of tasks of a Cholesky with `t` tiles per side (for the size limit).
-fn task_count(t: u64) -> u64 {
+pub(crate) fn task_count(t: u64) -> u64 {
     t + t * t.saturating_sub(1) + t * t.saturating_sub(1) * t.saturating_sub(2) / 6
 }
 
@@ -109,6 +109,7 @@ pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, Inpu
                     row: m,
                     col,
                 }),
+                ..Handle::bytes(tiling.tile_bytes)
             })?;
         }
     }

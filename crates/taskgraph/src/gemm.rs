@@ -47,6 +47,7 @@ pub fn gemm(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputErr
                     size_bytes: tiling.tile_bytes,
                     dims: Some(tiling.dims()),
                     tile: Some(Tile { matrix, row, col }),
+                    ..Handle::bytes(tiling.tile_bytes)
                 })?;
             }
         }

@@ -1,6 +1,7 @@
 //! The task graph: tasks, data handles, accesses, and the dependencies inferred from them.
 
 use hetsim_core::InputError;
+pub use hetsim_platform::cluster::NodeId;
 use petgraph::graph::{DiGraph, NodeIndex};
 use rustc_hash::FxHashMap;
 use std::fmt;
@@ -112,17 +113,41 @@ pub struct Handle {
     pub dims: Option<(u32, u32)>,
     /// Tile coordinates, for traces and debugging.
     pub tile: Option<Tile>,
+    /// The cluster node the handle lives on: its data starts in that node's host memory, and
+    /// only tasks of that node access it (node 0 on a single machine). A distributed graph
+    /// gives each node that uses a piece of data its own handle ([`crate::distributed`]).
+    pub node: NodeId,
+    /// Whether the handle holds data at the start (valid in its node's host memory). A copy
+    /// that a message will bring holds nothing until then.
+    pub starts_valid: bool,
 }
 
 impl Handle {
-    /// A handle of `size_bytes` with no shape or coordinates.
+    /// A handle of `size_bytes` on node 0, with no shape or coordinates.
     pub fn bytes(size_bytes: u64) -> Self {
         Handle {
             size_bytes,
             dims: None,
             tile: None,
+            node: NodeId(0),
+            starts_valid: true,
         }
     }
+}
+
+/// What a task does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskKind {
+    /// Runs its codelet on a worker of its node.
+    Compute,
+    /// A message between nodes (StarPU-MPI's send and receive of one piece of data): reads its
+    /// first access on node `from`, writes its second on node `to`; no worker runs it.
+    Message {
+        /// The sending node (owner of the data read).
+        from: NodeId,
+        /// The receiving node.
+        to: NodeId,
+    },
 }
 
 /// One task: a codelet applied to some buffers.
@@ -136,12 +161,21 @@ pub struct Task {
     /// Floating-point operations, as StarPU's `STARPU_FLOPS` (used for GFlop/s figures, not for
     /// the duration lookup).
     pub flops: f64,
+    /// The node it runs on (node 0 on a single machine); for a message, the receiving node.
+    pub node: NodeId,
+    /// A computation or a message.
+    pub kind: TaskKind,
     first_access: u32,
     access_count: u16,
     model_size_bytes: u64,
 }
 
 impl Task {
+    /// Whether the task is a message between nodes.
+    pub fn is_message(&self) -> bool {
+        matches!(self.kind, TaskKind::Message { .. })
+    }
+
     /// The `size` StarPU's history models are indexed by next to the footprint: the sum of the
     /// sizes in bytes of all the task's buffers (`_starpu_job_get_data_size`). For a Cholesky
     /// `gemm` on 960×960 single-precision tiles this is 3 × 960² × 4 = 11,059,200, the value in
@@ -224,6 +258,13 @@ impl TaskGraph {
             out.push(last_writer[hint.handle.index()]);
         }
         out
+    }
+
+    /// Number of cluster nodes the graph uses (1 + the largest node of a task or handle).
+    pub fn nodes(&self) -> u32 {
+        let t = self.tasks.iter().map(|t| t.node.0);
+        let h = self.handles.iter().map(|h| h.node.0);
+        t.chain(h).max().map_or(1, |n| n + 1)
     }
 
     /// Number of tasks.
@@ -480,13 +521,35 @@ impl TaskGraphBuilder {
         self.tasks.len()
     }
 
-    /// Submit a task; its dependencies on earlier tasks are inferred from `accesses`.
+    /// Submit a task on node 0; its dependencies on earlier tasks are inferred from
+    /// `accesses`.
     pub fn submit(
         &mut self,
         codelet: CodeletId,
         flops: f64,
         priority: i32,
         accesses: &[Access],
+    ) -> Result<TaskId, InputError> {
+        self.submit_kind(
+            codelet,
+            flops,
+            priority,
+            accesses,
+            NodeId(0),
+            TaskKind::Compute,
+        )
+    }
+
+    /// Submit a task of `kind` running on `node`. Its handles must live on that node (a
+    /// message's first handle on `from`, its second on `to`).
+    pub fn submit_kind(
+        &mut self,
+        codelet: CodeletId,
+        flops: f64,
+        priority: i32,
+        accesses: &[Access],
+        node: NodeId,
+        kind: TaskKind,
     ) -> Result<TaskId, InputError> {
         if codelet.index() >= self.codelets.len() {
             return Err(InputError::new(format!(
@@ -518,7 +581,7 @@ impl TaskGraphBuilder {
         self.preds.clear();
 
         let mut model_size_bytes = 0u64;
-        for a in accesses {
+        for (i, a) in accesses.iter().enumerate() {
             let Some(handle) = self.handles.get(a.handle.index()) else {
                 return Err(InputError::new(format!(
                     "task {id} accesses handle {} but only {} handles are registered",
@@ -526,6 +589,16 @@ impl TaskGraphBuilder {
                     self.handles.len()
                 )));
             };
+            let expect = match kind {
+                TaskKind::Message { from, .. } if i == 0 => from,
+                _ => node,
+            };
+            if handle.node != expect {
+                return Err(InputError::new(format!(
+                    "task {id} on node {} accesses handle {}, which lives on node {}",
+                    expect.0, a.handle.0, handle.node.0
+                )));
+            }
             model_size_bytes = model_size_bytes.saturating_add(handle.size_bytes);
             let st = &mut self.state[a.handle.index()];
             // Both reads and writes wait for the last writer (RAW, WAW).
@@ -552,8 +625,8 @@ impl TaskGraphBuilder {
             }
         }
 
-        let node = self.deps.add_node(tid);
-        debug_assert_eq!(node.index(), tid.index());
+        let vertex = self.deps.add_node(tid);
+        debug_assert_eq!(vertex.index(), tid.index());
         // Sorted so the edge list, and hence successor order, does not depend on access order.
         self.preds.sort_unstable();
         for &p in &self.preds {
@@ -566,6 +639,8 @@ impl TaskGraphBuilder {
             codelet,
             priority,
             flops,
+            node,
+            kind,
             first_access,
             // Checked against MAX_ACCESSES_PER_TASK above.
             access_count: accesses.len() as u16,

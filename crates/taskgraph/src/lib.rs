@@ -16,6 +16,7 @@
 //! and where in StarPU's sources and sample files they come from.
 
 mod cholesky;
+pub mod distributed;
 mod gemm;
 mod graph;
 mod lu;
@@ -26,8 +27,8 @@ pub use cholesky::{
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, Task, TaskGraph, TaskGraphBuilder, TaskId,
-    Tile, WontUse,
+    Access, AccessMode, CodeletId, Handle, HandleId, NodeId, Task, TaskGraph, TaskGraphBuilder,
+    TaskId, TaskKind, Tile, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
 

@@ -109,6 +109,7 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
                     row: i,
                     col: j,
                 }),
+                ..Handle::bytes(tiling.tile_bytes)
             })?;
         }
     }
