@@ -445,6 +445,144 @@ pub fn cholesky(
     b.build()
 }
 
+/// Register the `t` × `t` tiles of matrix `which` (row-major: tile (i, j) is entry i·t + j) on
+/// their owners in `grid`.
+fn register_tiles(
+    b: &mut DistributedBuilder,
+    tiling: &super::Tiling,
+    grid: BlockCyclic,
+    which: char,
+) -> Result<Vec<DataId>, InputError> {
+    let t = tiling.tiles;
+    let mut v = Vec::with_capacity(t as usize * t as usize);
+    for i in 0..t {
+        for j in 0..t {
+            let h = Handle {
+                size_bytes: tiling.tile_bytes,
+                dims: Some(tiling.dims()),
+                tile: Some(super::graph::Tile {
+                    matrix: which,
+                    row: i,
+                    col: j,
+                }),
+                ..Handle::bytes(tiling.tile_bytes)
+            };
+            v.push(b.register(h, grid.owner(i, j))?);
+        }
+    }
+    Ok(v)
+}
+
+/// StarPU-MPI's LU without pivoting (`mpi/examples/mpi_lu/pxlu_implicit.c`) on a `grid` of
+/// nodes, T × T tiles dealt block-cyclically, in the example's order:
+///
+/// ```text
+/// for k:  getrf(k)                 RW A(k,k)                 priority 3T − 3k
+///         for i > k:  trsm_ll(k,i)  R A(k,k), RW A(k,i)      priority 3T − 2k − i
+///                     trsm_ru(k,i)  R A(k,k), RW A(i,k)      priority 3T − 2k − i
+///         flush A(k,k); wont_use A(k,k) on its owner
+///         for i > k, j > k:  gemm(k,i,j)  R A(k,j), R A(i,k), RW A(i,j)
+///                                                            priority 3T − k − i − j
+///         for i > k:  flush and wont_use A(k,i), then A(i,k)
+/// ```
+///
+/// The example's `trsm_ll` task uses the `trsm_ru` codelet and the other way round (its
+/// "temporary fix"); the codelets here are named for the tile each task writes, as in the
+/// single-node LU, so the same kernel models apply.
+pub fn lu(
+    n: u64,
+    nb: u64,
+    precision: super::Precision,
+    grid: BlockCyclic,
+    cache: bool,
+) -> Result<TaskGraph, InputError> {
+    use super::cholesky::{gemm_flops, trsm_flops};
+    use super::lu::{getrf_flops, lu_codelets, task_count};
+    use AccessMode::{R, RW};
+
+    let tiling = super::Tiling::new(n, nb, precision, task_count)?;
+    let t = tiling.tiles;
+    let mut b = DistributedBuilder::new(grid.nodes(), cache)?;
+    let names = lu_codelets(precision);
+    let getrf = b.codelet(names.getrf)?;
+    b.gpu_synchronous(getrf);
+    let trsm_ll = b.codelet(names.trsm_ll)?;
+    let trsm_ru = b.codelet(names.trsm_ru)?;
+    let gemm = b.codelet(names.gemm)?;
+    let tiles = register_tiles(&mut b, &tiling, grid, 'A')?;
+    let a = |i: u32, j: u32| tiles[(i * t + j) as usize];
+    let release = |b: &mut DistributedBuilder, i: u32, j: u32| -> Result<(), InputError> {
+        b.flush(a(i, j))?;
+        b.wont_use(a(i, j), grid.owner(i, j))
+    };
+    let (f_getrf, f_trsm, f_gemm) = (getrf_flops(nb), trsm_flops(nb), gemm_flops(nb));
+    let three_t = 3 * t as i32;
+    for k in 0..t {
+        let ki = k as i32;
+        b.insert(getrf, f_getrf, three_t - 3 * ki, &[(a(k, k), RW)])?;
+        for i in k + 1..t {
+            let prio = three_t - 2 * ki - i as i32;
+            b.insert(trsm_ll, f_trsm, prio, &[(a(k, k), R), (a(k, i), RW)])?;
+            b.insert(trsm_ru, f_trsm, prio, &[(a(k, k), R), (a(i, k), RW)])?;
+        }
+        release(&mut b, k, k)?;
+        for i in k + 1..t {
+            for j in k + 1..t {
+                b.insert(
+                    gemm,
+                    f_gemm,
+                    three_t - ki - i as i32 - j as i32,
+                    &[(a(k, j), R), (a(i, k), R), (a(i, j), RW)],
+                )?;
+            }
+        }
+        for i in k + 1..t {
+            release(&mut b, k, i)?;
+            release(&mut b, i, k)?;
+        }
+    }
+    b.build()
+}
+
+/// Tiled C += A·B on a `grid` of nodes, A, B and C dealt block-cyclically, each product on the
+/// owner of its C tile, in the single-node example's order (for each C tile column x, row y:
+/// the T tasks `R A(y,z), R B(z,x), RW C(y,x)`, then `wont_use` C(y,x) on its owner). A and B
+/// tiles stay cached where they were sent (no flush).
+pub fn gemm(
+    n: u64,
+    nb: u64,
+    precision: super::Precision,
+    grid: BlockCyclic,
+    cache: bool,
+) -> Result<TaskGraph, InputError> {
+    use super::cholesky::gemm_flops;
+    use AccessMode::{R, RW};
+
+    let tiling = super::Tiling::new(n, nb, precision, |t| t.saturating_mul(t).saturating_mul(t))?;
+    let t = tiling.tiles;
+    let mut b = DistributedBuilder::new(grid.nodes(), cache)?;
+    let cl = b.codelet(super::gemm::gemm_codelet(precision))?;
+    let am = register_tiles(&mut b, &tiling, grid, 'A')?;
+    let bm = register_tiles(&mut b, &tiling, grid, 'B')?;
+    let cm = register_tiles(&mut b, &tiling, grid, 'C')?;
+    let at = |m: &[DataId], i: u32, j: u32| m[(i * t + j) as usize];
+    let flops = gemm_flops(nb);
+    for x in 0..t {
+        for y in 0..t {
+            for z in 0..t {
+                b.insert(
+                    cl,
+                    flops,
+                    0,
+                    &[(at(&am, y, z), R), (at(&bm, z, x), R), (at(&cm, y, x), RW)],
+                )?;
+            }
+            b.wont_use(at(&cm, y, x), grid.owner(y, x))?;
+        }
+    }
+    b.build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -556,6 +694,39 @@ mod tests {
         .unwrap();
         assert!(g.tasks().iter().all(|x| !x.is_message()));
         assert_eq!(g.num_tasks(), 220);
+    }
+
+    /// LU and GEMM: every compute task runs on the owner of the tile it writes, and each node
+    /// receives a tile at most once per version (the cache); with one node there is no
+    /// message and the graphs have the single-node task counts.
+    #[test]
+    fn lu_and_gemm_compute_where_they_write() {
+        use crate::Precision;
+        let grid = BlockCyclic::new(2, 2).unwrap();
+        for g in [
+            lu(6 * 960, 960, Precision::Single, grid, true).unwrap(),
+            gemm(4 * 960, 960, Precision::Single, grid, true).unwrap(),
+        ] {
+            for t in g.task_ids() {
+                let task = g.task(t);
+                let written = g.accesses(t).iter().find(|a| a.mode.writes()).unwrap();
+                assert_eq!(g.handle(written.handle).node, task.node);
+            }
+            assert!(g.tasks().iter().any(|x| x.is_message()));
+        }
+        // GEMM on a 2 x 2 grid, T = 4: C(y,x) needs A(y,0..4) and B(0..4,x); each node owns 4 C
+        // tiles, 2 rows y and 2 columns x of them, so it needs 2 rows of A (8 tiles, 4 its own)
+        // and 2 columns of B (8 tiles, 4 its own): 8 messages per node, 32 in all.
+        let g = gemm(4 * 960, 960, Precision::Single, grid, true).unwrap();
+        assert_eq!(g.tasks().iter().filter(|x| x.is_message()).count(), 32);
+        let one = BlockCyclic::new(1, 1).unwrap();
+        let l = lu(6 * 960, 960, Precision::Single, one, true).unwrap();
+        assert_eq!(
+            l.num_tasks(),
+            crate::lu(6 * 960, 960, Precision::Single)
+                .unwrap()
+                .num_tasks()
+        );
     }
 
     /// A task placed on a node that does not own what it writes sends the result back.

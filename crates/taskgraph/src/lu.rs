@@ -50,7 +50,7 @@ pub fn getrf_flops(nb: u64) -> f64 {
     2.0 * n * n * n / 3.0
 }
 
-fn task_count(t: u64) -> u64 {
+pub(crate) fn task_count(t: u64) -> u64 {
     let t1 = t.saturating_sub(1);
     t + t * t1 + t1 * t * (2 * t).saturating_sub(1) / 6
 }
