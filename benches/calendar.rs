@@ -15,7 +15,7 @@
 //!   indices in the fluid network), moving a key's date in place: what `RetimableQueue` does,
 //!   without hashing.
 //!
-//! Run: `cargo bench --bench calendar`. Without `--bench` (as `cargo test --benches` runs it)
+//! Run: `cargo bench -p hetsim-benches --bench calendar`. Without `--bench` (as `cargo test --benches` runs it)
 //! every case runs a few thousand steps only.
 
 use std::cmp::Ordering;

@@ -2,7 +2,7 @@
 //! the HD-PEX cluster file, simulated on one core. Prints build time, simulation time, operations,
 //! events, events/s, the program's heap bytes and the process's peak memory (VmHWM).
 //!
-//! `cargo bench --bench hpl_scale` (release profile). Optional arguments after `--`:
+//! `cargo bench -p hetsim-benches --bench hpl_scale` (release profile). Optional arguments after `--`:
 //! `NODES GPUS N NB` (default 256 4 400000 384).
 
 use std::time::Instant;
@@ -31,7 +31,7 @@ fn main() {
     let (nodes, gpus, n, nb) = (get(0, 256), get(1, 4), get(2, 400_000), get(3, 384));
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/calibration/hdpex-p100-cluster.toml"
+        "/../calibration/hdpex-p100-cluster.toml"
     );
     let cluster = hetsim::cluster::load(path)
         .and_then(|c| c.with_shape(nodes as u32, gpus as u32))
@@ -39,7 +39,7 @@ fn main() {
     // The scenario's workload table (its calibrated DGEMM models), with N and NB replaced.
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/hpl-hdpex-p100.toml"
+        "/../scenarios/hpl-hdpex-p100.toml"
     ))
     .expect("the scenario reads");
     let mut doc: toml::Table = toml::from_str(&text).expect("the scenario parses");

@@ -8,7 +8,7 @@
 //! - `alltoall`: every rank sends 64 KiB to every other rank at once (a big connected
 //!   component for the fluid solver: every NIC is shared by many flows).
 //!
-//! Run: `cargo bench --bench mpi_exec`. Without `--bench` (as `cargo test --benches` runs it)
+//! Run: `cargo bench -p hetsim-benches --bench mpi_exec`. Without `--bench` (as `cargo test --benches` runs it)
 //! the sizes are small.
 
 use std::time::Instant;
@@ -21,7 +21,10 @@ use hetsim::mpi::exec::{ExecOptions, run};
 use hetsim::mpi::{Buffer, Message, Program, ProgramBuilder, RankId};
 
 fn cluster(nodes: u32) -> Cluster {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/h100-sxm-8x.toml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../calibration/h100-sxm-8x.toml"
+    );
     let node = hetsim::machine::load(path).expect("node file");
     Cluster::single_node(node)
         .with_network(

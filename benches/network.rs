@@ -11,7 +11,7 @@
 //! - `fattree64`: 64 nodes on a two-level fat tree (8 leaves of 8 nodes, 4 spines);
 //! - `disjoint`: every flow on its own private pair of links (no sharing at all).
 //!
-//! Run: `cargo bench --bench network` (all), or `cargo bench --bench network -- disjoint 100`
+//! Run: `cargo bench -p hetsim-benches --bench network` (all), or `cargo bench -p hetsim-benches --bench network -- disjoint 100`
 //! to keep only the configurations whose name contains every word given. Without `--bench`
 //! (as `cargo test --benches` runs it) every configuration runs a few hundred events only.
 

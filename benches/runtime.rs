@@ -1,11 +1,11 @@
 //! Whole-run benchmark: tiled Cholesky on mirage (StarPU's calibration, 960×960 single
 //! precision tiles) with 20, 40, 80 and 120 tiles per side, under eager and prio.
 //!
-//! `cargo bench --bench runtime` prints a markdown table: tasks, simulated makespan, wall time of
+//! `cargo bench -p hetsim-benches --bench runtime` prints a markdown table: tasks, simulated makespan, wall time of
 //! the simulation alone (best of 3; graph generation and machine loading excluded and reported
 //! apart), tasks per second, and the peak resident set of a process that does only that run
 //! (each configuration runs in a child process so its peak RSS is its own).
-//! `cargo bench --bench runtime -- 80` runs only the sizes given.
+//! `cargo bench -p hetsim-benches --bench runtime -- 80` runs only the sizes given.
 
 use std::process::Command;
 use std::time::Instant;
@@ -13,7 +13,7 @@ use std::time::Instant;
 use hetsim::runtime::{RunConfig, kernels_for, simulate};
 use hetsim::workload::{Precision, cholesky};
 
-const MIRAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/mirage.toml");
+const MIRAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../calibration/mirage.toml");
 const CHILD: &str = "HETSIM_BENCH_CHILD";
 
 fn child(tiles: u64, sched: &str, repeats: u32) {

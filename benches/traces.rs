@@ -2,11 +2,11 @@
 //! precision tiles) run without observers, with the Paje and Chrome writers (to files), and
 //! with the Gantt writer as well.
 //!
-//! `cargo bench --bench traces` prints a markdown table for 80 tiles per side (88 560 tasks):
+//! `cargo bench -p hetsim-benches --bench traces` prints a markdown table for 80 tiles per side (88 560 tasks):
 //! wall time of the run (best of 3; graph generation and machine loading excluded), its ratio
 //! to the run without traces, the peak resident set of a process that does only that
 //! configuration (each runs in a child process), and the size of the files written.
-//! `cargo bench --bench traces -- 40` runs other sizes; `cargo test --benches` runs a smoke
+//! `cargo bench -p hetsim-benches --bench traces -- 40` runs other sizes; `cargo test --benches` runs a smoke
 //! test at 20 tiles.
 
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ use hetsim::runtime::{Observer, RunConfig, kernels_for, simulate, simulate_obser
 use hetsim::trace::{ChromeWriter, GanttWriter, PajeWriter};
 use hetsim::workload::{Precision, cholesky};
 
-const MIRAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/mirage.toml");
+const MIRAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../calibration/mirage.toml");
 const CHILD: &str = "HETSIM_TRACE_BENCH_CHILD";
 const MODES: [&str; 3] = ["none", "paje+chrome", "paje+chrome+gantt"];
 

@@ -80,10 +80,14 @@ fn json_line(v: &serde_json::Value) -> crate::Result<String> {
 }
 
 fn init_logging() {
-    use tracing_subscriber::{EnvFilter, fmt};
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let _ = fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::filter::LevelFilter;
+    // A level name (`error`, `warn`, `info`, `debug`, `trace`, `off`); anything else: warnings.
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.trim().parse::<LevelFilter>().ok())
+        .unwrap_or(LevelFilter::WARN);
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
         .with_writer(std::io::stderr)
         .without_time()
         .try_init();

@@ -6,7 +6,7 @@
 //! from microseconds to seconds, which a fixed tick would have to be sub-femtosecond to honour.
 //! `f64` keeps 15-16 significant digits at every scale; NaN is refused at insertion.
 //!
-//! Two queues, chosen by measurement (`cargo bench --bench calendar`; full tables in
+//! Two queues, chosen by measurement (`cargo bench -p hetsim-benches --bench calendar`; full tables in
 //! `docs/performance.md`, 2-core EPYC VM, hold model with 4 random re-timings per pop):
 //!
 //! - [`Calendar`]: a plain binary heap of `(time, insertion sequence)` for events that are
