@@ -1,6 +1,11 @@
 //! The StarPU-like runtime: workers, data replicas, memory, transfers, and the simulation loop
 //! that executes a task graph on a machine under a scheduler.
 //!
+//! Parts that own their state: the workers' pipelines and wake-up order (`workers`), the data
+//! manager (`data`: replicas, requests, allocation, eviction, write-backs, waiters; it returns
+//! effects rather than acting on the engine), the statistics (`stats`, an observer of the
+//! event stream), and the loop that joins them (`sim`).
+//!
 //! Semantics (`starpu-reference.md`, Stanisic et al. 2015 §5-7):
 //!
 //! - **Workers.** One per GPU and one per CPU core used for computing; by default each GPU
@@ -41,14 +46,18 @@ use hetsim_platform::machine::{MemKind, MemNodeId};
 use hetsim_taskgraph::{HandleId, TaskGraph, TaskId};
 
 pub mod bounds;
+mod data;
 mod kernels;
 mod memory;
 pub mod observe;
 pub mod report;
+mod runnable;
 pub mod sched;
 mod sim;
+mod stats;
 mod suballoc;
 mod transfer;
+mod workers;
 
 pub use bounds::{Bounds, bounds, bounds_from_means};
 pub use kernels::CalibratedKernels;
@@ -239,7 +248,7 @@ pub struct View<'a> {
     pub(crate) graph: &'a TaskGraph,
     pub(crate) workers: &'a [Worker],
     pub(crate) loads: &'a [WorkerLoad],
-    pub(crate) runnable: &'a sim::Runnable,
+    pub(crate) runnable: &'a runnable::Runnable,
     pub(crate) memory: &'a memory::Memory,
     pub(crate) estimates: &'a transfer::Estimates,
     pub(crate) released_by: Option<WorkerId>,
@@ -404,7 +413,7 @@ pub mod fixture {
         pub workers: Vec<Worker>,
         /// What each worker holds (all empty at first).
         pub loads: Vec<WorkerLoad>,
-        runnable: sim::Runnable,
+        runnable: runnable::Runnable,
         memory: memory::Memory,
         estimates: transfer::Estimates,
     }
@@ -417,8 +426,8 @@ pub mod fixture {
             kernels: &dyn KernelTimes,
             config: &RunConfig,
         ) -> Self {
-            let workers = sim::workers_of(machine, config).unwrap();
-            let runnable = sim::runnable_of(graph, kernels, &workers, machine).unwrap();
+            let workers = runnable::workers_of(machine, config).unwrap();
+            let runnable = runnable::runnable_of(graph, kernels, &workers, machine).unwrap();
             let kinds: Vec<MemKind> = machine.memory_nodes().iter().map(|m| m.kind).collect();
             let caps = machine
                 .memory_nodes()

@@ -155,6 +155,9 @@ pub enum SimEvent<'a> {
         handle: HandleId,
         /// Bytes allocated on the node after this allocation.
         used_bytes: u64,
+        /// Whether it was paid for with a device allocation (cudaMalloc); false when it came
+        /// out of a chunk already allocated or reused an evicted replica's.
+        malloc: bool,
     },
     /// A replica was evicted from a device to make room (reported just before the
     /// [`SimEvent::Allocate`] it made room for). Its chunk is reused for the new replica if

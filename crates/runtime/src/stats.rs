@@ -1,0 +1,191 @@
+//! The run's statistics, gathered by an observer of the event stream: tasks and time per
+//! codelet, bytes moved by kind, write-backs and paid allocations. The parts' own end-of-run
+//! state (where each worker's time went, memory peaks, link traffic) completes the report.
+
+use hetsim_core::fluid::{FluidNetwork, LinkId};
+use hetsim_platform::machine::Machine;
+use hetsim_taskgraph::TaskGraph;
+
+use super::bounds::Bounds;
+use super::data::MemoryUse;
+use super::observe::{Observer, SimEvent};
+use super::report::{CodeletReport, LinkReport, MemoryReport, RunReport, WorkerReport};
+use super::transfer::TransferKind;
+use super::workers::WorkerTimes;
+use super::{Worker, WorkerKind};
+
+/// The parts' state at the end of a run, which completes the statistics into a report.
+pub(crate) struct RunEnd<'a> {
+    pub machine: &'a Machine,
+    pub graph: &'a TaskGraph,
+    pub sched: &'a str,
+    pub seed: u64,
+    pub makespan_s: f64,
+    /// When the final write-back ended.
+    pub end_s: f64,
+    pub bounds: Bounds,
+    pub workers: &'a [Worker],
+    pub times: &'a [WorkerTimes],
+    pub memory: &'a [MemoryUse],
+    pub net: &'a FluidNetwork,
+    pub link_names: &'a [String],
+}
+
+/// Totals over the run's transfers.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct TransferTotals {
+    pub bytes: f64,
+    pub transfers: u64,
+    pub fetch_bytes: f64,
+    pub prefetch_bytes: f64,
+    pub writeback_bytes: f64,
+    pub writebacks: u64,
+    pub allocations: u64,
+}
+
+/// See the module documentation.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    /// Per worker: its kind and the date its running task started.
+    workers: Vec<(WorkerKind, f64)>,
+    codelets: Vec<CodeletReport>,
+    /// Codelet of each task.
+    task_codelet: Vec<u16>,
+    pub tasks: u64,
+    pub totals: TransferTotals,
+}
+
+impl Stats {
+    /// The run's report.
+    pub fn report(&self, e: &RunEnd<'_>) -> RunReport {
+        let total_flops = e.graph.total_flops();
+        let t = self.totals;
+        let end = e.end_s;
+        RunReport {
+            critical_path_s: e.bounds.critical_path_s,
+            area_bound_s: e.bounds.area_bound_s,
+            bound_ratio: e.bounds.ratio(e.makespan_s),
+            machine: e.machine.name().to_string(),
+            sched: e.sched.to_string(),
+            seed: e.seed,
+            makespan_s: e.makespan_s,
+            end_with_writeback_s: end,
+            gflops: if e.makespan_s > 0.0 {
+                total_flops / e.makespan_s / 1e9
+            } else {
+                0.0
+            },
+            tasks: self.tasks,
+            total_flops,
+            bytes_transferred: t.bytes,
+            transfers: t.transfers,
+            fetch_bytes: t.fetch_bytes,
+            prefetch_bytes: t.prefetch_bytes,
+            writeback_bytes: t.writeback_bytes,
+            evictions: e.memory.iter().map(|m| m.evictions).sum(),
+            writebacks: t.writebacks,
+            allocations: t.allocations,
+            workers: e
+                .workers
+                .iter()
+                .zip(e.times)
+                .map(|(w, s)| WorkerReport {
+                    name: w.name.clone(),
+                    kind: w.kind.as_str().to_string(),
+                    memory: e.machine.memory_nodes()[w.memory.index()].name.clone(),
+                    tasks: s.tasks,
+                    busy_s: s.busy_s,
+                    waiting_s: s.waiting_s,
+                    idle_s: s.idle_s,
+                })
+                .collect(),
+            links: (0..e.link_names.len())
+                .map(|i| {
+                    let id = LinkId(i as u32);
+                    let s = e.net.link_stats(id, end);
+                    let cap = e.net.link_capacity_bytes_per_sec(id);
+                    LinkReport {
+                        name: e.link_names[i].clone(),
+                        bytes: s.bytes,
+                        busy_s: s.busy_s,
+                        utilisation: if end > 0.0 {
+                            s.bytes / (cap * end)
+                        } else {
+                            0.0
+                        },
+                    }
+                })
+                .collect(),
+            codelets: self.codelets.clone(),
+            memory: e
+                .machine
+                .memory_nodes()
+                .iter()
+                .zip(e.memory)
+                .map(|(m, u)| MemoryReport {
+                    name: m.name.clone(),
+                    capacity_bytes: m.capacity_bytes,
+                    peak_used_bytes: u.peak_used_bytes,
+                    evictions: u.evictions,
+                })
+                .collect(),
+        }
+    }
+
+    fn start(&mut self, graph: &TaskGraph, workers: &[Worker]) {
+        self.workers = workers.iter().map(|w| (w.kind, 0.0)).collect();
+        self.task_codelet = graph.tasks().iter().map(|t| t.codelet.0).collect();
+        self.codelets = graph
+            .codelet_names()
+            .iter()
+            .map(|n| CodeletReport {
+                name: n.clone(),
+                cpu_tasks: 0,
+                gpu_tasks: 0,
+                cpu_s: 0.0,
+                gpu_s: 0.0,
+            })
+            .collect();
+    }
+}
+
+impl Observer for Stats {
+    fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
+        match *event {
+            SimEvent::RunStart { graph, workers, .. } => self.start(graph, workers),
+            SimEvent::TaskStart { worker, .. } => self.workers[worker.index()].1 = at_s,
+            SimEvent::TaskEnd { task, worker, .. } => {
+                self.tasks += 1;
+                let (kind, since) = self.workers[worker.index()];
+                let ran_s = at_s - since;
+                let c = &mut self.codelets[self.task_codelet[task.index()] as usize];
+                match kind {
+                    WorkerKind::Cpu => {
+                        c.cpu_tasks += 1;
+                        c.cpu_s += ran_s;
+                    }
+                    WorkerKind::Gpu => {
+                        c.gpu_tasks += 1;
+                        c.gpu_s += ran_s;
+                    }
+                }
+            }
+            SimEvent::TransferStart {
+                kind: TransferKind::WriteBack,
+                ..
+            } => self.totals.writebacks += 1,
+            SimEvent::TransferEnd { bytes, kind, .. } => {
+                let t = &mut self.totals;
+                t.bytes += bytes;
+                t.transfers += 1;
+                match kind {
+                    TransferKind::Fetch => t.fetch_bytes += bytes,
+                    TransferKind::Prefetch => t.prefetch_bytes += bytes,
+                    TransferKind::WriteBack => t.writeback_bytes += bytes,
+                }
+            }
+            SimEvent::Allocate { malloc: true, .. } => self.totals.allocations += 1,
+            _ => {}
+        }
+    }
+}
