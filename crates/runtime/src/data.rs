@@ -10,6 +10,7 @@
 //! control.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 
@@ -50,7 +51,7 @@ struct Costs {
 }
 
 /// One memory node's use over a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct MemoryUse {
     pub peak_used_bytes: u64,
     pub evictions: u64,
@@ -59,6 +60,8 @@ pub(crate) struct MemoryUse {
 /// See the module documentation.
 #[derive(Debug)]
 pub(crate) struct DataManager {
+    /// The rank it serves (events it asks for carry it).
+    rank: u32,
     memory: Memory,
     runners: Runners,
     estimates: Estimates,
@@ -81,11 +84,14 @@ pub(crate) struct DataManager {
 }
 
 impl DataManager {
-    /// The data of `graph` on `machine`, every handle valid in `ram`; `gpus_used` is the
-    /// number of GPU workers (StarPU's transfer estimate depends on it).
+    /// The data `handles` of `graph` on `machine` (see [`Memory::new`] for `slots`), each
+    /// holding data at the start valid in `ram`; `gpus_used` is the number of GPU workers
+    /// (StarPU's transfer estimate depends on it).
     pub fn new(
         machine: &Machine,
         graph: &TaskGraph,
+        rank: u32,
+        (handles, slots): (Vec<HandleId>, Rc<[u32]>),
         ram: MemNodeId,
         gpus_used: usize,
         paths: Paths,
@@ -98,8 +104,18 @@ impl DataManager {
             .collect();
         let rt = machine.runtime();
         let nnodes = kinds.len();
+        let nhandles = handles.len();
         DataManager {
-            memory: Memory::new(kinds.clone(), capacity, ram, graph, rt.suballocator),
+            rank,
+            memory: Memory::new(
+                kinds.clone(),
+                capacity,
+                ram,
+                graph,
+                handles,
+                slots,
+                rt.suballocator,
+            ),
             runners: Runners::new(&kinds, rt.pending_limits),
             estimates: Estimates::new(machine, ram, gpus_used),
             paths,
@@ -114,7 +130,7 @@ impl DataManager {
             alloc_queue: vec![VecDeque::new(); nnodes],
             alloc_free_at: vec![0.0; nnodes],
             device_alloc_free_at: 0.0,
-            writing_back: vec![false; graph.handles().len() * nnodes],
+            writing_back: vec![false; nhandles * nnodes],
             scratch_ids: Vec::new(),
             scratch_requesting: Vec::new(),
         }
@@ -133,7 +149,7 @@ impl DataManager {
     }
 
     fn replica_key(&self, h: HandleId, n: MemNodeId) -> usize {
-        h.index() * self.memory.nnodes() + n.index()
+        self.memory.key(h, n)
     }
 
     // --- Buffers of popped tasks ------------------------------------------------------------
@@ -234,6 +250,16 @@ impl DataManager {
         for a in graph.accesses(t) {
             self.memory.unpin(a.handle, node);
         }
+    }
+
+    /// A message wrote `h` in `node` (RAM): that replica is now the only valid one.
+    pub fn receive(&mut self, h: HandleId, node: MemNodeId) {
+        self.memory.write(h, node);
+    }
+
+    /// A message that read `h` in `node` is sent: unpin it there.
+    pub fn release(&mut self, h: HandleId, node: MemNodeId) {
+        self.memory.unpin(h, node);
     }
 
     /// Node `node`'s driver thread runs (or no longer runs) a synchronous task: it handles no
@@ -525,7 +551,10 @@ impl DataManager {
         for &id in &ready {
             fx.push(Effect::At(
                 now_s + self.costs.transfer_queue_s,
-                Event::TransferGo(id),
+                Event::TransferGo {
+                    rank: self.rank,
+                    id,
+                },
             ));
         }
         ready.clear();
@@ -558,7 +587,13 @@ impl DataManager {
             }
             Some(Path::Model(m)) => {
                 let d = m.duration_secs(tr.bytes);
-                fx.push(Effect::At(now_s + d, Event::TransferDone(id)));
+                fx.push(Effect::At(
+                    now_s + d,
+                    Event::TransferDone {
+                        rank: self.rank,
+                        id,
+                    },
+                ));
                 None
             }
             None => unreachable!("hops only use pairs with a route"),

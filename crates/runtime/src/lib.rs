@@ -48,6 +48,7 @@ use hetsim_taskgraph::{HandleId, TaskGraph, TaskId};
 pub mod bounds;
 mod data;
 mod kernels;
+pub mod layout;
 mod memory;
 pub mod observe;
 pub mod report;
@@ -61,10 +62,13 @@ mod workers;
 
 pub use bounds::{Bounds, bounds, bounds_from_means};
 pub use kernels::CalibratedKernels;
+pub use layout::{Layout, MemoryInfo, RankInfo};
 pub use observe::{Observer, SimEvent};
-pub use report::{CodeletReport, LinkReport, MemoryReport, RunReport, WorkerReport};
+pub use report::{
+    ClusterReport, CodeletReport, LinkReport, MemoryReport, NodeReport, RunReport, WorkerReport,
+};
 pub use sched::{Decision, Scheduler};
-pub use sim::{simulate, simulate_observed};
+pub use sim::{simulate, simulate_cluster, simulate_observed};
 pub use transfer::TransferKind;
 
 pub use hetsim_core::rng::SimRng;
@@ -249,6 +253,8 @@ pub struct View<'a> {
     pub(crate) workers: &'a [Worker],
     pub(crate) loads: &'a [WorkerLoad],
     pub(crate) runnable: &'a runnable::Runnable,
+    /// Per worker of this rank, its class in `runnable`.
+    pub(crate) cols: &'a [usize],
     pub(crate) memory: &'a memory::Memory,
     pub(crate) estimates: &'a transfer::Estimates,
     pub(crate) released_by: Option<WorkerId>,
@@ -318,12 +324,12 @@ impl<'a> View<'a> {
     /// Whether `worker` can run `task` (it has a kernel model and the task's data fits in its
     /// memory).
     pub fn can_run(&self, task: TaskId, worker: WorkerId) -> bool {
-        self.runnable.mean_s(task, worker).is_some()
+        self.predicted_length_s(task, worker).is_some()
     }
 
     /// Predicted (mean) duration of `task` on `worker`, if it can run it.
     pub fn predicted_length_s(&self, task: TaskId, worker: WorkerId) -> Option<f64> {
-        self.runnable.mean_s(task, worker)
+        self.runnable.mean_s(task, self.cols[worker.index()])
     }
 
     /// Whether `handle` has a valid replica in memory node `node`.
@@ -414,6 +420,7 @@ pub mod fixture {
         /// What each worker holds (all empty at first).
         pub loads: Vec<WorkerLoad>,
         runnable: runnable::Runnable,
+        cols: Vec<usize>,
         memory: memory::Memory,
         estimates: transfer::Estimates,
     }
@@ -427,7 +434,9 @@ pub mod fixture {
             config: &RunConfig,
         ) -> Self {
             let workers = runnable::workers_of(machine, config).unwrap();
-            let runnable = runnable::runnable_of(graph, kernels, &workers, machine).unwrap();
+            let (runnable, mut cols) =
+                runnable::runnable_of(graph, kernels, &[&workers], machine).unwrap();
+            let cols = cols.pop().expect("one rank");
             let kinds: Vec<MemKind> = machine.memory_nodes().iter().map(|m| m.kind).collect();
             let caps = machine
                 .memory_nodes()
@@ -441,13 +450,19 @@ pub mod fixture {
                 loads: vec![WorkerLoad::default(); workers.len()],
                 workers,
                 runnable,
-                memory: memory::Memory::new(
-                    kinds,
-                    caps,
-                    ram,
-                    graph,
-                    machine.runtime().suballocator,
-                ),
+                cols,
+                memory: {
+                    let (handles, slots) = memory::Memory::all_handles(graph);
+                    memory::Memory::new(
+                        kinds,
+                        caps,
+                        ram,
+                        graph,
+                        handles,
+                        slots,
+                        machine.runtime().suballocator,
+                    )
+                },
                 estimates: transfer::Estimates::new(machine, ram, gpus),
             }
         }
@@ -460,6 +475,7 @@ pub mod fixture {
                 workers: &self.workers,
                 loads: &self.loads,
                 runnable: &self.runnable,
+                cols: &self.cols,
                 memory: &self.memory,
                 estimates: &self.estimates,
                 released_by: None,

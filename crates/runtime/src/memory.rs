@@ -7,6 +7,7 @@
 //! eviction takes the least recently used clean replica first, as StarPU's `memalloc.c` does.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use hetsim_platform::machine::{MemKind, MemNodeId};
 use hetsim_taskgraph::{HandleId, TaskGraph};
@@ -64,25 +65,37 @@ pub(crate) struct Memory {
     suballoc: Vec<Option<Suballocator>>,
     /// Replicas evicted by the last allocations, for the observer (drained by the caller).
     pub evicted: Vec<(MemNodeId, HandleId)>,
+    /// Per slot, its global handle.
+    handles: Vec<HandleId>,
+    /// Per global handle, its slot here (`u32::MAX` if it is another runtime's).
+    slots: Rc<[u32]>,
 }
 
 impl Memory {
     /// Every handle valid and allocated in `ram`. With `suballocator`, GPU nodes carve small
     /// allocations out of chunks ([`Suballocator`]).
+    /// The replicas of `handles` (global ids, this runtime's, in slot order; `slots` maps every
+    /// global handle to its slot here) on memory nodes of these kinds and capacities. A handle
+    /// holding data at the start is valid in `ram`; every handle has room there.
     pub fn new(
         kinds: Vec<MemKind>,
         capacity: Vec<u64>,
         ram: MemNodeId,
         graph: &TaskGraph,
+        handles: Vec<HandleId>,
+        slots: Rc<[u32]>,
         suballocator: bool,
     ) -> Self {
         let nnodes = kinds.len();
-        let sizes: Vec<u64> = graph.handles().iter().map(|h| h.size_bytes).collect();
+        let sizes: Vec<u64> = handles
+            .iter()
+            .map(|&h| graph.handle(h).size_bytes)
+            .collect();
         let mut replicas = vec![Replica::default(); sizes.len() * nnodes];
-        for h in 0..sizes.len() {
-            let r = &mut replicas[h * nnodes + ram.index()];
+        for (i, &h) in handles.iter().enumerate() {
+            let r = &mut replicas[i * nnodes + ram.index()];
             r.allocated = true;
-            r.valid = true;
+            r.valid = graph.handle(h).starts_valid;
         }
         let mut used = vec![0; nnodes];
         used[ram.index()] = sizes.iter().sum();
@@ -106,11 +119,31 @@ impl Memory {
             dirty: vec![BTreeSet::new(); nnodes],
             tick: 0,
             evicted: Vec::new(),
+            handles,
+            slots,
         }
     }
 
+    /// Every handle of `graph` in one runtime: slots are handle ids.
+    #[cfg(any(test, feature = "fixtures"))]
+    pub fn all_handles(graph: &TaskGraph) -> (Vec<HandleId>, Rc<[u32]>) {
+        let n = graph.handles().len() as u32;
+        ((0..n).map(HandleId).collect(), (0..n).collect())
+    }
+
+    /// This runtime's slot of `h`.
+    fn slot(&self, h: HandleId) -> usize {
+        self.slots[h.index()] as usize
+    }
+
+    /// A key unique to the replica of `h` on `n` among this runtime's, below
+    /// handles × memory nodes.
+    pub fn key(&self, h: HandleId, n: MemNodeId) -> usize {
+        self.slot(h) * self.nnodes + n.index()
+    }
+
     fn idx(&self, h: HandleId, n: MemNodeId) -> usize {
-        h.index() * self.nnodes + n.index()
+        self.key(h, n)
     }
 
     fn rep(&self, h: HandleId, n: MemNodeId) -> &Replica {
@@ -134,7 +167,7 @@ impl Memory {
 
     /// Size of a handle.
     pub fn size(&self, h: HandleId) -> u64 {
-        self.sizes[h.index()]
+        self.sizes[self.slot(h)]
     }
 
     /// Whether `h` has a valid replica on `n`.
@@ -154,7 +187,7 @@ impl Memory {
 
     /// Latest version of `h` (incremented by every write).
     pub fn version(&self, h: HandleId) -> u32 {
-        self.versions[h.index()]
+        self.versions[self.slot(h)]
     }
 
     /// Version held by the replica `(h, n)`.
@@ -309,7 +342,7 @@ impl Memory {
     /// A copy of version `version` of `h` arrived on `n`. Returns false (and changes nothing)
     /// if `h` was written since the copy started: the data is stale.
     pub fn arrive(&mut self, h: HandleId, n: MemNodeId, version: u32) -> bool {
-        if version != self.versions[h.index()] {
+        if version != self.versions[self.slot(h)] {
             return false;
         }
         let i = self.idx(h, n);
@@ -321,10 +354,11 @@ impl Memory {
 
     /// A task on `n` wrote `h`: a new version, valid only there.
     pub fn write(&mut self, h: HandleId, n: MemNodeId) {
-        self.versions[h.index()] += 1;
-        let v = self.versions[h.index()];
+        let slot = self.slot(h);
+        self.versions[slot] += 1;
+        let v = self.versions[slot];
         for m in 0..self.nnodes {
-            let i = h.index() * self.nnodes + m;
+            let i = slot * self.nnodes + m;
             self.replicas[i].valid = m == n.index();
         }
         let i = self.idx(h, n);
@@ -400,16 +434,19 @@ impl Memory {
     }
 
     /// Handles not valid in RAM (they need a final write-back).
+    /// The handles holding data (valid somewhere) but not valid in RAM.
     pub fn not_in_ram(&self) -> impl Iterator<Item = HandleId> + '_ {
-        (0..self.sizes.len())
-            .map(|h| HandleId(h as u32))
-            .filter(|&h| !self.is_valid(h, self.ram))
+        self.handles
+            .iter()
+            .copied()
+            .filter(|&h| !self.is_valid(h, self.ram) && self.valid_nodes(h).next().is_some())
     }
 
     /// Replicas on `n` that are allocated and pinned, for diagnoses.
     pub fn pinned_on(&self, n: MemNodeId) -> Vec<HandleId> {
-        (0..self.sizes.len())
-            .map(|h| HandleId(h as u32))
+        self.handles
+            .iter()
+            .copied()
             .filter(|&h| {
                 let r = self.rep(h, n);
                 r.allocated && r.pins > 0
@@ -430,11 +467,14 @@ mod tests {
             b.add_handle(Handle::bytes(1000)).unwrap();
         }
         let g = b.build().unwrap();
+        let (handles, slots) = Memory::all_handles(&g);
         Memory::new(
             vec![MemKind::Ram, MemKind::Gpu],
             vec![1 << 20, 2000],
             MemNodeId(0),
             &g,
+            handles,
+            slots,
             false,
         )
     }

@@ -7,30 +7,30 @@ use hetsim_taskgraph::{TaskGraph, TaskId};
 
 use super::{KernelTimes, RunConfig, Worker, WorkerId, WorkerKind};
 
-/// Mean durations per (task, worker device), `NaN` where the worker cannot run the task.
+/// Mean durations per (task, worker class), `NaN` where the class cannot run the task. A class
+/// is a distinct (device, memory node, kind): workers of one class share predictions. Each rank
+/// maps its workers to classes ([`runnable_of`]).
 #[derive(Debug)]
 pub(crate) struct Runnable {
     means: Vec<f64>,
     ndev: usize,
-    worker_dev: Vec<usize>,
+    col_kind: Vec<WorkerKind>,
 }
 
 impl Runnable {
-    pub fn mean_s(&self, task: TaskId, worker: WorkerId) -> Option<f64> {
-        let m = self.means[task.index() * self.ndev + self.worker_dev[worker.index()]];
+    /// The mean duration of `task` on workers of class `col`, if they can run it.
+    pub fn mean_s(&self, task: TaskId, col: usize) -> Option<f64> {
+        let m = self.means[task.index() * self.ndev + col];
         (!m.is_nan()).then_some(m)
     }
 
-    /// The makespan bounds of the graph on `workers` from these means (`trace::stats`).
+    /// The makespan bounds of the graph on `workers` (all ranks') from these means
+    /// (`trace::stats`).
     pub fn bounds(&self, graph: &TaskGraph, workers: &[Worker]) -> crate::bounds::Bounds {
         let mut cpu = vec![f64::INFINITY; graph.num_tasks()];
         let mut gpu = vec![f64::INFINITY; graph.num_tasks()];
-        let mut col_kind = vec![WorkerKind::Cpu; self.ndev];
-        for (w, &col) in self.worker_dev.iter().enumerate() {
-            col_kind[col] = workers[w].kind;
-        }
         for t in 0..graph.num_tasks() {
-            for (col, kind) in col_kind.iter().enumerate() {
+            for (col, kind) in self.col_kind.iter().enumerate() {
                 let m = self.means[t * self.ndev + col];
                 if m.is_nan() {
                     continue;
@@ -46,9 +46,27 @@ impl Runnable {
     }
 }
 
+/// The workers of a whole machine: all its GPUs (or `config.ncuda`) and its cores less one
+/// per GPU if the machine reserves driver cores (or `config.ncpu`).
 pub(crate) fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Worker>, InputError> {
+    let ngpu = machine.gpus().len() as u32;
+    workers_in(machine, config, 0..ngpu, 0..machine.cpu_cores(), 0)
+}
+
+/// The workers of a share of `machine`: its GPUs `gpus` (indices into the machine's GPU list;
+/// the first `config.ncuda` of them), and of its cores `cores` (indices over the CPU groups in
+/// order) all but one per GPU used if the machine reserves driver cores and `reserved` more
+/// (or the first `config.ncpu`). GPUs are numbered first, then CPU cores; a CPU worker is
+/// named after its core's index in the machine.
+pub(crate) fn workers_in(
+    machine: &Machine,
+    config: &RunConfig,
+    gpus: std::ops::Range<u32>,
+    cores: std::ops::Range<u32>,
+    reserved: u32,
+) -> Result<Vec<Worker>, InputError> {
     let rt = machine.runtime();
-    let ngpu_all = machine.gpus().len() as u32;
+    let ngpu_all = gpus.len() as u32;
     let ngpu = config.ncuda.unwrap_or(ngpu_all);
     if ngpu > ngpu_all {
         return Err(InputError::new(format!(
@@ -57,12 +75,12 @@ pub(crate) fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Wo
         ))
         .at_field("runtime.ncuda"));
     }
-    let cores = machine.cpu_cores();
-    let reserved = if rt.gpu_driver_cores { ngpu } else { 0 };
+    let ncores = cores.len() as u32;
+    let reserved = reserved + if rt.gpu_driver_cores { ngpu } else { 0 };
     let ncpu = match config.ncpu {
-        Some(n) if n + reserved > cores => {
+        Some(n) if n + reserved > ncores => {
             return Err(InputError::new(format!(
-                "{n} CPU workers asked for, but machine `{}` has {cores} cores{}",
+                "{n} CPU workers asked for, but machine `{}` has {ncores} cores{}",
                 machine.name(),
                 if reserved > 0 {
                     format!(" of which {reserved} drive GPUs")
@@ -73,10 +91,15 @@ pub(crate) fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Wo
             .at_field("runtime.ncpu"));
         }
         Some(n) => n,
-        None => cores.saturating_sub(reserved),
+        None => ncores.saturating_sub(reserved),
     };
     let mut workers = Vec::new();
-    for g in machine.gpus().iter().take(ngpu as usize) {
+    for g in machine
+        .gpus()
+        .iter()
+        .skip(gpus.start as usize)
+        .take(ngpu as usize)
+    {
         workers.push(Worker {
             id: WorkerId(workers.len() as u32),
             name: g.name.clone(),
@@ -87,19 +110,23 @@ pub(crate) fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Wo
         });
     }
     let mut core = 0;
+    let mut taken = 0;
     'groups: for group in machine.cpus() {
         for _ in 0..group.count {
-            if core == ncpu {
+            if taken == ncpu {
                 break 'groups;
             }
-            workers.push(Worker {
-                id: WorkerId(workers.len() as u32),
-                name: format!("CPU{core}"),
-                kind: WorkerKind::Cpu,
-                device: "CPU".to_string(),
-                memory: group.memory,
-                pipeline_depth: 1,
-            });
+            if core >= cores.start {
+                workers.push(Worker {
+                    id: WorkerId(workers.len() as u32),
+                    name: format!("CPU{core}"),
+                    kind: WorkerKind::Cpu,
+                    device: "CPU".to_string(),
+                    memory: group.memory,
+                    pipeline_depth: 1,
+                });
+                taken += 1;
+            }
             core += 1;
         }
     }
@@ -112,29 +139,59 @@ pub(crate) fn workers_of(machine: &Machine, config: &RunConfig) -> Result<Vec<Wo
     Ok(workers)
 }
 
+/// The mean duration of every task on every worker class of its rank (`ranks[r]`: rank r's
+/// workers, local ids), and per rank the class of each worker. Errors before the run: a task
+/// that no worker of its rank has a model for, or whose data does not fit in the memory of any
+/// worker of its rank that has one. Messages between ranks run on no worker.
 pub(crate) fn runnable_of(
     graph: &TaskGraph,
     kernels: &dyn KernelTimes,
-    workers: &[Worker],
+    ranks: &[&[Worker]],
     machine: &Machine,
-) -> Result<Runnable, InputError> {
-    // One column per distinct (device, memory node): workers of one kind share predictions.
-    let mut devs: Vec<usize> = Vec::new(); // representative worker per column
-    let mut worker_dev = Vec::with_capacity(workers.len());
-    for w in workers {
-        let col = devs.iter().position(|&r| {
-            workers[r].device == w.device
-                && workers[r].memory == w.memory
-                && workers[r].kind == w.kind
-        });
-        worker_dev.push(col.unwrap_or_else(|| {
-            devs.push(w.id.index());
-            devs.len() - 1
-        }));
+) -> Result<(Runnable, Vec<Vec<usize>>), InputError> {
+    // One column per distinct (device, memory node, kind).
+    let mut devs: Vec<&Worker> = Vec::new(); // representative worker per column
+    let mut cols = Vec::with_capacity(ranks.len());
+    for workers in ranks {
+        let mut worker_dev = Vec::with_capacity(workers.len());
+        for w in *workers {
+            let col = devs
+                .iter()
+                .position(|r| r.device == w.device && r.memory == w.memory && r.kind == w.kind);
+            worker_dev.push(col.unwrap_or_else(|| {
+                devs.push(w);
+                devs.len() - 1
+            }));
+        }
+        cols.push(worker_dev);
     }
     let ndev = devs.len();
+    // Per rank, its classes in column order.
+    let rank_cols: Vec<Vec<usize>> = cols
+        .iter()
+        .map(|c| {
+            let mut v = c.clone();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
     let mut means = vec![f64::NAN; graph.num_tasks() * ndev];
     for t in graph.task_ids() {
+        let task = graph.task(t);
+        if task.is_message() {
+            continue;
+        }
+        let Some(mine) = rank_cols.get(task.node.index()) else {
+            return Err(InputError::new(format!(
+                "task {} ({}) is on rank {} of a run of {} rank(s)",
+                t.0,
+                graph.task_codelet_name(t),
+                task.node.0,
+                rank_cols.len()
+            ))
+            .at_field("workload"));
+        };
         let need: u64 = graph
             .accesses(t)
             .iter()
@@ -142,8 +199,8 @@ pub(crate) fn runnable_of(
             .sum();
         let mut modelled = false;
         let mut fits_somewhere = false;
-        for (col, &r) in devs.iter().enumerate() {
-            let w = &workers[r];
+        for &col in mine {
+            let w = devs[col];
             let Some(m) = kernels.mean_s(graph, t, w) else {
                 continue;
             };
@@ -165,9 +222,9 @@ pub(crate) fn runnable_of(
             }
         }
         if !modelled {
-            let why: Vec<NoModel> = devs
+            let why: Vec<NoModel> = mine
                 .iter()
-                .filter_map(|&r| kernels.explain(graph, t, &workers[r]))
+                .filter_map(|&col| kernels.explain(graph, t, devs[col]))
                 .collect();
             return Err(InputError::new(format!(
                 "unknown kernel: no worker of machine `{}` has a model for codelet `{}` (task {}){}; \
@@ -193,9 +250,13 @@ pub(crate) fn runnable_of(
             .at_field("workload"));
         }
     }
-    Ok(Runnable {
-        means,
-        ndev,
-        worker_dev,
-    })
+    let col_kind = devs.iter().map(|w| w.kind).collect();
+    Ok((
+        Runnable {
+            means,
+            ndev,
+            col_kind,
+        },
+        cols,
+    ))
 }

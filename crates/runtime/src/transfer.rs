@@ -52,6 +52,29 @@ impl Paths {
         }
     }
 
+    /// The paths inside node `node` of a cluster, over that node's copy of the links.
+    pub fn of_node(
+        machine: &Machine,
+        net: &hetsim_platform::cluster::ClusterNetwork,
+        node: hetsim_platform::cluster::NodeId,
+    ) -> Self {
+        use hetsim_platform::cluster::Segment;
+        let nnodes = machine.memory_nodes().len();
+        let mut paths = vec![None; nnodes * nnodes];
+        for r in machine.routes() {
+            paths[r.src.index() * nnodes + r.dst.index()] =
+                net.intra(node, r.src, r.dst).map(|s| match s {
+                    Segment::Fluid(links) => Path::Fluid(links),
+                    Segment::Model(m) => Path::Model(m),
+                });
+        }
+        Paths {
+            link_names: Vec::new(),
+            paths,
+            nnodes,
+        }
+    }
+
     pub fn path(&self, src: MemNodeId, dst: MemNodeId) -> Option<&Path> {
         self.paths[src.index() * self.nnodes + dst.index()].as_ref()
     }

@@ -614,6 +614,7 @@ impl<W: Write> Observer for ChromeWriter<W> {
                 sched,
                 config,
                 bounds,
+                ..
             } => self.run_start(machine, graph, workers, links, sched, config.seed, &bounds),
             SimEvent::RunEnd { makespan_s } => {
                 self.out.event(&Event {
@@ -861,6 +862,7 @@ mod tests {
         };
         let reads = [(h0, 0, 0), (h1, 0, 0)];
         let mut w = ChromeWriter::new(Vec::new()).with_link_resolution(LinkResolution::Off);
+        let layout = hetsim_runtime::Layout::of_machine(&machine, &workers, &[]);
         let stream: Vec<(f64, SimEvent<'_>)> = vec![
             (
                 0.0,
@@ -875,6 +877,7 @@ mod tests {
                         critical_path_s: 0.0,
                         area_bound_s: 0.0,
                     },
+                    layout: &layout,
                 },
             ),
             // Serial 1: h0, arrives at 5 µs; serial 2: h1, arrives at 3 µs.
