@@ -377,13 +377,45 @@ fn a_thousand_node_network_is_linear() {
     assert_eq!(links(2000), 12200);
 }
 
+/// A task-graph workload on several nodes runs as StarPU-MPI's distributed graph: the number of
+/// data messages equals what StarPU-MPI 1.4.12 itself sent (`STARPU_MPI_STATS`, summed over the
+/// ranks) for its distributed Cholesky on 2 and 4 mirage nodes at every size measured
+/// (docs/validation/starpu14-mpi-cholesky.csv).
 #[test]
-fn task_graph_kinds_refuse_multi_node_clusters() {
-    let sc = setup("graph", CLUSTER, "kind = \"cholesky\"\nn = 960\nnb = 960\n");
-    let out = hetsim(&["run", sc.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("task-graph workloads"), "{err}");
+fn distributed_cholesky_sends_what_starpu_mpi_sends() {
+    let csv = std::fs::read_to_string(hetsim_testkit::repo(
+        "docs/validation/starpu14-mpi-cholesky.csv",
+    ))
+    .unwrap();
+    let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (nodes, sched, n, sends) = (col("nodes"), col("sched"), col("n"), col("mpi_sends"));
+    let mut checked = 0;
+    for row in rows {
+        let f: Vec<&str> = row.split(',').collect();
+        if f[nodes] == "1" || f[sched] != "dmda" {
+            continue;
+        }
+        let out = hetsim(&[
+            "run",
+            "scenarios/cholesky-mirage-mpi.toml",
+            "--json",
+            "--set",
+            &format!("machine.nodes={}", f[nodes]),
+            "--set",
+            &format!("workload.n={}", f[n]),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v["cluster"]["messages"].as_u64().unwrap().to_string(),
+            f[sends],
+            "{row}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "2 and 4 nodes at three sizes");
 }
 
 #[test]

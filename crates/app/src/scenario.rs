@@ -48,6 +48,7 @@ use hetsim_runtime::Scheduler;
 use hetsim_runtime::{RunConfig, RunReport};
 use hetsim_sched as sched;
 use hetsim_sched::{Params, TransferEstimate};
+use hetsim_taskgraph::distributed::BlockCyclic;
 use hetsim_taskgraph::{Kernel, Precision, TaskGraph};
 
 /// One override of a scenario value by dotted path, from the command line.
@@ -154,6 +155,11 @@ pub struct WorkloadSpec {
     pub nb: u64,
     /// Element precision.
     pub precision: Precision,
+    /// On a cluster: the P × Q grid of ranks the tiles are dealt over block-cyclically
+    /// (`workload.grid = "PxQ"`); `None`: StarPU-MPI's examples' grid for the rank count.
+    pub grid: Option<(u32, u32)>,
+    /// On a cluster: StarPU-MPI's cache of received data (`workload.mpi_cache`, default on).
+    pub mpi_cache: bool,
 }
 
 impl WorkloadSpec {
@@ -299,6 +305,9 @@ pub struct Scenario {
     pub nodes: Option<u32>,
     /// `[machine] gpus_per_node`: overrides the cluster file's GPUs per node.
     pub gpus_per_node: Option<u32>,
+    /// `[machine] ranks_per_node`: StarPU-MPI processes per node for task-graph workloads on a
+    /// cluster (default 1), each with its share of the node's GPUs and cores.
+    pub ranks_per_node: u32,
     /// `[workload]` of a task-graph kind (cholesky, lu, gemm); `None` for program kinds.
     pub workload: Option<WorkloadSpec>,
     /// `[workload]` of a program kind ([`ProgramWorkload::KINDS`]); `None` for task graphs.
@@ -698,6 +707,8 @@ struct RawShape {
     nodes: Option<Spanned<u32>>,
     #[serde(default)]
     gpus_per_node: Option<Spanned<u32>>,
+    #[serde(default)]
+    ranks_per_node: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -708,6 +719,10 @@ struct RawWorkload {
     nb: Spanned<u64>,
     #[serde(default)]
     precision: Option<Spanned<String>>,
+    #[serde(default)]
+    grid: Option<Spanned<String>>,
+    #[serde(default)]
+    mpi_cache: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -794,8 +809,19 @@ fn build(
     };
 
     // [machine]
-    let (mut nodes, mut gpus_per_node) = (None, None);
+    let (mut nodes, mut gpus_per_node, mut ranks_per_node) = (None, None, 1);
     if let Some(m) = &raw.machine {
+        if let Some(v) = &m.ranks_per_node {
+            note!("machine.ranks_per_node", &v.span());
+            if *v.get_ref() == 0 {
+                return Err(src.err(
+                    &v.span(),
+                    "machine.ranks_per_node",
+                    "expected at least 1 rank per node",
+                ));
+            }
+            ranks_per_node = *v.get_ref();
+        }
         if let Some(v) = &m.nodes {
             note!("machine.nodes", &v.span());
             if *v.get_ref() == 0 {
@@ -991,6 +1017,7 @@ fn build(
         machine_file,
         nodes,
         gpus_per_node,
+        ranks_per_node,
         workload,
         program: program.map(|(p, _, _)| p),
         scheduler: SchedulerSpec { name, options },
@@ -1032,16 +1059,45 @@ fn graph_workload(
         }
         None => Precision::Single,
     };
+    let grid = match &w.grid {
+        Some(g) => {
+            note!("workload.grid", &g.span());
+            Some(parse_grid(g.get_ref()).map_err(|m| src.err(&g.span(), "workload.grid", m))?)
+        }
+        None => None,
+    };
+    let mpi_cache = match &w.mpi_cache {
+        Some(c) => {
+            note!("workload.mpi_cache", &c.span());
+            *c.get_ref()
+        }
+        None => true,
+    };
     let workload = WorkloadSpec {
         kind,
         n: *w.n.get_ref(),
         nb: *w.nb.get_ref(),
         precision,
+        grid,
+        mpi_cache,
     };
     // The generators check n and nb; do it now, so that a bad scenario fails before the
     // machine is loaded, with the line of the offending value.
     check_tiling(&workload).map_err(|e| locate_with(origins, src.file, e))?;
     Ok(workload)
+}
+
+/// A process grid `"PxQ"` (rows x columns of ranks), both at least 1.
+fn parse_grid(text: &str) -> Result<(u32, u32), String> {
+    let bad =
+        || format!("grid `{text}`: expected rows x columns of ranks such as \"2x2\" (both >= 1)");
+    let (p, q) = text.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let p: u32 = p.trim().parse().map_err(|_| bad())?;
+    let q: u32 = q.trim().parse().map_err(|_| bad())?;
+    if p == 0 || q == 0 {
+        return Err(bad());
+    }
+    Ok((p, q))
 }
 
 /// Check n and nb as the generators do, without building the graph.
@@ -1256,21 +1312,23 @@ impl Scenario {
 
     /// Build the scheduler, seeded from the run's seed.
     pub fn build_scheduler(&self) -> Result<Box<dyn Scheduler>, InputError> {
-        sched::build(
-            &self.scheduler.name,
-            self.run.seed,
-            &self.scheduler.options.params(),
+        self.build_scheduler_seeded(self.run.seed)
+    }
+
+    /// Build the scheduler, seeded from `seed`.
+    fn build_scheduler_seeded(&self, seed: u64) -> Result<Box<dyn Scheduler>, InputError> {
+        sched::build(&self.scheduler.name, seed, &self.scheduler.options.params()).ok_or_else(
+            || {
+                self.locate(
+                    InputError::new(format!(
+                        "unknown scheduler `{}`: expected one of {}",
+                        self.scheduler.name,
+                        sched::NAMES.join(", ")
+                    ))
+                    .at_field("scheduler.name"),
+                )
+            },
         )
-        .ok_or_else(|| {
-            self.locate(
-                InputError::new(format!(
-                    "unknown scheduler `{}`: expected one of {}",
-                    self.scheduler.name,
-                    sched::NAMES.join(", ")
-                ))
-                .at_field("scheduler.name"),
-            )
-        })
     }
 
     /// Load the machine, generate the workload, build the scheduler and simulate.
@@ -1283,6 +1341,10 @@ impl Scenario {
         &self,
         observer: &mut dyn hetsim_runtime::Observer,
     ) -> Result<RunReport, Error> {
+        let cluster = self.load_cluster()?;
+        if cluster.nodes() > 1 || self.ranks_per_node > 1 {
+            return self.run_distributed(cluster, observer);
+        }
         let machine = self.load_machine()?;
         let kernels = hetsim_runtime::kernels_for(&machine).map_err(|e| {
             let e = e.at_field("scenario.machine");
@@ -1306,16 +1368,83 @@ impl Scenario {
         Ok(report)
     }
 
+    /// A task-graph workload on a cluster: StarPU-MPI's distributed graph over the ranks
+    /// (`ranks_per_node` per node), each rank under its own instance of the scheduler.
+    fn run_distributed(
+        &self,
+        cluster: Cluster,
+        observer: &mut dyn hetsim_runtime::Observer,
+    ) -> Result<RunReport, Error> {
+        let w = self.graph_workload()?;
+        let cluster = match &self.noise {
+            Some(noise) => cluster.map_node_machine(|m| m.set_noise_everywhere(noise.clone())),
+            None => cluster,
+        };
+        let ranks = cluster.nodes() * self.ranks_per_node;
+        let grid = match w.grid {
+            Some((p, q)) => BlockCyclic::new(p, q).map_err(|e| self.locate(e))?,
+            None => BlockCyclic::for_nodes(ranks),
+        };
+        if grid.nodes() != ranks {
+            return Err(self
+                .locate(
+                    InputError::new(format!(
+                        "grid {}x{} has {} ranks, but the run has {ranks} ({} node(s), {} per \
+                         node)",
+                        grid.p,
+                        grid.q,
+                        grid.nodes(),
+                        cluster.nodes(),
+                        self.ranks_per_node
+                    ))
+                    .at_field("workload.grid"),
+                )
+                .into());
+        }
+        let machine = cluster.node_machine();
+        let kernels = hetsim_runtime::kernels_for(machine).map_err(|e| {
+            let e = e.at_field("scenario.machine");
+            self.locate(e)
+        })?;
+        self.check_data_fits_on(machine, u64::from(cluster.nodes()))?;
+        let graph = w
+            .kind
+            .generate_distributed(w.n, w.nb, w.precision, grid, w.mpi_cache)
+            .map_err(|e| self.locate(e))?;
+        let mut scheds = (0..ranks)
+            .map(|r| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r))))
+            .collect::<Result<Vec<_>, _>>()?;
+        hetsim_runtime::simulate_cluster(
+            &cluster,
+            self.ranks_per_node,
+            &graph,
+            kernels.as_ref(),
+            &mut scheds,
+            &self.run,
+            observer,
+        )
+        .map_err(|e| match e {
+            Error::Input(e) => Error::Input(self.locate_run_error(e)),
+            other => other,
+        })
+    }
+
     /// Refuse, before building the graph, a workload whose data cannot fit in the machine's RAM
     /// (the runtime would refuse it too, after building gigabytes of graph).
     fn check_data_fits(&self, machine: &Machine) -> Result<(), InputError> {
+        self.check_data_fits_on(machine, 1)
+    }
+
+    /// [`Self::check_data_fits`] on `nodes` copies of `machine`.
+    fn check_data_fits_on(&self, machine: &Machine, nodes: u64) -> Result<(), InputError> {
         let w = self.graph_workload()?;
         let ram: u64 = machine
             .memory_nodes()
             .iter()
             .filter(|m| m.kind == MemKind::Ram)
             .map(|m| m.capacity_bytes)
-            .sum();
+            .sum::<u64>()
+            .saturating_mul(nodes);
         let need = w.data_bytes();
         if need > ram {
             return Err(self.locate(

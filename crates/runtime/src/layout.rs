@@ -145,7 +145,7 @@ pub(crate) fn cluster_setup(
     let machine = cluster.node_machine();
     let r = ranks_per_node.max(1);
     let g = cluster.gpus_per_node();
-    if r > 1 && g % r != 0 {
+    if r > 1 && !g.is_multiple_of(r) {
         return Err(InputError::new(format!(
             "{r} ranks per node cannot share {g} GPUs evenly: expected a divisor of {g}"
         ))

@@ -108,6 +108,23 @@ impl Kernel {
             Kernel::Gemm => gemm(n, nb, precision),
         }
     }
+
+    /// The distributed graph over a `grid` of ranks, as StarPU-MPI's examples submit it
+    /// ([`distributed`]); `cache` is StarPU-MPI's `STARPU_MPI_CACHE`.
+    pub fn generate_distributed(
+        self,
+        n: u64,
+        nb: u64,
+        precision: Precision,
+        grid: distributed::BlockCyclic,
+        cache: bool,
+    ) -> Result<TaskGraph, InputError> {
+        match self {
+            Kernel::Cholesky => distributed::cholesky(n, nb, precision, grid, cache),
+            Kernel::Lu => distributed::lu(n, nb, precision, grid, cache),
+            Kernel::Gemm => distributed::gemm(n, nb, precision, grid, cache),
+        }
+    }
 }
 
 impl FromStr for Kernel {

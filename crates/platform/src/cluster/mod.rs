@@ -257,6 +257,12 @@ impl Cluster {
         Ok(self)
     }
 
+    /// The same cluster with its node machine changed by `f` (every node is a copy of it).
+    pub fn map_node_machine(mut self, f: impl FnOnce(&mut Machine)) -> Cluster {
+        f(&mut self.node);
+        self
+    }
+
     /// The same cluster with another name.
     pub fn with_name(mut self, name: impl Into<String>) -> Cluster {
         self.name = name.into();

@@ -102,6 +102,18 @@ impl Messages {
         Messages { state }
     }
 
+    /// The messages with a side that waits for no task, in task order.
+    pub fn waiting_for_nothing(&self) -> Vec<TaskId> {
+        let mut v: Vec<TaskId> = self
+            .state
+            .iter()
+            .filter(|(_, m)| m.send_left == 0 || m.recv_left == 0)
+            .map(|(&t, _)| TaskId(t))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// For a message whose send started: the sending rank and the memory node its bytes leave
     /// from.
     pub fn source(&self, t: TaskId) -> Option<(usize, MemNodeId)> {
@@ -149,7 +161,7 @@ impl Messages {
 }
 
 impl Sim<'_> {
-    /// A message with no predecessor: it starts at once.
+    /// A message one of whose sides waits for nothing: that side starts at once.
     pub(super) fn message_ready(&mut self, m: TaskId) {
         let msg = *self.messages.get(m);
         if msg.send_left == 0 {

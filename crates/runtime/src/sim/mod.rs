@@ -423,13 +423,16 @@ impl<'a> Sim<'a> {
         };
         self.stats.event(0.0, &start);
         self.obs.event(0.0, &start);
-        let roots: Vec<TaskId> = self.graph.roots().collect();
+        let roots: Vec<TaskId> = self
+            .graph
+            .roots()
+            .filter(|&t| !self.graph.task(t).is_message())
+            .collect();
         for t in roots {
-            if self.graph.task(t).is_message() {
-                self.message_ready(t);
-            } else {
-                self.push(t, None);
-            }
+            self.push(t, None);
+        }
+        for m in self.messages.waiting_for_nothing() {
+            self.message_ready(m);
         }
         self.apply_decisions();
         self.wake_workers();
