@@ -13,8 +13,10 @@
 //! - `codelets/45/*.<host>` ([`starpu_codelets::parse_codelet_file`]): the kernel history per
 //!   codelet and device.
 //!
-//! [`write::machine_toml`] then writes the machine file (`docs/calibrate.md` gives the mapping),
-//! and [`import_to_toml`] checks that the result loads. Bad input is an [`InputError`] naming the
+//! [`write::machine_toml`] then writes the machine file by serialising the loader's own schema
+//! (`hetsim_platform::machine::format`) with the provenance comments attached as `toml_edit`
+//! decor (`docs/calibrate.md` gives the mapping), and [`import_to_toml`] checks that the result
+//! loads. Bad input is an [`InputError`] naming the
 //! file and line; lines the importer does not know are skipped with a `tracing::warn!`.
 //!
 //! [`show::render`] prints a machine's kernel models as tables, like StarPU's
@@ -24,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use hetsim_core::error::{Error, InputError, read_input};
 
+mod notes;
 pub mod show;
 pub mod starpu_bus;
 pub mod starpu_codelets;
