@@ -258,6 +258,7 @@ pub struct View<'a> {
     pub(crate) memory: &'a memory::Memory,
     pub(crate) estimates: &'a transfer::Estimates,
     pub(crate) released_by: Option<WorkerId>,
+    pub(crate) rank: u32,
 }
 
 impl<'a> View<'a> {
@@ -266,9 +267,22 @@ impl<'a> View<'a> {
         self.now_s
     }
 
-    /// The task graph.
+    /// The task graph. On a cluster it holds every rank's tasks and the messages between
+    /// ranks; this scheduler is given only its own rank's tasks ([`View::is_local`]).
     pub fn graph(&self) -> &'a TaskGraph {
         self.graph
+    }
+
+    /// The rank this scheduler serves (0 on one machine).
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Whether `task` is one this scheduler may be given: a computation of its rank. Other
+    /// ranks' tasks and messages between ranks run elsewhere.
+    pub fn is_local(&self, task: TaskId) -> bool {
+        let t = self.graph.task(task);
+        !t.is_message() && t.node.0 == self.rank
     }
 
     /// All workers, in id order.
@@ -327,8 +341,12 @@ impl<'a> View<'a> {
         self.predicted_length_s(task, worker).is_some()
     }
 
-    /// Predicted (mean) duration of `task` on `worker`, if it can run it.
+    /// Predicted (mean) duration of `task` on `worker`, if it can run it (never for a task
+    /// of another rank or a message).
     pub fn predicted_length_s(&self, task: TaskId, worker: WorkerId) -> Option<f64> {
+        if !self.is_local(task) {
+            return None;
+        }
         self.runnable.mean_s(task, self.cols[worker.index()])
     }
 
@@ -479,6 +497,7 @@ pub mod fixture {
                 memory: &self.memory,
                 estimates: &self.estimates,
                 released_by: None,
+                rank: 0,
             }
         }
 

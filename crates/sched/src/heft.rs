@@ -69,6 +69,10 @@ impl Plan {
     }
 }
 
+/// The worker of a slot that is not this rank's: another rank's task or a message (it runs
+/// elsewhere and is not planned here).
+pub const ELSEWHERE: WorkerId = WorkerId(u32::MAX);
+
 /// The HEFT policy: plans at the first push, then executes the plan.
 #[derive(Debug, Default)]
 pub struct Heft {
@@ -233,6 +237,10 @@ impl Heft {
                     k += 1;
                 }
             }
+            if !view.is_local(t) {
+                // Another rank's task or a message: a zero-length step of the graph.
+                continue;
+            }
             assert!(k > 0, "the runtime refuses tasks no worker can run");
             mean[t.index()] = sum / f64::from(k);
         }
@@ -287,6 +295,19 @@ impl Heft {
         };
         let mut slots = vec![placeholder; n];
         for &t in &order {
+            if !view.is_local(t) {
+                // Not planned here: it ends when its last predecessor does.
+                let at = inputs.preds[t.index()]
+                    .iter()
+                    .map(|&(p, _)| slots[p.index()].finish_s)
+                    .fold(0.0, f64::max);
+                slots[t.index()] = Slot {
+                    worker: ELSEWHERE,
+                    start_s: at,
+                    finish_s: at,
+                };
+                continue;
+            }
             let mut best: Option<(f64, f64, WorkerId, usize)> = None; // (eft, est, w, gap)
             for w in workers {
                 let l = len[t.index() * nw + w.id.index()];
@@ -302,7 +323,12 @@ impl Heft {
                 for &(p, bytes) in &inputs.preds[t.index()] {
                     let ps = slots[p.index()];
                     debug_assert!(!ps.finish_s.is_nan(), "predecessors are placed first");
-                    let moved = if workers[ps.worker.index()].memory == node {
+                    let here = if ps.worker == ELSEWHERE {
+                        ram
+                    } else {
+                        workers[ps.worker.index()].memory
+                    };
+                    let moved = if here == node {
                         0.0
                     } else {
                         cost(bytes)
@@ -340,7 +366,9 @@ impl Heft {
         let mut per: Vec<Vec<(f64, usize, TaskId)>> = vec![Vec::new(); nw];
         for (i, &t) in plan.order.iter().enumerate() {
             let s = plan.slots[t.index()];
-            per[s.worker.index()].push((s.start_s, i, t));
+            if s.worker != ELSEWHERE {
+                per[s.worker.index()].push((s.start_s, i, t));
+            }
         }
         self.next = per
             .into_iter()

@@ -34,6 +34,7 @@ mod messages;
 macro_rules! view {
     ($s:expr, $r:expr) => {
         View {
+            rank: $r.index,
             now_s: $s.now,
             graph: $s.graph,
             workers: $r.workers.workers(),
@@ -86,6 +87,8 @@ enum FlowOwner {
 
 /// One rank: a runtime on its share of a node.
 struct Rank<'a> {
+    /// Its id.
+    index: u32,
     node: u32,
     workers: WorkerPool,
     data: DataManager,
@@ -312,6 +315,7 @@ impl<'a> Sim<'a> {
             let worker_base = worker_rank.len() as u32;
             worker_rank.extend(std::iter::repeat_n(r as u32, s.workers.len()));
             ranks.push(Rank {
+                index: r as u32,
                 node: s.node,
                 workers: WorkerPool::new(s.workers),
                 data,
