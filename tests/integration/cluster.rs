@@ -406,7 +406,11 @@ fn distributed_cholesky_sends_what_starpu_mpi_sends() {
             "--set",
             &format!("workload.n={}", f[n]),
         ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             v["cluster"]["messages"].as_u64().unwrap().to_string(),

@@ -84,16 +84,16 @@ pub(crate) struct DataManager {
 }
 
 impl DataManager {
-    /// The data `handles` of `graph` on `machine` (see [`Memory::new`] for `slots`), each
-    /// holding data at the start valid in `ram`; `gpus_used` is the number of GPU workers
-    /// (StarPU's transfer estimate depends on it).
+    /// The data `handles` of `graph` on `machine` (see [`Memory::new`] for `slots` and
+    /// `gpus`, the memory nodes of the rank's GPU workers in order; StarPU's transfer estimate
+    /// depends on their number).
     pub fn new(
         machine: &Machine,
         graph: &TaskGraph,
         rank: u32,
         (handles, slots): (Vec<HandleId>, Rc<[u32]>),
         ram: MemNodeId,
-        gpus_used: usize,
+        gpus: &[MemNodeId],
         paths: Paths,
     ) -> Self {
         let kinds: Vec<MemKind> = machine.memory_nodes().iter().map(|m| m.kind).collect();
@@ -111,13 +111,14 @@ impl DataManager {
                 kinds.clone(),
                 capacity,
                 ram,
+                gpus,
                 graph,
                 handles,
                 slots,
                 rt.suballocator,
             ),
             runners: Runners::new(&kinds, rt.pending_limits),
-            estimates: Estimates::new(machine, ram, gpus_used),
+            estimates: Estimates::new(machine, ram, gpus.len()),
             paths,
             costs: Costs {
                 transfer_queue_s: rt.transfer_queue_s,

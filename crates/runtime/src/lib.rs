@@ -94,6 +94,14 @@ pub enum WorkerKind {
 }
 
 impl WorkerKind {
+    /// The unit a task's fixed durations name for this kind of worker.
+    pub fn unit(self) -> hetsim_taskgraph::Unit {
+        match self {
+            WorkerKind::Cpu => hetsim_taskgraph::Unit::Cpu,
+            WorkerKind::Gpu => hetsim_taskgraph::Unit::Gpu,
+        }
+    }
+
     /// "cpu" or "gpu".
     pub fn as_str(self) -> &'static str {
         match self {
@@ -462,26 +470,30 @@ pub mod fixture {
                 .map(|m| m.capacity_bytes)
                 .collect();
             let ram = MemNodeId(0);
-            let gpus = workers.iter().filter(|w| w.kind == WorkerKind::Gpu).count();
+            let gpus: Vec<MemNodeId> = workers
+                .iter()
+                .filter(|w| w.kind == WorkerKind::Gpu)
+                .map(|w| w.memory)
+                .collect();
+            let (handles, slots) = memory::Memory::all_handles(graph);
+            let memory = memory::Memory::new(
+                kinds,
+                caps,
+                ram,
+                &gpus,
+                graph,
+                handles,
+                slots,
+                machine.runtime().suballocator,
+            );
             Fixture {
                 graph,
                 loads: vec![WorkerLoad::default(); workers.len()],
                 workers,
                 runnable,
                 cols,
-                memory: {
-                    let (handles, slots) = memory::Memory::all_handles(graph);
-                    memory::Memory::new(
-                        kinds,
-                        caps,
-                        ram,
-                        graph,
-                        handles,
-                        slots,
-                        machine.runtime().suballocator,
-                    )
-                },
-                estimates: transfer::Estimates::new(machine, ram, gpus),
+                memory,
+                estimates: transfer::Estimates::new(machine, ram, gpus.len()),
             }
         }
 

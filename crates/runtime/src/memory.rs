@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use hetsim_platform::machine::{MemKind, MemNodeId};
-use hetsim_taskgraph::{HandleId, TaskGraph};
+use hetsim_taskgraph::{HandleId, Home, TaskGraph};
 
 use super::suballoc::{ChunkId, Suballocator};
 use super::transfer::Estimates;
@@ -72,15 +72,18 @@ pub(crate) struct Memory {
 }
 
 impl Memory {
-    /// Every handle valid and allocated in `ram`. With `suballocator`, GPU nodes carve small
-    /// allocations out of chunks ([`Suballocator`]).
     /// The replicas of `handles` (global ids, this runtime's, in slot order; `slots` maps every
-    /// global handle to its slot here) on memory nodes of these kinds and capacities. A handle
-    /// holding data at the start is valid in `ram`; every handle has room there.
+    /// global handle to its slot here) on memory nodes of these kinds and capacities. Every
+    /// handle has room in `ram`; one holding data at the start is valid in its home: `ram`, or
+    /// for [`Home::Gpu`]`(i)` the memory node `gpus[i]`, where it is allocated (the caller
+    /// checks that `i` is in range and that the room suffices). With `suballocator`, GPU nodes
+    /// carve small allocations out of chunks ([`Suballocator`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         kinds: Vec<MemKind>,
         capacity: Vec<u64>,
         ram: MemNodeId,
+        gpus: &[MemNodeId],
         graph: &TaskGraph,
         handles: Vec<HandleId>,
         slots: Rc<[u32]>,
@@ -92,18 +95,30 @@ impl Memory {
             .map(|&h| graph.handle(h).size_bytes)
             .collect();
         let mut replicas = vec![Replica::default(); sizes.len() * nnodes];
+        let mut used = vec![0; nnodes];
+        let mut on_device = Vec::new();
         for (i, &h) in handles.iter().enumerate() {
+            let handle = graph.handle(h);
             let r = &mut replicas[i * nnodes + ram.index()];
             r.allocated = true;
-            r.valid = graph.handle(h).starts_valid;
+            match handle.home {
+                Home::Ram => r.valid = handle.starts_valid,
+                Home::Gpu(g) => {
+                    let n = gpus[g as usize];
+                    let r = &mut replicas[i * nnodes + n.index()];
+                    r.allocated = true;
+                    r.valid = handle.starts_valid;
+                    used[n.index()] += sizes[i];
+                    on_device.push((h, n));
+                }
+            }
         }
-        let mut used = vec![0; nnodes];
         used[ram.index()] = sizes.iter().sum();
         let suballoc = kinds
             .iter()
             .map(|&k| (suballocator && k == MemKind::Gpu).then(Suballocator::default))
             .collect();
-        Memory {
+        let mut memory = Memory {
             suballoc,
             nnodes,
             kinds,
@@ -121,7 +136,14 @@ impl Memory {
             evicted: Vec::new(),
             handles,
             slots,
+        };
+        // Device replicas held from the start can be evicted like any other.
+        for (h, n) in on_device {
+            memory.tick += 1;
+            let tick = memory.tick;
+            memory.lru_insert(h, n, tick);
         }
+        memory
     }
 
     /// Every handle of `graph` in one runtime: slots are handle ids.
@@ -472,6 +494,7 @@ mod tests {
             vec![MemKind::Ram, MemKind::Gpu],
             vec![1 << 20, 2000],
             MemNodeId(0),
+            &[MemNodeId(1)],
             &g,
             handles,
             slots,

@@ -199,9 +199,15 @@ pub(crate) fn runnable_of(
             .sum();
         let mut modelled = false;
         let mut fits_somewhere = false;
+        let fixed = graph.fixes_duration(t);
         for &col in mine {
             let w = devs[col];
-            let Some(m) = kernels.mean_s(graph, t, w) else {
+            let m = if fixed {
+                graph.fixed_duration_s(t, w.kind.unit())
+            } else {
+                kernels.mean_s(graph, t, w)
+            };
+            let Some(m) = m else {
                 continue;
             };
             if !(m.is_finite() && m >= 0.0) {

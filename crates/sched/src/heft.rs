@@ -328,11 +328,7 @@ impl Heft {
                     } else {
                         workers[ps.worker.index()].memory
                     };
-                    let moved = if here == node {
-                        0.0
-                    } else {
-                        cost(bytes)
-                    };
+                    let moved = if here == node { 0.0 } else { cost(bytes) };
                     ready = ready.max(ps.finish_s + moved);
                 }
                 let (est, gap) = gaps[w.id.index()].find(ready, l);

@@ -117,9 +117,40 @@ pub struct Handle {
     /// only tasks of that node access it (node 0 on a single machine). A distributed graph
     /// gives each node that uses a piece of data its own handle ([`crate::distributed`]).
     pub node: NodeId,
-    /// Whether the handle holds data at the start (valid in its node's host memory). A copy
+    /// Whether the handle holds data at the start (valid in its [`Handle::home`]). A copy
     /// that a message will bring holds nothing until then.
     pub starts_valid: bool,
+    /// Where its data starts: its node's host memory (StarPU's default), or a GPU of the node's
+    /// rank (workloads whose data lives on the device, such as HPL's local matrix).
+    pub home: Home,
+}
+
+/// Where a handle's data starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Home {
+    /// Host memory.
+    #[default]
+    Ram,
+    /// The rank's `n`-th GPU (in the order of its GPU workers).
+    Gpu(u32),
+}
+
+/// A kind of processing unit, for durations a task fixes itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// A CPU core.
+    Cpu,
+    /// A GPU.
+    Gpu,
+}
+
+impl Unit {
+    fn index(self) -> usize {
+        match self {
+            Unit::Cpu => 0,
+            Unit::Gpu => 1,
+        }
+    }
 }
 
 impl Handle {
@@ -131,6 +162,7 @@ impl Handle {
             tile: None,
             node: NodeId(0),
             starts_valid: true,
+            home: Home::Ram,
         }
     }
 }
@@ -213,6 +245,9 @@ pub struct TaskGraph {
     succ: Vec<TaskId>,
     pred_count: Vec<u32>,
     wont_use: Vec<WontUse>,
+    /// Per task, the durations it fixes itself on a CPU core and on a GPU (NaN: cannot run
+    /// there); empty when no task fixes any.
+    fixed_s: Vec<[f64; 2]>,
 }
 
 /// A "will not be used" hint on a handle, placed in submission order right after task `after`
@@ -258,6 +293,22 @@ impl TaskGraph {
             out.push(last_writer[hint.handle.index()]);
         }
         out
+    }
+
+    /// The duration `task` fixes itself on `unit`: `None` if it fixes none (its codelet's
+    /// kernel model decides) or cannot run there; see [`TaskGraph::fixes_duration`].
+    pub fn fixed_duration_s(&self, task: TaskId, unit: Unit) -> Option<f64> {
+        let d = self.fixed_s.get(task.index())?[unit.index()];
+        (!d.is_nan()).then_some(d)
+    }
+
+    /// Whether `task` fixes its durations itself ([`TaskGraphBuilder::fix_duration`]): then it
+    /// runs only on the units it fixes a duration for, in exactly that time, whatever the
+    /// machine's kernel models say.
+    pub fn fixes_duration(&self, task: TaskId) -> bool {
+        self.fixed_s
+            .get(task.index())
+            .is_some_and(|d| !(d[0].is_nan() && d[1].is_nan()))
     }
 
     /// Number of cluster nodes the graph uses (1 + the largest node of a task or handle).
@@ -457,6 +508,8 @@ pub struct TaskGraphBuilder {
     explicit: bool,
     /// "Will not be used" hints, in submission order.
     wont_use: Vec<WontUse>,
+    /// Fixed durations, per task submitted so far (see [`TaskGraph::fixed_duration_s`]).
+    fixed_s: Vec<[f64; 2]>,
 }
 
 impl TaskGraphBuilder {
@@ -705,8 +758,37 @@ impl TaskGraphBuilder {
         Ok(())
     }
 
+    /// Fix `task`'s duration on `unit` to `secs` (finite, >= 0): it then runs only on units it
+    /// has a fixed duration for, in that time, without noise ([`TaskGraph::fixes_duration`]).
+    /// For workloads that compute their kernels' times from their own model, and for replays
+    /// of recorded durations.
+    pub fn fix_duration(&mut self, task: TaskId, unit: Unit, secs: f64) -> Result<(), InputError> {
+        if task.index() >= self.tasks.len() {
+            return Err(InputError::new(format!(
+                "duration of task {} of {} submitted",
+                task.0,
+                self.tasks.len()
+            )));
+        }
+        if !(secs.is_finite() && secs >= 0.0) {
+            return Err(InputError::new(format!(
+                "duration {secs} s of task {} ({}): expected a finite duration >= 0",
+                task.0,
+                self.codelets[self.tasks[task.index()].codelet.index()]
+            )));
+        }
+        if self.fixed_s.len() < self.tasks.len() {
+            self.fixed_s.resize(self.tasks.len(), [f64::NAN; 2]);
+        }
+        self.fixed_s[task.index()][unit.index()] = secs;
+        Ok(())
+    }
+
     /// Freeze the graph. Fails if explicit dependencies made a cycle.
-    pub fn build(self) -> Result<TaskGraph, InputError> {
+    pub fn build(mut self) -> Result<TaskGraph, InputError> {
+        if !self.fixed_s.is_empty() {
+            self.fixed_s.resize(self.tasks.len(), [f64::NAN; 2]);
+        }
         if self.explicit {
             check_acyclic(&self.deps, &self.tasks, &self.codelets)?;
         }
@@ -744,6 +826,7 @@ impl TaskGraphBuilder {
             succ,
             pred_count,
             wont_use: self.wont_use,
+            fixed_s: self.fixed_s,
         })
     }
 }

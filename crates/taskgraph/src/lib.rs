@@ -27,8 +27,8 @@ pub use cholesky::{
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, NodeId, Task, TaskGraph, TaskGraphBuilder,
-    TaskId, TaskKind, Tile, WontUse,
+    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Task, TaskGraph,
+    TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
 

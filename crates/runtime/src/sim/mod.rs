@@ -286,18 +286,20 @@ impl<'a> Sim<'a> {
             .zip(cols.into_iter().zip(handles.0))
         {
             sched.prepare(machine, &s.workers);
-            let gpus_used = s
+            let gpus: Vec<MemNodeId> = s
                 .workers
                 .iter()
                 .filter(|w| w.kind == WorkerKind::Gpu)
-                .count();
+                .map(|w| w.memory)
+                .collect();
+            check_homes(graph, machine, r as u32, &owned, &gpus)?;
             let data = DataManager::new(
                 machine,
                 graph,
                 r as u32,
                 (owned, handles.1.clone()),
                 ram,
-                gpus_used,
+                &gpus,
                 s.paths,
             );
             let memory = data.memory();
@@ -815,10 +817,13 @@ impl<'a> Sim<'a> {
             .runnable
             .mean_s(t, rank.cols[w.index()])
             .expect("checked at pop");
-        let dur = self
-            .kernels
-            .draw_s(self.graph, t, worker, mean, &mut self.rng)
-            .max(0.0);
+        let dur = if self.graph.fixes_duration(t) {
+            mean
+        } else {
+            self.kernels
+                .draw_s(self.graph, t, worker, mean, &mut self.rng)
+                .max(0.0)
+        };
         let node = worker.memory;
         if self.gpu_sync(r, t, w) {
             // The driver thread runs the kernel itself: it handles no request meanwhile.
@@ -1075,6 +1080,42 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
         },
         other => other,
     }
+}
+
+/// Check that rank `rank`'s handles homed on a GPU name one of its GPUs (`gpus`, memory nodes
+/// of its GPU workers in order) and fit there.
+fn check_homes(
+    graph: &TaskGraph,
+    machine: &Machine,
+    rank: u32,
+    owned: &[HandleId],
+    gpus: &[MemNodeId],
+) -> Result<(), InputError> {
+    let mut need = vec![0u64; gpus.len()];
+    for &h in owned {
+        if let hetsim_taskgraph::Home::Gpu(g) = graph.handle(h).home {
+            let slot = need.get_mut(g as usize).ok_or_else(|| {
+                InputError::new(format!(
+                    "handle {} starts on GPU {g} of rank {rank}, which has {} GPU worker(s)",
+                    h.0,
+                    gpus.len()
+                ))
+                .at_field("workload")
+            })?;
+            *slot += graph.handle(h).size_bytes;
+        }
+    }
+    for (g, (&n, &bytes)) in gpus.iter().zip(&need).enumerate() {
+        let cap = machine.memory_node(n).map_or(0, |m| m.capacity_bytes);
+        if bytes > cap {
+            return Err(InputError::new(format!(
+                "the data that starts on GPU {g} of rank {rank} ({bytes} bytes) does not fit in \
+                 its memory ({cap} bytes)"
+            ))
+            .at_field("workload"));
+        }
+    }
+    Ok(())
 }
 
 /// Per rank, the handles it holds in slot order, and every handle's slot in its rank.
