@@ -18,11 +18,11 @@ use crate::{Error, InputError};
 
 /// Options of `hetsim run`.
 #[derive(Debug, Args)]
+#[command(after_help = super::schedulers_help())]
 pub struct RunArgs {
     /// Scenario file (e.g. scenarios/cholesky-mirage.toml; format in docs/scenarios.md).
     pub scenario: PathBuf,
-    /// Scheduler, overriding `scheduler.name`: eager, prio, random, dm, dmda, dmdap, dmdar,
-    /// dmdas, dmdasd, ws, lws, heft.
+    /// Scheduler, overriding `scheduler.name` (listed below).
     #[arg(long, value_name = "NAME")]
     pub sched: Option<String>,
     /// Seed of the run's random number generator, overriding `run.seed`.
