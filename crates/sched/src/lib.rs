@@ -10,6 +10,7 @@
 mod central;
 pub mod dmda;
 pub mod heft;
+mod list;
 mod random;
 pub mod registry;
 #[cfg(test)]
