@@ -20,32 +20,28 @@
 //! then times everything itself (real transfers with contention, drawn kernel durations); the
 //! plan fixes only who runs what, in which order. No prefetch.
 
-use super::{Decision, Scheduler};
-use crate::list::{Costs, Execution, Placement};
+use crate::list::{Costs, ListPlanner, ListScheduler, Placement};
 pub use crate::list::{Plan, Slot};
 use hetsim_runtime::{View, WorkerId};
 use hetsim_taskgraph::TaskId;
 
 /// The HEFT policy: plans at the first push, then executes the plan.
-#[derive(Debug, Default)]
-pub struct Heft {
-    plan: Option<Plan>,
-    exec: Execution,
-}
+pub type Heft = ListScheduler<HeftRule>;
 
-impl Heft {
-    /// A policy that will plan at its first push.
-    pub fn new() -> Self {
-        Self::default()
+/// HEFT's planning rule.
+#[derive(Debug)]
+pub struct HeftRule;
+
+impl ListPlanner for HeftRule {
+    const NAME: &'static str = "heft";
+    type Output = Plan;
+
+    fn schedule(output: &Plan) -> &Plan {
+        output
     }
 
-    /// The plan, once computed.
-    pub fn plan(&self) -> Option<&Plan> {
-        self.plan.as_ref()
-    }
-
-    /// Compute the HEFT plan of the whole graph.
-    pub fn compute_plan(view: &View<'_>) -> Plan {
+    /// The HEFT plan of the whole graph.
+    fn compute_plan(view: &View<'_>) -> Plan {
         let g = view.graph();
         let n = g.num_tasks();
         let workers = view.workers();
@@ -90,44 +86,12 @@ impl Heft {
             mean_bandwidth: costs.bw,
         }
     }
-
-    fn ensure_plan(&mut self, view: &View<'_>) {
-        if self.plan.is_some() {
-            return;
-        }
-        let plan = Self::compute_plan(view);
-        self.exec = Execution::new(&plan, view.workers().len());
-        self.plan = Some(plan);
-    }
-
-    /// `worker`'s planned tasks not yet popped, in order.
-    pub fn planned(&self, worker: WorkerId) -> Vec<TaskId> {
-        self.exec.planned(worker)
-    }
-}
-
-impl Scheduler for Heft {
-    fn name(&self) -> &'static str {
-        "heft"
-    }
-
-    fn push(&mut self, task: TaskId, view: &View<'_>, _decisions: &mut Vec<Decision>) {
-        self.ensure_plan(view);
-        self.exec.push(task);
-    }
-
-    fn pop(&mut self, worker: WorkerId, _view: &View<'_>) -> Option<TaskId> {
-        self.exec.pop(worker)
-    }
-
-    fn queued(&self) -> usize {
-        self.exec.queued()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Scheduler;
     use hetsim_platform::machine;
     use hetsim_runtime::fixture::Fixture;
     use hetsim_runtime::{FlopRate, RunConfig};

@@ -20,6 +20,7 @@ pub mod ws;
 pub use central::{Eager, Prio};
 pub use dmda::{Dmda, Params, TransferEstimate, Variant};
 pub use heft::Heft;
+pub use list::{ListPlanner, ListScheduler, Plan, Slot};
 pub use random::Random;
 pub use registry::{SchedulerConfig, SchedulerEntry};
 pub use ws::{Victims, WorkStealing};

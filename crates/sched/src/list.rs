@@ -15,7 +15,7 @@
 //!   long enough for the task (insertion policy). The data-ready time is the latest of, over
 //!   predecessors `p`, `finish(p)` plus the transfer cost of the edge's bytes if `p`'s worker is
 //!   in another memory node, and the cost of bringing the initial data from RAM.
-//! - *Execution* ([`Execution`]). Each worker runs its planned tasks in planned start order: it
+//! - *Execution* ([`ListScheduler`]). Each worker runs its planned tasks in planned start order: it
 //!   pops only its next planned task, and only once that task is ready (pushed). The runtime
 //!   times everything itself; the plan fixes only who runs what, in which order. A worker's
 //!   order never waits for a later task, since a task's planned start is after its
@@ -23,6 +23,9 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::fmt;
+
+use crate::{Decision, Scheduler};
 
 use hetsim_platform::machine::MemNodeId;
 use hetsim_runtime::{View, Worker, WorkerId};
@@ -362,9 +365,83 @@ impl Placement {
     }
 }
 
+/// The rule of a static list scheduler: how it plans the whole graph.
+pub trait ListPlanner {
+    /// Its name, as given to `--sched`.
+    const NAME: &'static str;
+    /// What it computes: the schedule, and what it derived it from.
+    type Output: fmt::Debug;
+    /// Plan the whole graph.
+    fn compute_plan(view: &View<'_>) -> Self::Output;
+    /// The schedule in `output`.
+    fn schedule(output: &Self::Output) -> &Plan;
+}
+
+/// A static list scheduler: plans the whole graph with `P` at the first push, then executes
+/// the plan ([`Execution`]). No prefetch.
+#[derive(Debug)]
+pub struct ListScheduler<P: ListPlanner> {
+    plan: Option<P::Output>,
+    exec: Execution,
+}
+
+impl<P: ListPlanner> Default for ListScheduler<P> {
+    fn default() -> Self {
+        ListScheduler {
+            plan: None,
+            exec: Execution::default(),
+        }
+    }
+}
+
+impl<P: ListPlanner> ListScheduler<P> {
+    /// A policy that will plan at its first push.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `P`'s plan of `view`'s graph.
+    pub fn compute_plan(view: &View<'_>) -> P::Output {
+        P::compute_plan(view)
+    }
+
+    /// The plan, once computed.
+    pub fn plan(&self) -> Option<&P::Output> {
+        self.plan.as_ref()
+    }
+
+    /// `worker`'s planned tasks not yet popped, in order.
+    pub fn planned(&self, worker: WorkerId) -> Vec<TaskId> {
+        self.exec.planned(worker)
+    }
+}
+
+impl<P: ListPlanner> Scheduler for ListScheduler<P> {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn push(&mut self, task: TaskId, view: &View<'_>, _decisions: &mut Vec<Decision>) {
+        if self.plan.is_none() {
+            let plan = P::compute_plan(view);
+            self.exec = Execution::new(P::schedule(&plan), view.workers().len());
+            self.plan = Some(plan);
+        }
+        self.exec.push(task);
+    }
+
+    fn pop(&mut self, worker: WorkerId, _view: &View<'_>) -> Option<TaskId> {
+        self.exec.pop(worker)
+    }
+
+    fn queued(&self) -> usize {
+        self.exec.queued()
+    }
+}
+
 /// A plan being executed: each worker's planned tasks not yet popped, and which are ready.
 #[derive(Debug, Default)]
-pub(crate) struct Execution {
+struct Execution {
     /// Per worker: planned tasks not yet popped, in planned start order.
     next: Vec<VecDeque<TaskId>>,
     ready: Vec<bool>,
@@ -373,7 +450,7 @@ pub(crate) struct Execution {
 
 impl Execution {
     /// The execution of `plan` on `nw` workers.
-    pub fn new(plan: &Plan, nw: usize) -> Self {
+    fn new(plan: &Plan, nw: usize) -> Self {
         let mut per: Vec<Vec<(f64, usize, TaskId)>> = vec![Vec::new(); nw];
         for (i, &t) in plan.order.iter().enumerate() {
             let s = plan.slots[t.index()];
@@ -394,13 +471,13 @@ impl Execution {
     }
 
     /// `task` became ready.
-    pub fn push(&mut self, task: TaskId) {
+    fn push(&mut self, task: TaskId) {
         self.ready[task.index()] = true;
         self.queued += 1;
     }
 
     /// `worker`'s next planned task, if it is ready.
-    pub fn pop(&mut self, worker: WorkerId) -> Option<TaskId> {
+    fn pop(&mut self, worker: WorkerId) -> Option<TaskId> {
         let q = self.next.get_mut(worker.index())?;
         let &t = q.front()?;
         if !self.ready[t.index()] {
@@ -412,12 +489,12 @@ impl Execution {
     }
 
     /// Tasks pushed and not popped.
-    pub fn queued(&self) -> usize {
+    fn queued(&self) -> usize {
         self.queued
     }
 
     /// `worker`'s planned tasks not yet popped, in order.
-    pub fn planned(&self, worker: WorkerId) -> Vec<TaskId> {
+    fn planned(&self, worker: WorkerId) -> Vec<TaskId> {
         self.next
             .get(worker.index())
             .map_or_else(Vec::new, |q| q.iter().copied().collect())
