@@ -11,6 +11,7 @@ mod central;
 pub mod dmda;
 pub mod heft;
 mod list;
+pub mod peft;
 mod random;
 pub mod registry;
 #[cfg(test)]
@@ -128,6 +129,12 @@ pub static REGISTRY: &[SchedulerEntry] = &[
         help: "HEFT (Topcuoglu et al. 2002), planned once over the whole graph, then executed",
         options: &[],
         configure: |de| configured(de, |_: &NoOptions, _| Box::new(Heft::new())),
+    },
+    SchedulerEntry {
+        name: "peft",
+        help: "PEFT (Arabnejad and Barbosa 2014): a plan like heft's, ranked and placed by an optimistic cost table",
+        options: &[],
+        configure: |de| configured(de, |_: &NoOptions, _| Box::new(peft::Peft::new())),
     },
 ];
 
