@@ -187,16 +187,23 @@ impl WorkloadSpec {
 /// ([`sched::REGISTRY`]).
 #[derive(Debug, Clone)]
 pub struct SchedulerSpec {
-    /// A registered name.
-    pub name: String,
+    /// The registered scheduler.
+    pub entry: &'static SchedulerEntry,
     /// The policy with its options, ready to build.
     pub config: Arc<dyn SchedulerConfig>,
+}
+
+impl SchedulerSpec {
+    /// The scheduler's name.
+    pub fn name(&self) -> &'static str {
+        self.entry.name
+    }
 }
 
 impl PartialEq for SchedulerSpec {
     /// Same policy, same options (an options type's `Debug` shows every field).
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && format!("{:?}", self.config) == format!("{:?}", other.config)
+        self.name() == other.name() && format!("{:?}", self.config) == format!("{:?}", other.config)
     }
 }
 
@@ -415,10 +422,7 @@ fn take_scheduler(
     }
     let de = toml::de::Deserializer::from(Spanned::new(span, t));
     let config = (entry.configure)(de).map_err(|e| src.toml_error(&e))?;
-    let spec = SchedulerSpec {
-        name: entry.name.to_string(),
-        config,
-    };
+    let spec = SchedulerSpec { entry, config };
     Ok((spec, spans))
 }
 
@@ -1407,7 +1411,7 @@ from = \"host\"
         assert_eq!(s.workload.unwrap().kind, Kernel::Cholesky);
         assert_eq!(s.workload.unwrap().n, 960);
         assert_eq!(s.run.seed, 4);
-        assert_eq!(s.scheduler.name, "eager");
+        assert_eq!(s.scheduler.name(), "eager");
     }
 
     #[test]
@@ -1423,7 +1427,7 @@ from = \"host\"
         )
         .unwrap();
         assert_eq!(s.workload.unwrap().n, 1920);
-        assert_eq!(s.scheduler.name, "prio");
+        assert_eq!(s.scheduler.name(), "prio");
         assert_eq!(s.run.ncpu, Some(2));
         assert_eq!(s.workload.unwrap().precision, Precision::Double);
         // A missing table is created.

@@ -6,6 +6,10 @@
 //! (clock, predicted task lengths, predicted transfer times, where data is valid, what workers
 //! hold), and may ask for [`Decision`]s such as prefetches. This is StarPU's push/pop shape
 //! (`starpu-reference.md` §1a), so the dmda family and work stealing fit the same trait.
+//!
+//! Every policy registers in [`REGISTRY`] ([`registry`]): its name, its rule in one line, its
+//! options as its own serde type, and how to build it. The scenario reader, the command's help
+//! and the docs' tests read the registry; a new policy is its file and its entry.
 
 mod central;
 pub mod dmda;

@@ -378,7 +378,8 @@ pub trait ListPlanner {
 }
 
 /// A static list scheduler: plans the whole graph with `P` at the first push, then executes
-/// the plan ([`Execution`]). No prefetch.
+/// the plan: each worker pops its planned tasks in planned start order, once ready. No
+/// prefetch.
 #[derive(Debug)]
 pub struct ListScheduler<P: ListPlanner> {
     plan: Option<P::Output>,
