@@ -69,8 +69,25 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Diagnostics go to stderr, filtered by `RUST_LOG` (default: warnings), so stdout stays clean
-/// for results.
+/// The registered schedulers, one per line with its rule and its options (the text after
+/// `hetsim run --help` and `hetsim sweep --help`).
+fn schedulers_help() -> String {
+    use std::fmt::Write as _;
+    let width = crate::sched::names().map(str::len).max().unwrap_or(0);
+    let mut out = String::from(
+        "Schedulers (--sched, scheduler.name; options: [scheduler] or --set scheduler.KEY=VALUE):\n",
+    );
+    for e in crate::sched::REGISTRY {
+        let _ = writeln!(out, "  {:<width$}  {}", e.name, e.help);
+        if !e.options.is_empty() {
+            let names: Vec<&str> = e.options.iter().map(|o| o.name).collect();
+            let _ = writeln!(out, "  {:<width$}  options: {}", "", names.join(", "));
+        }
+    }
+    out.push_str("Options, values and defaults: docs/scenarios.md; the rules: docs/schedulers.md");
+    out
+}
+
 /// `v` as one line of JSON, newline included (the `--json` output of `run` and `model`).
 fn json_line(v: &serde_json::Value) -> crate::Result<String> {
     let mut s = serde_json::to_string(v)
@@ -79,6 +96,8 @@ fn json_line(v: &serde_json::Value) -> crate::Result<String> {
     Ok(s)
 }
 
+/// Diagnostics go to stderr, filtered by `RUST_LOG` (default: warnings), so stdout stays clean
+/// for results.
 fn init_logging() {
     use tracing_subscriber::filter::LevelFilter;
     // A level name (`error`, `warn`, `info`, `debug`, `trace`, `off`); anything else: warnings.

@@ -12,10 +12,11 @@ use crate::sweep::{self, Sweep, Vary};
 
 /// Options of `hetsim sweep`.
 #[derive(Debug, Args)]
+#[command(after_help = super::schedulers_help())]
 pub struct SweepArgs {
     /// Scenario file (format in docs/scenarios.md).
     pub scenario: PathBuf,
-    /// Schedulers, comma-separated (default: the scenario's).
+    /// Schedulers, comma-separated (default: the scenario's; listed below).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
     pub sched: Vec<String>,
     /// A scenario value to vary: dotted path and values, e.g. `workload.n=9600,19200`.

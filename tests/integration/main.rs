@@ -18,6 +18,7 @@ mod noise_runs;
 mod perfmodel;
 mod plots;
 mod readme;
+mod registry_docs;
 mod runtime_semantics;
 mod sched_ws_heft;
 mod seed_machines;

@@ -379,7 +379,7 @@ fn invariants_hold_on_every_scheduler_and_workload() {
         workload::Kernel::Gemm,
     ] {
         let g = kind.generate(6 * NB, NB, Precision::Single).unwrap();
-        for name in sched::NAMES {
+        for name in sched::names() {
             let config = RunConfig {
                 ncpu: Some(4),
                 ..RunConfig::default()
@@ -395,7 +395,7 @@ fn invariants_hold_under_memory_pressure_with_evictions() {
     // the memory full): a 6×6-tile Cholesky (21 tiles) must evict and write back constantly.
     let tight = machine(2, 6 * TILE as u64);
     let g = workload::cholesky(6 * NB, NB, Precision::Single).unwrap();
-    for name in sched::NAMES {
+    for name in sched::names() {
         let config = RunConfig {
             ncpu: Some(2),
             ..RunConfig::default()

@@ -30,6 +30,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -47,7 +48,7 @@ use hetsim_platform::machine::{Machine, MemKind};
 use hetsim_runtime::Scheduler;
 use hetsim_runtime::{RunConfig, RunReport};
 use hetsim_sched as sched;
-use hetsim_sched::{Params, TransferEstimate};
+use hetsim_sched::{SchedulerConfig, SchedulerEntry};
 use hetsim_taskgraph::distributed::BlockCyclic;
 use hetsim_taskgraph::{Kernel, Precision, TaskGraph};
 
@@ -188,106 +189,28 @@ impl WorkloadSpec {
     }
 }
 
-/// Options of the dmda family of schedulers (StarPU's `STARPU_SCHED_ALPHA`, ...). Giving one
-/// to a scheduler that does not take it is an error naming the scheduler.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct SchedulerOptions {
-    /// Weight of the predicted task length (`STARPU_SCHED_ALPHA`, default 1).
-    pub alpha: Option<f64>,
-    /// Weight of the predicted transfer time (`STARPU_SCHED_BETA`, default 1).
-    pub beta: Option<f64>,
-    /// Weight of the energy term (`STARPU_SCHED_GAMMA`, default 1000).
-    pub gamma: Option<f64>,
-    /// Idle power of the machine, W (`STARPU_IDLE_POWER`, default 0).
-    pub idle_power: Option<f64>,
-    /// Which transfer prediction the scheduler uses: `starpu` (default) or `nominal`.
-    pub transfer_estimate: Option<TransferEstimate>,
-    /// Whether dmdar/dmdas/dmdasd pop ready tasks first (default true; false to see what that
-    /// rule decides).
-    pub ready_first: Option<bool>,
-}
-
-impl SchedulerOptions {
-    /// The dmda family's parameters: StarPU's defaults where an option is not set.
-    pub fn params(&self) -> Params {
-        let d = Params::default();
-        Params {
-            alpha: self.alpha.unwrap_or(d.alpha),
-            beta: self.beta.unwrap_or(d.beta),
-            gamma: self.gamma.unwrap_or(d.gamma),
-            idle_power: self.idle_power.unwrap_or(d.idle_power),
-            transfer_estimate: self.transfer_estimate.unwrap_or(d.transfer_estimate),
-            ready_first: self.ready_first.unwrap_or(d.ready_first),
-            ..d
-        }
-    }
-}
-
-impl SchedulerOptions {
-    /// Names of the options that are set, in declaration order.
-    pub fn set_names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.alpha.is_some() {
-            v.push("alpha");
-        }
-        if self.beta.is_some() {
-            v.push("beta");
-        }
-        if self.gamma.is_some() {
-            v.push("gamma");
-        }
-        if self.idle_power.is_some() {
-            v.push("idle_power");
-        }
-        if self.transfer_estimate.is_some() {
-            v.push("transfer_estimate");
-        }
-        if self.ready_first.is_some() {
-            v.push("ready_first");
-        }
-        v
-    }
-}
-
-/// Every option name `[scheduler]` accepts besides `name`.
-pub const SCHEDULER_OPTIONS: &[&str] = READY_OPTIONS;
-
-/// The options scheduler `name` takes, among [`SCHEDULER_OPTIONS`]. A scheduler that gains
-/// options adds itself here (and reads them from [`SchedulerOptions`] when it is built).
-pub fn options_of(name: &str) -> &'static [&'static str] {
-    OPTIONS_BY_SCHEDULER
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(&[], |(_, opts)| opts)
-}
-
-/// (scheduler, options it takes). eager, prio and random take none.
-const OPTIONS_BY_SCHEDULER: &[(&str, &[&str])] = &[
-    ("dm", DM_OPTIONS),
-    ("dmda", DMDA_OPTIONS),
-    ("dmdap", DMDA_OPTIONS),
-    ("dmdar", READY_OPTIONS),
-    ("dmdas", READY_OPTIONS),
-    ("dmdasd", READY_OPTIONS),
-];
-const DM_OPTIONS: &[&str] = &["alpha"];
-const DMDA_OPTIONS: &[&str] = &["alpha", "beta", "gamma", "idle_power", "transfer_estimate"];
-const READY_OPTIONS: &[&str] = &[
-    "alpha",
-    "beta",
-    "gamma",
-    "idle_power",
-    "transfer_estimate",
-    "ready_first",
-];
-
-/// `[scheduler]`: the policy and its options.
-#[derive(Debug, Clone, PartialEq)]
+/// `[scheduler]`: the policy and its options, read by the policy's registry entry
+/// ([`sched::REGISTRY`]).
+#[derive(Debug, Clone)]
 pub struct SchedulerSpec {
-    /// One of [`sched::NAMES`].
-    pub name: String,
-    /// Its options.
-    pub options: SchedulerOptions,
+    /// The registered scheduler.
+    pub entry: &'static SchedulerEntry,
+    /// The policy with its options, ready to build.
+    pub config: Arc<dyn SchedulerConfig>,
+}
+
+impl SchedulerSpec {
+    /// The scheduler's name.
+    pub fn name(&self) -> &'static str {
+        self.entry.name
+    }
+}
+
+impl PartialEq for SchedulerSpec {
+    /// Same policy, same options (an options type's `Debug` shows every field).
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name() && format!("{:?}", self.config) == format!("{:?}", other.config)
+    }
 }
 
 /// A loaded, checked scenario.
@@ -356,9 +279,10 @@ pub fn from_str<'i>(
         next += len + 1;
     }
     let program = take_program_workload(&src, &mut table)?;
+    let scheduler = take_scheduler(&src, &mut table)?;
     let de = toml::de::Deserializer::from(Spanned::new(span, table));
     let raw = RawScenario::deserialize(de).map_err(|e| src.toml_error(&e))?;
-    build(&src, raw, program, overrides)
+    build(&src, raw, program, scheduler, overrides)
 }
 
 /// A machine or cluster file given where a scenario is expected (`hetsim run mirage.toml`) is
@@ -441,6 +365,99 @@ fn take_program_workload<'i>(
 
 /// A program workload, the span of its `kind`, and its parameters' spans.
 type ProgramWithSpans = (ProgramWorkload, Range<usize>, Vec<(String, Range<usize>)>);
+
+/// The scheduler read from `[scheduler]`, and the spans of its name and options.
+type SchedulerWithSpans = (SchedulerSpec, Vec<(String, Range<usize>)>);
+
+/// Take `[scheduler]` out of the tree and read it through the registry: `name` picks the
+/// entry (default [`DEFAULT_SCHEDULER`]), whose own options type reads the rest of the table.
+/// An option the scheduler does not take is refused at its value's line (or `--set`), naming
+/// the scheduler, the options it takes and the schedulers that take that option.
+fn take_scheduler(
+    src: &Source<'_>,
+    table: &mut DeTable<'_>,
+) -> Result<SchedulerWithSpans, InputError> {
+    let (span, mut t) = match table.remove_entry("scheduler") {
+        None => (0..0, DeTable::new()),
+        Some((_, v)) => {
+            let span = v.span();
+            match v.into_inner() {
+                DeValue::Table(t) => (span, t),
+                other => {
+                    return Err(src.err(
+                        &span,
+                        "scheduler",
+                        format!("invalid type: {}, expected a table", other.type_str()),
+                    ));
+                }
+            }
+        }
+    };
+    let mut spans = Vec::new();
+    let entry = match t.remove_entry("name") {
+        None => sched::lookup(DEFAULT_SCHEDULER).expect("the default scheduler is registered"),
+        Some((_, v)) => {
+            let vspan = v.span();
+            spans.push(("scheduler.name".to_string(), vspan.clone()));
+            let DeValue::String(name) = v.get_ref() else {
+                return Err(src.err(
+                    &vspan,
+                    "scheduler.name",
+                    format!(
+                        "invalid type: {}, expected a string",
+                        v.get_ref().type_str()
+                    ),
+                ));
+            };
+            let name = name.trim();
+            sched::lookup(name).ok_or_else(|| {
+                src.err(
+                    &vspan,
+                    "scheduler.name",
+                    format!(
+                        "unknown scheduler `{name}`: expected one of {}",
+                        sched::names().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            })?
+        }
+    };
+    for (k, v) in t.iter() {
+        let (key, field) = (k.get_ref(), format!("scheduler.{}", k.get_ref()));
+        if entry.option(key).is_none() {
+            return Err(src.err(&v.span(), &field, not_an_option(entry, key)));
+        }
+        spans.push((field, v.span()));
+    }
+    let de = toml::de::Deserializer::from(Spanned::new(span, t));
+    let config = (entry.configure)(de).map_err(|e| src.toml_error(&e))?;
+    let spec = SchedulerSpec { entry, config };
+    Ok((spec, spans))
+}
+
+/// Why `key` is refused in the `[scheduler]` table of `entry`.
+fn not_an_option(entry: &SchedulerEntry, key: &str) -> String {
+    let its = if entry.options.is_empty() {
+        "it takes none".to_string()
+    } else {
+        let names: Vec<&str> = entry.options.iter().map(|o| o.name).collect();
+        format!("its options: {}", names.join(", "))
+    };
+    let takers: Vec<&str> = sched::REGISTRY
+        .iter()
+        .filter(|e| e.option(key).is_some())
+        .map(|e| e.name)
+        .collect();
+    let elsewhere = if takers.is_empty() {
+        String::new()
+    } else {
+        format!("; `{key}` is an option of {}", takers.join(", "))
+    };
+    format!(
+        "scheduler `{}` has no option `{key}` ({its}){elsewhere}",
+        entry.name
+    )
+}
 
 /// The override's value as a spanned TOML value whose spans start at `base`, and the length of
 /// the region it occupies.
@@ -685,8 +702,6 @@ struct RawScenario {
     #[serde(default)]
     workload: Option<Spanned<RawWorkload>>,
     #[serde(default)]
-    scheduler: Option<RawScheduler>,
-    #[serde(default)]
     run: Option<RawRun>,
 }
 
@@ -725,25 +740,6 @@ struct RawWorkload {
     mpi_cache: Option<Spanned<bool>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawScheduler {
-    #[serde(default)]
-    name: Option<Spanned<String>>,
-    #[serde(default)]
-    alpha: Option<Spanned<f64>>,
-    #[serde(default)]
-    beta: Option<Spanned<f64>>,
-    #[serde(default)]
-    gamma: Option<Spanned<f64>>,
-    #[serde(default)]
-    idle_power: Option<Spanned<f64>>,
-    #[serde(default)]
-    transfer_estimate: Option<Spanned<String>>,
-    #[serde(default)]
-    ready_first: Option<Spanned<bool>>,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRun {
@@ -772,6 +768,7 @@ fn build(
     src: &Source<'_>,
     raw: RawScenario,
     program: Option<ProgramWithSpans>,
+    (scheduler, scheduler_spans): SchedulerWithSpans,
     overrides: &[Override],
 ) -> Result<Scenario, InputError> {
     let mut origins = BTreeMap::new();
@@ -865,87 +862,9 @@ fn build(
         (Some(ws), None) => Some(graph_workload(src, ws, &mut origins)?),
     };
 
-    // [scheduler]
-    let s = raw.scheduler.unwrap_or_default();
-    let name = match &s.name {
-        Some(n) => {
-            note!("scheduler.name", &n.span());
-            let name = n.get_ref().trim().to_string();
-            if sched::by_name(&name, 0).is_none() {
-                return Err(src.err(
-                    &n.span(),
-                    "scheduler.name",
-                    format!(
-                        "unknown scheduler `{name}`: expected one of {}",
-                        sched::NAMES.join(", ")
-                    ),
-                ));
-            }
-            name
-        }
-        None => DEFAULT_SCHEDULER.to_string(),
-    };
-    let known = options_of(&name);
-    let check_option = |opt: &'static str, span: Range<usize>| -> Result<(), InputError> {
-        let field = format!("scheduler.{opt}");
-        if known.contains(&opt) {
-            Ok(())
-        } else {
-            Err(src.err(
-                &span,
-                &field,
-                format!(
-                    "scheduler `{name}` has no option `{opt}` ({}); `{opt}` is reserved for the \
-                     dmda family of schedulers",
-                    if known.is_empty() {
-                        "it takes none".to_string()
-                    } else {
-                        format!("its options: {}", known.join(", "))
-                    }
-                ),
-            ))
-        }
-    };
-    let mut options = SchedulerOptions::default();
-    let floats = [
-        ("alpha", &s.alpha, &mut options.alpha),
-        ("beta", &s.beta, &mut options.beta),
-        ("gamma", &s.gamma, &mut options.gamma),
-        ("idle_power", &s.idle_power, &mut options.idle_power),
-    ];
-    for (opt, raw, slot) in floats {
-        if let Some(v) = raw {
-            note!(format!("scheduler.{opt}"), &v.span());
-            check_option(opt, v.span())?;
-            if !(v.get_ref().is_finite() && *v.get_ref() >= 0.0) {
-                return Err(src.err(
-                    &v.span(),
-                    &format!("scheduler.{opt}"),
-                    format!("expected a finite number >= 0, found {}", v.get_ref()),
-                ));
-            }
-            *slot = Some(*v.get_ref());
-        }
-    }
-    if let Some(v) = &s.transfer_estimate {
-        note!("scheduler.transfer_estimate", &v.span());
-        check_option("transfer_estimate", v.span())?;
-        options.transfer_estimate = Some(match v.get_ref().as_str() {
-            "starpu" => TransferEstimate::Starpu,
-            "nominal" => TransferEstimate::Nominal,
-            other => {
-                return Err(src.err(
-                    &v.span(),
-                    "scheduler.transfer_estimate",
-                    format!("unknown transfer estimate `{other}`: expected `starpu` or `nominal`"),
-                ));
-            }
-        });
-    }
-    if let Some(v) = &s.ready_first {
-        note!("scheduler.ready_first", &v.span());
-        check_option("ready_first", v.span())?;
-        options.ready_first = Some(*v.get_ref());
+    // [scheduler], read by take_scheduler
+    for (f, span) in &scheduler_spans {
+        note!(f, span);
     }
 
     // [run]
@@ -1020,7 +939,7 @@ fn build(
         ranks_per_node,
         workload,
         program: program.map(|(p, _, _)| p),
-        scheduler: SchedulerSpec { name, options },
+        scheduler,
         run,
         noise,
         overrides: overrides.to_vec(),
@@ -1311,24 +1230,13 @@ impl Scenario {
     }
 
     /// Build the scheduler, seeded from the run's seed.
-    pub fn build_scheduler(&self) -> Result<Box<dyn Scheduler>, InputError> {
+    pub fn build_scheduler(&self) -> Box<dyn Scheduler> {
         self.build_scheduler_seeded(self.run.seed)
     }
 
     /// Build the scheduler, seeded from `seed`.
-    fn build_scheduler_seeded(&self, seed: u64) -> Result<Box<dyn Scheduler>, InputError> {
-        sched::build(&self.scheduler.name, seed, &self.scheduler.options.params()).ok_or_else(
-            || {
-                self.locate(
-                    InputError::new(format!(
-                        "unknown scheduler `{}`: expected one of {}",
-                        self.scheduler.name,
-                        sched::NAMES.join(", ")
-                    ))
-                    .at_field("scheduler.name"),
-                )
-            },
-        )
+    fn build_scheduler_seeded(&self, seed: u64) -> Box<dyn Scheduler> {
+        self.scheduler.config.build(seed)
     }
 
     /// Load the machine, generate the workload, build the scheduler and simulate.
@@ -1352,7 +1260,7 @@ impl Scenario {
         })?;
         self.check_data_fits(&machine)?;
         let graph = self.generate()?;
-        let mut sched = self.build_scheduler()?;
+        let mut sched = self.build_scheduler();
         let report = hetsim_runtime::simulate_observed(
             &machine,
             &graph,
@@ -1411,9 +1319,9 @@ impl Scenario {
             .kind
             .generate_distributed(w.n, w.nb, w.precision, grid, w.mpi_cache)
             .map_err(|e| self.locate(e))?;
-        let mut scheds = (0..ranks)
+        let mut scheds: Vec<_> = (0..ranks)
             .map(|r| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r))))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect();
         hetsim_runtime::simulate_cluster(
             &cluster,
             self.ranks_per_node,
@@ -1635,7 +1543,7 @@ from = \"host\"
         assert_eq!(s.workload.unwrap().kind, Kernel::Cholesky);
         assert_eq!(s.workload.unwrap().n, 960);
         assert_eq!(s.run.seed, 4);
-        assert_eq!(s.scheduler.name, "eager");
+        assert_eq!(s.scheduler.name(), "eager");
     }
 
     #[test]
@@ -1651,7 +1559,7 @@ from = \"host\"
         )
         .unwrap();
         assert_eq!(s.workload.unwrap().n, 1920);
-        assert_eq!(s.scheduler.name, "prio");
+        assert_eq!(s.scheduler.name(), "prio");
         assert_eq!(s.run.ncpu, Some(2));
         assert_eq!(s.workload.unwrap().precision, Precision::Double);
         // A missing table is created.
@@ -1722,11 +1630,62 @@ from = \"host\"
     }
 
     #[test]
-    fn scheduler_options_are_reserved() {
+    fn scheduler_options_are_read_by_the_scheduler() {
         let e = load_with(BASE, &["scheduler.alpha=0.5"]).unwrap_err();
-        assert!(e.message.contains("no option `alpha`"), "{e}");
+        assert_eq!(
+            e.message,
+            "scheduler `eager` has no option `alpha` (it takes none); `alpha` is an option of \
+             dm, dmda, dmdap, dmdar, dmdas, dmdasd"
+        );
+        assert_eq!(e.location.field.as_deref(), Some("scheduler.alpha"));
         let e = load_with(BASE, &["scheduler.delta=0.5"]).unwrap_err();
-        assert!(e.message.contains("unknown field `delta`"), "{e}");
+        assert_eq!(
+            e.message,
+            "scheduler `eager` has no option `delta` (it takes none)"
+        );
+        // In the file: the line of the value, the options the scheduler does take.
+        let file = BASE.replace("name = \"eager\"", "name = \"dm\"\nbeta = 2");
+        let e = load_with(&file, &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(13), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("scheduler.beta"), "{e}");
+        assert!(e.message.starts_with("scheduler `dm` has no option `beta` (its options: alpha); `beta` is an option of dmda,"), "{e}");
+        // --sched changes which options are taken.
+        let file = BASE.replace("name = \"eager\"", "name = \"dmdar\"\nready_first = false");
+        assert!(load_with(&file, &[]).is_ok());
+        let e = load_with(&file, &["scheduler.name=dmda"]).unwrap_err();
+        assert!(
+            e.message
+                .contains("its options: alpha, beta, gamma, idle_power, transfer_estimate"),
+            "{e}"
+        );
+        assert_eq!(e.location.line, Some(13), "{e}");
+        // Values are checked by the options' type, located.
+        let e = load_with(BASE, &["scheduler.name=dmda", "scheduler.gamma=-2"]).unwrap_err();
+        assert_eq!(e.message, "expected a finite number >= 0, found -2");
+        assert_eq!(
+            e.location.file.as_deref(),
+            Some(Path::new("--set scheduler.gamma=-2"))
+        );
+        let e = load_with(&file.replace("false", "\"no\""), &[]).unwrap_err();
+        assert!(e.message.contains("expected true or false"), "{e}");
+        assert_eq!(e.location.line, Some(13), "{e}");
+        let e = load_with(BASE, &["scheduler=3"]).unwrap_err();
+        assert!(e.message.contains("expected a table"), "{e}");
+        let e = load_with(BASE, &["scheduler.name=3"]).unwrap_err();
+        assert!(e.message.contains("expected a string"), "{e}");
+    }
+
+    #[test]
+    fn scheduler_options_reach_the_scheduler() {
+        let a = load_with(
+            BASE,
+            &["scheduler.name=dmdas", "scheduler.ready_first=false"],
+        )
+        .unwrap();
+        let b = load_with(BASE, &["scheduler.name=dmdas"]).unwrap();
+        assert_ne!(a.scheduler, b.scheduler);
+        assert!(format!("{:?}", a.scheduler.config).contains("ready_first: Some(false)"));
+        assert_eq!(a.build_scheduler().name(), "dmdas");
     }
 
     #[test]

@@ -277,7 +277,7 @@ impl Sweep {
         let gflops_starpu = (w.kind == Kernel::Cholesky)
             .then(|| (w.n as f64).powi(3) / 3.0 / report.makespan_s / 1e9);
         Ok(Row {
-            sched: sc.scheduler.name.clone(),
+            sched: sc.scheduler.name().to_string(),
             seed: sc.run.seed,
             values: p.values.clone(),
             makespan_s: report.makespan_s,
@@ -294,7 +294,11 @@ impl Sweep {
     }
 
     fn describe(&self, p: &Point, sc: &Scenario) -> String {
-        let mut s = format!("run with sched {}, seed {}", sc.scheduler.name, sc.run.seed);
+        let mut s = format!(
+            "run with sched {}, seed {}",
+            sc.scheduler.name(),
+            sc.run.seed
+        );
         for (v, x) in self.vary.iter().zip(&p.values) {
             s.push_str(&format!(", {}={x}", v.key));
         }

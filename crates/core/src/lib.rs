@@ -1,13 +1,15 @@
 //! hetsim's foundation, knowing nothing of machines or tasks: the event calendar ([`engine`]),
 //! the fluid network that shares link bandwidth max-min fairly ([`fluid`]), quantities with
 //! units ([`units`]), errors with their file, line and field ([`error`]), the run's seeded
-//! random number generator ([`rng`]) and MPICH's collective selection rule ([`mpich`]).
+//! random number generator ([`rng`]), MPICH's collective selection rule ([`mpich`]) and how
+//! registered components describe their options ([`options`]).
 
 pub mod engine;
 pub mod error;
 pub mod fluid;
 pub mod linpack;
 pub mod mpich;
+pub mod options;
 pub mod rng;
 pub mod units;
 

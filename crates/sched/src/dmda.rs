@@ -27,7 +27,10 @@
 //! it starts, and `max(now + pipeline_len, exp_start)` when it ends. `ntasks` counts queued
 //! tasks, `pipeline_ntasks` tasks from push to end; only the greedy fallback reads them.
 
+use serde::Deserialize;
+
 use super::{Decision, Scheduler};
+use crate::registry::{NonNegative, OptionDoc, OptionValues};
 use hetsim_runtime::{View, WorkerId};
 use hetsim_taskgraph::TaskId;
 
@@ -96,6 +99,174 @@ pub enum TransferEstimate {
     Starpu,
     /// latency + size / bottleneck bandwidth of the route, no contention.
     Nominal,
+}
+
+impl<'de> serde::Deserialize<'de> for TransferEstimate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "starpu" => Ok(TransferEstimate::Starpu),
+            "nominal" => Ok(TransferEstimate::Nominal),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown transfer estimate `{other}`: expected `starpu` or `nominal`"
+            ))),
+        }
+    }
+}
+
+/// `alpha` (StarPU's `STARPU_SCHED_ALPHA`).
+const ALPHA: OptionDoc = OptionDoc {
+    name: "alpha",
+    values: OptionValues::NonNegative,
+    default: "1",
+    help: "weight of the predicted task length (STARPU_SCHED_ALPHA)",
+};
+
+/// The options of the data-aware members, in the order docs list them.
+const DATA_AWARE: [OptionDoc; 5] = [
+    ALPHA,
+    OptionDoc {
+        name: "beta",
+        values: OptionValues::NonNegative,
+        default: "1",
+        help: "weight of the predicted transfer time (STARPU_SCHED_BETA)",
+    },
+    OptionDoc {
+        name: "gamma",
+        values: OptionValues::NonNegative,
+        default: "1000",
+        help: "weight of the energy term (STARPU_SCHED_GAMMA)",
+    },
+    OptionDoc {
+        name: "idle_power",
+        values: OptionValues::NonNegative,
+        default: "0",
+        help: "idle power of the machine, W (STARPU_IDLE_POWER)",
+    },
+    OptionDoc {
+        name: "transfer_estimate",
+        values: OptionValues::Choice(&["starpu", "nominal"]),
+        default: "starpu",
+        help: "StarPU's transfer prediction (latency + 2·nGPUs·size/bandwidth), or the \
+               contention-free nominal time",
+    },
+];
+
+/// `dm`'s options.
+pub const DM_OPTIONS: &[OptionDoc] = &[ALPHA];
+/// The options of `dmda` and `dmdap`.
+pub const DMDA_OPTIONS: &[OptionDoc] = &DATA_AWARE;
+/// The options of `dmdar`, `dmdas` and `dmdasd`.
+pub const READY_OPTIONS: &[OptionDoc] = &[
+    DATA_AWARE[0],
+    DATA_AWARE[1],
+    DATA_AWARE[2],
+    DATA_AWARE[3],
+    DATA_AWARE[4],
+    OptionDoc {
+        name: "ready_first",
+        values: OptionValues::Bool,
+        default: "true",
+        help: "pop the queued task whose data is most ready first (false: see what that rule \
+               decides)",
+    },
+];
+
+/// `[scheduler]` options of `dm` ([`DM_OPTIONS`]); unset ones keep StarPU's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DmOptions {
+    /// See [`Params::alpha`].
+    #[serde(default)]
+    pub alpha: Option<NonNegative>,
+}
+
+/// `[scheduler]` options of `dmda` and `dmdap` ([`DMDA_OPTIONS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DmdaOptions {
+    /// See [`Params::alpha`].
+    #[serde(default)]
+    pub alpha: Option<NonNegative>,
+    /// See [`Params::beta`].
+    #[serde(default)]
+    pub beta: Option<NonNegative>,
+    /// See [`Params::gamma`].
+    #[serde(default)]
+    pub gamma: Option<NonNegative>,
+    /// See [`Params::idle_power`].
+    #[serde(default)]
+    pub idle_power: Option<NonNegative>,
+    /// See [`Params::transfer_estimate`].
+    #[serde(default)]
+    pub transfer_estimate: Option<TransferEstimate>,
+}
+
+/// `[scheduler]` options of `dmdar`, `dmdas` and `dmdasd` ([`READY_OPTIONS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyOptions {
+    /// See [`Params::alpha`].
+    #[serde(default)]
+    pub alpha: Option<NonNegative>,
+    /// See [`Params::beta`].
+    #[serde(default)]
+    pub beta: Option<NonNegative>,
+    /// See [`Params::gamma`].
+    #[serde(default)]
+    pub gamma: Option<NonNegative>,
+    /// See [`Params::idle_power`].
+    #[serde(default)]
+    pub idle_power: Option<NonNegative>,
+    /// See [`Params::transfer_estimate`].
+    #[serde(default)]
+    pub transfer_estimate: Option<TransferEstimate>,
+    /// See [`Params::ready_first`].
+    #[serde(default)]
+    pub ready_first: Option<bool>,
+}
+
+impl DmOptions {
+    /// The parameters: StarPU's defaults where an option is not set.
+    pub fn params(&self) -> Params {
+        DmdaOptions {
+            alpha: self.alpha,
+            ..DmdaOptions::default()
+        }
+        .params()
+    }
+}
+
+impl DmdaOptions {
+    /// The parameters: StarPU's defaults where an option is not set.
+    pub fn params(&self) -> Params {
+        let d = Params::default();
+        let or = |v: Option<NonNegative>, d: f64| v.map_or(d, |v| v.0);
+        Params {
+            alpha: or(self.alpha, d.alpha),
+            beta: or(self.beta, d.beta),
+            gamma: or(self.gamma, d.gamma),
+            idle_power: or(self.idle_power, d.idle_power),
+            transfer_estimate: self.transfer_estimate.unwrap_or(d.transfer_estimate),
+            ..d
+        }
+    }
+}
+
+impl ReadyOptions {
+    /// The parameters: StarPU's defaults where an option is not set.
+    pub fn params(&self) -> Params {
+        let data_aware = DmdaOptions {
+            alpha: self.alpha,
+            beta: self.beta,
+            gamma: self.gamma,
+            idle_power: self.idle_power,
+            transfer_estimate: self.transfer_estimate,
+        };
+        Params {
+            ready_first: self.ready_first.unwrap_or(Params::default().ready_first),
+            ..data_aware.params()
+        }
+    }
 }
 
 /// The knobs of the family (StarPU's `STARPU_SCHED_ALPHA` ...).

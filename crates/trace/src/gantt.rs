@@ -56,7 +56,8 @@ impl Default for GanttOptions {
 }
 
 /// Which workers get a row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum GanttRows {
     /// Every worker.
     #[default]
@@ -67,7 +68,8 @@ pub enum GanttRows {
 }
 
 /// Whether workers share rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum GanttGroup {
     /// One row per worker.
     #[default]

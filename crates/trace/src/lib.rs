@@ -7,6 +7,8 @@
 //!   `pj_dump`, StarPU's R and Python tools);
 //! - [`ChromeWriter`]: a Chrome Trace Event JSON file (ui.perfetto.dev, chrome://tracing);
 //! - [`GanttWriter`]: an SVG Gantt chart, one row per worker and one per transfer direction;
+//! - [`formats::FORMATS`]: the registry of the trace formats, each with its name, extension,
+//!   help and options, from which the command line offers `--paje FILE` and the like;
 //! - [`stats::bounds`]: the critical path and the area bound of a task graph on a set of
 //!   workers, which [`RunReport`](hetsim_runtime::RunReport) carries.
 //!
@@ -48,10 +50,12 @@
 //! ```
 
 mod chrome;
+pub mod formats;
 mod gantt;
 mod paje;
 
 pub use chrome::ChromeWriter;
+pub use formats::{FORMATS, TraceFormat, TraceOptions, TraceWriter};
 pub use gantt::{GanttGroup, GanttOptions, GanttRows, GanttWriter};
 pub use hetsim_runtime::bounds::{Bounds, bounds, bounds_from_means};
 pub use paje::PajeWriter;
