@@ -411,6 +411,10 @@ pub trait ListPlanner {
 /// A static list scheduler: plans the whole graph with `P` at the first push, then executes
 /// the plan: each worker pops its planned tasks in planned start order, once ready. No
 /// prefetch.
+///
+/// On a cluster each rank plans its own tasks with the others' as zero-length steps, so two
+/// ranks' orders can disagree about when data crosses between them; run strictly in order they
+/// could each wait for the other. There a worker pops its first *ready* planned task.
 #[derive(Debug)]
 pub struct ListScheduler<P: ListPlanner> {
     plan: Option<P::Output>,
@@ -457,6 +461,7 @@ impl<P: ListPlanner> Scheduler for ListScheduler<P> {
         if self.plan.is_none() {
             let plan = P::compute_plan(view);
             self.exec = Execution::new(P::schedule(&plan), view.workers().len());
+            self.exec.skip_ahead = view.graph().nodes() > 1;
             self.plan = Some(plan);
         }
         self.exec.push(task);
@@ -478,6 +483,8 @@ struct Execution {
     next: Vec<VecDeque<TaskId>>,
     ready: Vec<bool>,
     queued: usize,
+    /// Pop the first ready planned task rather than only the first planned one.
+    skip_ahead: bool,
 }
 
 impl Execution {
@@ -501,6 +508,7 @@ impl Execution {
             next,
             ready: vec![false; plan.slots.len()],
             queued: 0,
+            skip_ahead: false,
         }
     }
 
@@ -513,11 +521,12 @@ impl Execution {
     /// `worker`'s next planned task, if it is ready.
     fn pop(&mut self, worker: WorkerId) -> Option<TaskId> {
         let q = self.next.get_mut(worker.index())?;
-        let &t = q.front()?;
-        if !self.ready[t.index()] {
-            return None;
-        }
-        q.pop_front();
+        let i = if self.skip_ahead {
+            q.iter().position(|t| self.ready[t.index()])?
+        } else {
+            q.front().filter(|t| self.ready[t.index()]).map(|_| 0)?
+        };
+        let t = q.remove(i).expect("a position in the queue");
         self.queued -= 1;
         Some(t)
     }
