@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use hetsim::mpi::exec::{ExecOptions, run};
+use hetsim::programs::simulate_program_default as run;
 use hetsim::workload::{HplSpec, ProgramGenerator};
 
 /// Peak resident memory of this process, from `/proc/self/status` (Linux), in kB.
@@ -55,7 +55,7 @@ fn main() {
     let program = spec.generate(&cluster).expect("program");
     let build_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let report = run(&program, &cluster, &ExecOptions::default()).expect("run");
+    let report = run(&program, &cluster).expect("run");
     let sim_s = t1.elapsed().as_secs_f64();
     println!(
         "hpl_scale: {nodes} nodes x {gpus} GPUs, N = {n}, NB = {nb}, grid {} ranks",
@@ -65,8 +65,7 @@ fn main() {
     println!("  simulate     {sim_s:.2} s");
     println!("  ops          {}", program.ops().len());
     println!("  edges        {}", program.edges());
-    println!("  events       {}", report.events);
-    println!("  events/s     {:.3e}", report.events as f64 / sim_s);
+    println!("  operations/s {:.3e}", program.ops().len() as f64 / sim_s);
     println!("  program heap {:.1} MB", program.heap_bytes() as f64 / 1e6);
     println!(
         "  peak memory  {} (VmHWM)",

@@ -42,7 +42,10 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
     };
     let cluster = sc.load_cluster()?;
     let kind = workload.kind_name();
-    let outcome = crosscheck::crosscheck(workload, &cluster).map_err(|e| sc.locate(e))?;
+    let outcome = crosscheck::crosscheck(workload, &cluster).map_err(|e| match e {
+        crate::Error::Input(e) => crate::Error::Input(sc.locate(e)),
+        other => other,
+    })?;
     if args.json {
         let value = serde_json::json!({
             "scenario": sc.name,

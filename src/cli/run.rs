@@ -202,9 +202,6 @@ pub fn overrides(args: &RunArgs) -> crate::Result<Vec<Override>> {
 pub fn run(args: &RunArgs) -> crate::Result<()> {
     let ovs = overrides(args)?;
     let sc = scenario::load(&args.scenario, &ovs)?;
-    if sc.program.is_some() {
-        return run_program(args, &sc);
-    }
     let mut writers = Writers::create(&args.traces)?;
     let mut progress = Progress::new(!(args.quiet || args.json));
     let mut observers = writers.observers();
@@ -295,24 +292,6 @@ fn detail(args: &RunArgs) -> Detail {
     } else {
         Detail::Full
     }
-}
-
-/// A program scenario (p2p, bcast, hpl, stencil, ...): execute it on its cluster and print.
-fn run_program(args: &RunArgs, sc: &scenario::Scenario) -> crate::Result<()> {
-    if let Some((f, _, _)) = args.traces.traces.first() {
-        return Err(InputError::new(format!(
-            "--{}: traces of program workloads are not written yet (task graphs only)",
-            f.name
-        ))
-        .into());
-    }
-    let (cluster, report) = sc.run_program()?;
-    let text = if args.json {
-        json_line(&sc.program_json(&cluster, &report)?)?
-    } else {
-        report_text::render_program(sc, &cluster, &report, detail(args))
-    };
-    write_stdout(&text)
 }
 
 /// Write to stdout; a closed pipe (`hetsim run ... | head -1`) is not an error.

@@ -39,7 +39,6 @@ use toml::de::{DeArray, DeTable, DeValue};
 use hetsim_core::error::{Error, InputError, Location, line_of_offset, read_input};
 use hetsim_core::fluid::SharingMode;
 use hetsim_models::Noise;
-use hetsim_mpi::exec::{ExecOptions, ProgramReport};
 use hetsim_mpi::workload::{
     BcastSpec, HplSpec, MatmulSpec, OffloadSpec, P2pSpec, ProgramWorkload, StencilSpec,
 };
@@ -242,6 +241,10 @@ pub struct Scenario {
     /// `run.noise`: the kernel-time noise of every codelet, replacing the machine file's
     /// (`None`: the machine file's own).
     pub noise: Option<Noise>,
+    /// `run.runtime_costs`: whether StarPU's simulated runtime costs of the machine file apply
+    /// (allocation, request and kernel queueing, push). Default on for task graphs, off for
+    /// program workloads (MPI programs, not StarPU ones).
+    pub runtime_costs: bool,
     /// The overrides applied, in order.
     pub overrides: Vec<Override>,
     /// Where each field's value came from, for errors found after loading.
@@ -279,7 +282,14 @@ pub fn from_str<'i>(
         next += len + 1;
     }
     let program = take_program_workload(&src, &mut table)?;
-    let scheduler = take_scheduler(&src, &mut table)?;
+    // A program's kernels are placed by the program; among a rank's ready kernels the one of
+    // highest priority goes first, as MPI programs order them.
+    let default = if program.is_some() {
+        PROGRAM_SCHEDULER
+    } else {
+        DEFAULT_SCHEDULER
+    };
+    let scheduler = take_scheduler(&src, &mut table, default)?;
     let de = toml::de::Deserializer::from(Spanned::new(span, table));
     let raw = RawScenario::deserialize(de).map_err(|e| src.toml_error(&e))?;
     build(&src, raw, program, scheduler, overrides)
@@ -376,6 +386,7 @@ type SchedulerWithSpans = (SchedulerSpec, Vec<(String, Range<usize>)>);
 fn take_scheduler(
     src: &Source<'_>,
     table: &mut DeTable<'_>,
+    default: &str,
 ) -> Result<SchedulerWithSpans, InputError> {
     let (span, mut t) = match table.remove_entry("scheduler") {
         None => (0..0, DeTable::new()),
@@ -395,7 +406,7 @@ fn take_scheduler(
     };
     let mut spans = Vec::new();
     let entry = match t.remove_entry("name") {
-        None => sched::lookup(DEFAULT_SCHEDULER).expect("the default scheduler is registered"),
+        None => sched::lookup(default).expect("the default schedulers are registered"),
         Some((_, v)) => {
             let vspan = v.span();
             spans.push(("scheduler.name".to_string(), vspan.clone()));
@@ -759,10 +770,14 @@ struct RawRun {
     gpu_sync: Option<Spanned<bool>>,
     #[serde(default)]
     noise: Option<Spanned<String>>,
+    #[serde(default)]
+    runtime_costs: Option<Spanned<bool>>,
 }
 
 /// Default scheduler when `[scheduler]` names none.
 pub const DEFAULT_SCHEDULER: &str = "eager";
+
+pub use crate::programs::PROGRAM_SCHEDULER;
 
 fn build(
     src: &Source<'_>,
@@ -870,7 +885,12 @@ fn build(
     // [run]
     let mut run = RunConfig::default();
     let mut noise = None;
+    let mut runtime_costs = program.is_none();
     if let Some(r) = raw.run {
+        if let Some(v) = &r.runtime_costs {
+            note!("run.runtime_costs", &v.span());
+            runtime_costs = *v.get_ref();
+        }
         if let Some(v) = &r.seed {
             note!("run.seed", &v.span());
             run.seed = *v.get_ref();
@@ -942,6 +962,7 @@ fn build(
         scheduler,
         run,
         noise,
+        runtime_costs,
         overrides: overrides.to_vec(),
         origins,
     })
@@ -1130,7 +1151,10 @@ impl Scenario {
                 .at_field("scenario.machine"),
             ));
         }
-        let c = hetsim_platform::cluster::load(&self.machine_file)?;
+        let mut c = hetsim_platform::cluster::load(&self.machine_file)?;
+        if !self.runtime_costs {
+            c = c.map_node_machine(Machine::clear_runtime_costs);
+        }
         if self.nodes.is_none() && self.gpus_per_node.is_none() {
             return Ok(c);
         }
@@ -1177,56 +1201,12 @@ impl Scenario {
             .map_err(|e| self.locate(e))
     }
 
-    /// Load the cluster, generate the program and execute it (program scenarios).
-    pub fn run_program(&self) -> Result<(Cluster, ProgramReport), Error> {
-        let Some(p) = &self.program else {
-            return Err(self
-                .locate(
-                    InputError::new("this scenario's workload is a task graph, not a program")
-                        .at_field("workload.kind"),
-                )
-                .into());
-        };
-        let cluster = self.load_cluster()?;
-        let program = p
-            .generator()
-            .generate(&cluster)
-            .map_err(|e| self.locate(e))?;
-        let opts = ExecOptions {
-            sharing: self.run.sharing,
-        };
-        let report =
-            hetsim_mpi::exec::run(&program, &cluster, &opts).map_err(|e| self.locate(e))?;
-        Ok((cluster, report))
-    }
-
-    /// The `--json` object of a program run: `hetsim_version`, `scenario`, `workload`,
-    /// `overrides`, `machine`, `sched` ("owner-computes"), `seed`, `gpus_per_node`, `gflops`
-    /// (counted flops / makespan), then every field of the [`ProgramReport`].
-    pub fn program_json(
-        &self,
-        cluster: &Cluster,
-        report: &ProgramReport,
-    ) -> Result<serde_json::Value, Error> {
-        use serde_json::json;
-        let p = self
-            .program
+    /// The flops the application counts for its GFlop/s figure (HPL: 2N³/3 + 3N²/2) on
+    /// `cluster`, for program workloads; `None` for task-graph workloads (their tasks' flops).
+    pub fn counted_flops_on(&self, cluster: &Cluster) -> Option<f64> {
+        self.program
             .as_ref()
-            .ok_or_else(|| Error::Internal("program_json on a task-graph scenario".into()))?;
-        let flops = p.generator().counted_flops_on(cluster);
-        let gflops = if report.makespan_s > 0.0 {
-            flops / report.makespan_s / 1e9
-        } else {
-            0.0
-        };
-        let mut obj = self.json_head(json!({ "kind": p.kind_name() }));
-        obj.insert("machine".into(), json!(cluster.name()));
-        obj.insert("sched".into(), json!("owner-computes"));
-        obj.insert("seed".into(), json!(self.run.seed));
-        obj.insert("gpus_per_node".into(), json!(cluster.gpus_per_node()));
-        obj.insert("counted_flops".into(), json!(flops));
-        obj.insert("gflops".into(), json!(gflops));
-        with_report_fields(obj, report, "program report")
+            .map(|p| p.generator().counted_flops_on(cluster))
     }
 
     /// Build the scheduler, seeded from the run's seed.
@@ -1250,6 +1230,9 @@ impl Scenario {
         observer: &mut dyn hetsim_runtime::Observer,
     ) -> Result<RunReport, Error> {
         let cluster = self.load_cluster()?;
+        if let Some(p) = &self.program {
+            return self.run_program(cluster, p, observer);
+        }
         if cluster.nodes() > 1 || self.ranks_per_node > 1 {
             return self.run_distributed(cluster, observer);
         }
@@ -1274,6 +1257,27 @@ impl Scenario {
             other => other,
         })?;
         Ok(report)
+    }
+
+    /// A program workload: its operations as a distributed task graph, one rank per GPU, each
+    /// under its own instance of the scheduler.
+    fn run_program(
+        &self,
+        cluster: Cluster,
+        p: &ProgramWorkload,
+        observer: &mut dyn hetsim_runtime::Observer,
+    ) -> Result<RunReport, Error> {
+        let program = p
+            .generator()
+            .generate(&cluster)
+            .map_err(|e| self.locate(e))?;
+        let sched = |r: u32| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r)));
+        crate::programs::simulate_program(&program, &cluster, &sched, &self.run, observer).map_err(
+            |e| match e {
+                Error::Input(e) => Error::Input(self.locate_run_error(e)),
+                other => other,
+            },
+        )
     }
 
     /// A task-graph workload on a cluster: StarPU-MPI's distributed graph over the ranks
@@ -1396,13 +1400,19 @@ impl Scenario {
     /// every field of the [`RunReport`].
     pub fn json(&self, report: &RunReport) -> Result<serde_json::Value, Error> {
         use serde_json::json;
-        let w = self.graph_workload()?;
-        let mut obj = self.json_head(json!({
-            "kind": w.kind_name(),
-            "n": w.n,
-            "nb": w.nb,
-            "precision": w.precision.to_string(),
-        }));
+        let workload = match &self.program {
+            Some(p) => json!({ "kind": p.kind_name() }),
+            None => {
+                let w = self.graph_workload()?;
+                json!({
+                    "kind": w.kind_name(),
+                    "n": w.n,
+                    "nb": w.nb,
+                    "precision": w.precision.to_string(),
+                })
+            }
+        };
+        let mut obj = self.json_head(workload);
         obj.insert(
             "run".into(),
             json!({
@@ -1415,7 +1425,19 @@ impl Scenario {
                 "noise": self.noise.as_ref().map(|n| n.kind_name()),
             }),
         );
-        with_report_fields(obj, report, "run report")
+        let mut v = with_report_fields(obj, report, "run report")?;
+        if self.program.is_some() {
+            // The application's own count: GFlop/s as it reports them.
+            let cluster = self.load_cluster()?;
+            let flops = self.counted_flops_on(&cluster).unwrap_or(0.0);
+            v["counted_flops"] = json!(flops);
+            v["gflops"] = json!(if report.makespan_s > 0.0 {
+                flops / report.makespan_s / 1e9
+            } else {
+                0.0
+            });
+        }
+        Ok(v)
     }
 
     /// The fields every `--json` object starts with: `hetsim_version`, `scenario`, `workload`

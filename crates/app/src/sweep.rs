@@ -247,41 +247,27 @@ impl Sweep {
             }
             Error::Internal(m) => Error::Internal(format!("{}: {m}", self.describe(p, &sc))),
         };
-        if let Some(prog) = &sc.program {
-            // Program scenarios: owner computes, no scheduler; bytes are the network's (NIC
-            // and intra-node flows), tasks are the program's operations.
-            let (cluster, report) = sc.run_program().map_err(located)?;
-            let flops = prog.generator().counted_flops_on(&cluster);
-            return Ok(Row {
-                sched: "owner-computes".into(),
-                seed: sc.run.seed,
-                values: p.values.clone(),
-                makespan_s: report.makespan_s,
-                gflops: if report.makespan_s > 0.0 {
-                    flops / report.makespan_s / 1e9
-                } else {
-                    0.0
-                },
-                gflops_starpu: None,
-                bytes_transferred: report.internode_bytes + report.intranode_bytes,
-                fetch_bytes: 0.0,
-                prefetch_bytes: 0.0,
-                writeback_bytes: 0.0,
-                evictions: 0,
-                writebacks: 0,
-                tasks: report.ops,
-            });
-        }
         let report = sc.run().map_err(located)?;
-        let w = sc.graph_workload()?;
-        let gflops_starpu = (w.kind == Kernel::Cholesky)
-            .then(|| (w.n as f64).powi(3) / 3.0 / report.makespan_s / 1e9);
+        let gflops_starpu = sc
+            .workload
+            .filter(|w| w.kind == Kernel::Cholesky)
+            .map(|w| (w.n as f64).powi(3) / 3.0 / report.makespan_s / 1e9);
+        // Program workloads: GFlop/s as the application counts them (HPL's formula).
+        let counted = match &sc.program {
+            Some(_) => sc.counted_flops_on(&sc.load_cluster()?),
+            None => None,
+        };
+        let gflops = match counted {
+            Some(flops) if report.makespan_s > 0.0 => flops / report.makespan_s / 1e9,
+            Some(_) => 0.0,
+            None => report.gflops,
+        };
         Ok(Row {
             sched: sc.scheduler.name().to_string(),
             seed: sc.run.seed,
             values: p.values.clone(),
             makespan_s: report.makespan_s,
-            gflops: report.gflops,
+            gflops,
             gflops_starpu,
             bytes_transferred: report.bytes_transferred,
             fetch_bytes: report.fetch_bytes,

@@ -11,6 +11,11 @@
 
 pub use hetsim_platform::cluster::RankId;
 
+use hetsim_core::error::InputError;
+use hetsim_platform::cluster::NodeId;
+use hetsim_taskgraph::distributed::MESSAGE_CODELET;
+use hetsim_taskgraph::{Place, TaskGraph, TaskGraphBuilder, TaskId};
+
 /// Index of an operation in [`Program::ops`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OpId(pub u32);
@@ -197,6 +202,62 @@ impl Program {
                 _ => 0.0,
             })
             .sum()
+    }
+
+    /// The program as a distributed task graph (one graph node per rank), in operation order
+    /// so that task `i` is operation `i`: a kernel becomes a computation of its rank that runs
+    /// only on its unit in its time ([`TaskGraphBuilder::submit_fixed`]), a message a payload
+    /// message (the rank's GPU is its GPU 0), a delay a delay and a join a delay of 0 s; each
+    /// waits for the operations it waited for.
+    pub fn to_task_graph(&self) -> Result<TaskGraph, InputError> {
+        let mut b = TaskGraphBuilder::with_capacity(self.ops.len(), 0, 0);
+        let message = b.codelet(MESSAGE_CODELET)?;
+        let delay = b.codelet("delay")?;
+        let join = b.codelet("join")?;
+        let place = |buf: Buffer| match buf {
+            Buffer::Device => Place::Device(0),
+            Buffer::Host => Place::Host,
+        };
+        let mut after = Vec::new();
+        for (i, op) in self.ops.iter().enumerate() {
+            after.clear();
+            after.extend(self.preds(OpId(i as u32)).iter().map(|p| TaskId(p.0)));
+            match *op {
+                Op::Kernel(k) => {
+                    let unit = match k.unit {
+                        Unit::Gpu => hetsim_taskgraph::Unit::Gpu,
+                        Unit::Cpu => hetsim_taskgraph::Unit::Cpu,
+                    };
+                    let c = b.codelet(k.name)?;
+                    b.submit_fixed(
+                        c,
+                        NodeId(k.rank.0),
+                        unit,
+                        k.secs,
+                        k.flops,
+                        k.priority,
+                        &after,
+                    )?;
+                }
+                Op::Message(m) => {
+                    b.submit_payload(
+                        message,
+                        (NodeId(m.src.0), place(m.from)),
+                        (NodeId(m.dst.0), place(m.to)),
+                        m.bytes,
+                        0,
+                        &after,
+                    )?;
+                }
+                Op::Delay { rank, secs } => {
+                    b.submit_delay(delay, NodeId(rank.0), secs, &after)?;
+                }
+                Op::Join => {
+                    b.submit_delay(join, NodeId(0), 0.0, &after)?;
+                }
+            }
+        }
+        b.build()
     }
 
     /// Heap bytes held by the program (for memory reports).

@@ -253,6 +253,19 @@ impl DataManager {
         }
     }
 
+    /// The one-step route from `src` to `dst` inside this rank's node, if the machine has one.
+    pub fn segment(
+        &self,
+        src: MemNodeId,
+        dst: MemNodeId,
+    ) -> Option<hetsim_platform::cluster::Segment> {
+        use hetsim_platform::cluster::Segment;
+        match self.paths.path(src, dst)? {
+            Path::Fluid(links) => Some(Segment::Fluid(links.clone())),
+            Path::Model(m) => Some(Segment::Model(m.clone())),
+        }
+    }
+
     /// A message wrote `h` in `node` (RAM): that replica is now the only valid one.
     pub fn receive(&mut self, h: HandleId, node: MemNodeId) {
         self.memory.write(h, node);

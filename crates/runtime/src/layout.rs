@@ -77,9 +77,9 @@ impl Layout {
         }
     }
 
-    /// Whether the run has several nodes.
+    /// Whether the run has several nodes or ranks.
     pub fn is_cluster(&self) -> bool {
-        self.nodes.len() > 1
+        self.nodes.len() > 1 || self.ranks.len() > 1
     }
 
     /// The rank whose worker `w` (global id) is.
@@ -113,6 +113,19 @@ pub(crate) struct Setup {
 fn share(count: u32, ranks: u32, k: u32) -> Range<u32> {
     let per = count / ranks;
     k * per..(k + 1) * per
+}
+
+/// The cores of rank `k` of `ranks` on a node of `cores` cores: an equal share, or one core
+/// (shared with other ranks, round robin) when the node has fewer cores than ranks.
+fn core_share(cores: u32, ranks: u32, k: u32) -> Range<u32> {
+    if cores == 0 {
+        return 0..0;
+    }
+    if cores < ranks {
+        let c = k % cores;
+        return c..c + 1;
+    }
+    share(cores, ranks, k)
 }
 
 /// One machine: one rank with all of it.
@@ -152,12 +165,6 @@ pub(crate) fn cluster_setup(
         .at_field("machine.ranks_per_node"));
     }
     let cores = machine.cpu_cores();
-    if cores < r {
-        return Err(InputError::new(format!(
-            "{r} ranks per node on nodes of {cores} cores: expected at most {cores}"
-        ))
-        .at_field("machine.ranks_per_node"));
-    }
     let mut cnet = ClusterNetwork::new(cluster, config.sharing)?;
     let mut net_names = Vec::new();
     let node_names: Vec<String> = (0..cluster.nodes()).map(|n| format!("n{n}")).collect();
@@ -167,6 +174,15 @@ pub(crate) fn cluster_setup(
             format!("n{n}.{name}")
         } else {
             name.to_string()
+        }
+    };
+    // With several ranks per node, a worker is named after its rank too: ranks of a node with
+    // fewer cores than ranks share them.
+    let worker_name = |rank: u32, n: u32, name: &str| {
+        if r > 1 {
+            prefix(n, &format!("r{rank}.{name}"))
+        } else {
+            prefix(n, name)
         }
     };
     for n in 0..cluster.nodes() {
@@ -200,14 +216,14 @@ pub(crate) fn cluster_setup(
         let node = rank / r;
         let k = rank % r;
         let gpus = share(g, r, k);
-        let core_range = share(cores, r, k);
+        let core_range = core_share(cores, r, k);
         let workers =
             super::runnable::workers_in(machine, config, gpus, core_range, u32::from(mpi_core))?;
         let base = global.len() as u32;
         for w in &workers {
             global.push(Worker {
                 id: WorkerId(base + w.id.0),
-                name: prefix(node, &w.name),
+                name: worker_name(rank, node, &w.name),
                 memory: MemNodeId(node * mem_per_node + w.memory.0),
                 ..w.clone()
             });

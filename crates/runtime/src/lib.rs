@@ -290,7 +290,7 @@ impl<'a> View<'a> {
     /// ranks' tasks and messages between ranks run elsewhere.
     pub fn is_local(&self, task: TaskId) -> bool {
         let t = self.graph.task(task);
-        !t.is_message() && t.node.0 == self.rank
+        t.is_compute() && t.node.0 == self.rank
     }
 
     /// All workers, in id order.

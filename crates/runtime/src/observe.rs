@@ -198,6 +198,9 @@ pub enum SimEvent<'a> {
         dst: MemNodeId,
         /// Payload.
         bytes: f64,
+        /// Store-and-forward steps of its route (flows, or transfer-model times, one after the
+        /// other); 0 between ranks sharing host memory.
+        steps: u32,
     },
     /// A message is received: its bytes arrived and the receiver's overhead is paid; the data
     /// is valid in the receiver's memory.

@@ -71,6 +71,8 @@ pub struct ClusterReport {
     pub messages: u64,
     /// Their payload, bytes.
     pub message_bytes: f64,
+    /// Store-and-forward steps the messages took (flows, or transfer-model times).
+    pub message_steps: u64,
     /// Per node, in node order.
     pub per_node: Vec<NodeReport>,
 }
@@ -115,6 +117,9 @@ pub struct WorkerReport {
     pub waiting_s: f64,
     /// Time with no task.
     pub idle_s: f64,
+    /// Its rank, on a cluster (absent on one machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
 }
 
 /// One link's traffic.

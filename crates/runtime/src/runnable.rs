@@ -179,7 +179,7 @@ pub(crate) fn runnable_of(
     let mut means = vec![f64::NAN; graph.num_tasks() * ndev];
     for t in graph.task_ids() {
         let task = graph.task(t);
-        if task.is_message() {
+        if !task.is_compute() {
             continue;
         }
         let Some(mine) = rank_cols.get(task.node.index()) else {

@@ -73,6 +73,7 @@ pub(crate) struct Stats {
     pub totals: TransferTotals,
     messages: u64,
     message_bytes: f64,
+    message_steps: u64,
 }
 
 impl Stats {
@@ -118,6 +119,10 @@ impl Stats {
                     busy_s: s.busy_s,
                     waiting_s: s.waiting_s,
                     idle_s: s.idle_s,
+                    rank: e
+                        .layout
+                        .is_cluster()
+                        .then(|| e.layout.rank_of_worker(w.id) as u32),
                 })
                 .collect(),
             links: (0..e.layout.links.len())
@@ -164,6 +169,7 @@ impl Stats {
             ranks: e.layout.ranks.len() as u32,
             messages: self.messages,
             message_bytes: self.message_bytes,
+            message_steps: self.message_steps,
             per_node: e
                 .layout
                 .nodes
@@ -256,6 +262,7 @@ impl Observer for Stats {
                 }
             }
             SimEvent::Allocate { malloc: true, .. } => self.totals.allocations += 1,
+            SimEvent::MessageStart { steps, .. } => self.message_steps += u64::from(steps),
             SimEvent::MessageEnd {
                 from_rank,
                 to_rank,

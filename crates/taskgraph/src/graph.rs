@@ -172,14 +172,33 @@ impl Handle {
 pub enum TaskKind {
     /// Runs its codelet on a worker of its node.
     Compute,
-    /// A message between nodes (StarPU-MPI's send and receive of one piece of data): reads its
-    /// first access on node `from`, writes its second on node `to`; no worker runs it.
+    /// A message between nodes; no worker runs it. Either StarPU-MPI's send and receive of one
+    /// piece of data (it reads its first access on node `from` and writes its second on node
+    /// `to`), or, without accesses, a payload of [`TaskGraph::payload_bytes`] bytes from `src`
+    /// on `from` to `dst` on `to` ([`TaskGraphBuilder::submit_payload`]).
     Message {
         /// The sending node (owner of the data read).
         from: NodeId,
         /// The receiving node.
         to: NodeId,
+        /// Where a payload's bytes are on the sender (data messages: ignored).
+        src: Place,
+        /// Where a payload's bytes go on the receiver (data messages: ignored).
+        dst: Place,
     },
+    /// Time that passes without occupying any worker (a fixed overhead, a synchronisation):
+    /// [`TaskGraph::delay_s`] after its predecessors end.
+    Delay,
+}
+
+/// Where a payload message's bytes are on one side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Place {
+    /// The node's host memory.
+    #[default]
+    Host,
+    /// The rank's `n`-th GPU (in the order of its GPU workers).
+    Device(u16),
 }
 
 /// One task: a codelet applied to some buffers.
@@ -206,6 +225,11 @@ impl Task {
     /// Whether the task is a message between nodes.
     pub fn is_message(&self) -> bool {
         matches!(self.kind, TaskKind::Message { .. })
+    }
+
+    /// Whether a worker runs the task (a computation, not a message or a delay).
+    pub fn is_compute(&self) -> bool {
+        self.kind == TaskKind::Compute
     }
 
     /// The `size` StarPU's history models are indexed by next to the footprint: the sum of the
@@ -245,9 +269,10 @@ pub struct TaskGraph {
     succ: Vec<TaskId>,
     pred_count: Vec<u32>,
     wont_use: Vec<WontUse>,
-    /// Per task, the durations it fixes itself on a CPU core and on a GPU (NaN: cannot run
-    /// there); empty when no task fixes any.
-    fixed_s: Vec<[f64; 2]>,
+    /// Per task, two figures its kind gives meaning to (see [`TaskGraphBuilder::fix_duration`],
+    /// [`TaskGraphBuilder::submit_delay`], [`TaskGraphBuilder::submit_payload`]), NaN when
+    /// unset; empty when no task sets any.
+    params: Vec<[f64; 2]>,
 }
 
 /// A "will not be used" hint on a handle, placed in submission order right after task `after`
@@ -298,17 +323,40 @@ impl TaskGraph {
     /// The duration `task` fixes itself on `unit`: `None` if it fixes none (its codelet's
     /// kernel model decides) or cannot run there; see [`TaskGraph::fixes_duration`].
     pub fn fixed_duration_s(&self, task: TaskId, unit: Unit) -> Option<f64> {
-        let d = self.fixed_s.get(task.index())?[unit.index()];
+        if !self.tasks[task.index()].is_compute() {
+            return None;
+        }
+        let d = self.params.get(task.index())?[unit.index()];
         (!d.is_nan()).then_some(d)
+    }
+
+    /// How long a [`TaskKind::Delay`] lasts (0 for other tasks).
+    pub fn delay_s(&self, task: TaskId) -> f64 {
+        match self.tasks[task.index()].kind {
+            TaskKind::Delay => self.params.get(task.index()).map_or(0.0, |p| p[0]),
+            _ => 0.0,
+        }
+    }
+
+    /// The bytes a payload message carries; `None` for a data message (its handle's size) and
+    /// for other tasks.
+    pub fn payload_bytes(&self, task: TaskId) -> Option<f64> {
+        let t = &self.tasks[task.index()];
+        if !t.is_message() || t.access_count > 0 {
+            return None;
+        }
+        Some(self.params.get(task.index()).map_or(0.0, |p| p[0]))
     }
 
     /// Whether `task` fixes its durations itself ([`TaskGraphBuilder::fix_duration`]): then it
     /// runs only on the units it fixes a duration for, in exactly that time, whatever the
     /// machine's kernel models say.
     pub fn fixes_duration(&self, task: TaskId) -> bool {
-        self.fixed_s
-            .get(task.index())
-            .is_some_and(|d| !(d[0].is_nan() && d[1].is_nan()))
+        self.tasks[task.index()].is_compute()
+            && self
+                .params
+                .get(task.index())
+                .is_some_and(|d| !(d[0].is_nan() && d[1].is_nan()))
     }
 
     /// Number of cluster nodes the graph uses (1 + the largest node of a task or handle).
@@ -504,12 +552,13 @@ pub struct TaskGraphBuilder {
     mark: Vec<u32>,
     /// Scratch list of the predecessors of the task being submitted.
     preds: Vec<TaskId>,
-    /// Whether explicit dependencies were added (then a cycle check is needed).
-    explicit: bool,
     /// "Will not be used" hints, in submission order.
     wont_use: Vec<WontUse>,
-    /// Fixed durations, per task submitted so far (see [`TaskGraph::fixed_duration_s`]).
-    fixed_s: Vec<[f64; 2]>,
+    /// Per task submitted so far, the figures of [`TaskGraph`]'s `params`.
+    params: Vec<[f64; 2]>,
+    /// An explicit dependency may not point from an earlier task to the newest one: a cycle
+    /// check and a sort of successor lists are needed at build.
+    unordered: bool,
 }
 
 impl TaskGraphBuilder {
@@ -729,7 +778,9 @@ impl TaskGraphBuilder {
         if self.deps.find_edge(a, b).is_none() {
             self.deps.add_edge(a, b, ());
         }
-        self.explicit = true;
+        if before.0 >= after.0 || after.index() + 1 != n {
+            self.unordered = true;
+        }
         Ok(())
     }
 
@@ -770,26 +821,110 @@ impl TaskGraphBuilder {
                 self.tasks.len()
             )));
         }
-        if !(secs.is_finite() && secs >= 0.0) {
+        self.check_secs(task, secs)?;
+        self.set_param(task, unit.index(), secs);
+        Ok(())
+    }
+
+    fn check_secs(&self, task: TaskId, secs: f64) -> Result<(), InputError> {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(());
+        }
+        Err(InputError::new(format!(
+            "duration {secs} s of task {} ({}): expected a finite duration >= 0",
+            task.0,
+            self.codelets[self.tasks[task.index()].codelet.index()]
+        )))
+    }
+
+    fn set_param(&mut self, task: TaskId, i: usize, v: f64) {
+        if self.params.len() < self.tasks.len() {
+            self.params.resize(self.tasks.len(), [f64::NAN; 2]);
+        }
+        self.params[task.index()][i] = v;
+    }
+
+    /// Make each of `after` a predecessor of the newest task `task`.
+    fn after(&mut self, task: TaskId, after: &[TaskId]) -> Result<(), InputError> {
+        for &a in after {
+            if a.0 >= task.0 {
+                return Err(InputError::new(format!(
+                    "task {} waits for task {}, which is not submitted before it",
+                    task.0, a.0
+                ))
+                .at_field("workload.dependencies"));
+            }
+            self.add_dependency(a, task)?;
+        }
+        Ok(())
+    }
+
+    /// Submit a computation on `node` that runs only on `unit`, for `secs` (see
+    /// [`TaskGraphBuilder::fix_duration`]), once the tasks `after` (submitted before it) end.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_fixed(
+        &mut self,
+        codelet: CodeletId,
+        node: NodeId,
+        unit: Unit,
+        secs: f64,
+        flops: f64,
+        priority: i32,
+        after: &[TaskId],
+    ) -> Result<TaskId, InputError> {
+        let t = self.submit_kind(codelet, flops, priority, &[], node, TaskKind::Compute)?;
+        self.fix_duration(t, unit, secs)?;
+        self.after(t, after)?;
+        Ok(t)
+    }
+
+    /// Submit a payload message of `bytes` from `src` on node `from` to `dst` on node `to`
+    /// (`from` may equal `to` with different places: a copy inside the node), once the tasks
+    /// `after` end. It carries no data handle: what it stands for is in the dependencies.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_payload(
+        &mut self,
+        codelet: CodeletId,
+        (from, src): (NodeId, Place),
+        (to, dst): (NodeId, Place),
+        bytes: f64,
+        priority: i32,
+        after: &[TaskId],
+    ) -> Result<TaskId, InputError> {
+        if !(bytes.is_finite() && bytes >= 0.0) {
             return Err(InputError::new(format!(
-                "duration {secs} s of task {} ({}): expected a finite duration >= 0",
-                task.0,
-                self.codelets[self.tasks[task.index()].codelet.index()]
+                "message of {bytes} bytes: expected a finite size >= 0"
             )));
         }
-        if self.fixed_s.len() < self.tasks.len() {
-            self.fixed_s.resize(self.tasks.len(), [f64::NAN; 2]);
-        }
-        self.fixed_s[task.index()][unit.index()] = secs;
-        Ok(())
+        let kind = TaskKind::Message { from, to, src, dst };
+        let t = self.submit_kind(codelet, 0.0, priority, &[], to, kind)?;
+        self.set_param(t, 0, bytes);
+        self.tasks[t.index()].model_size_bytes = bytes as u64;
+        self.after(t, after)?;
+        Ok(t)
+    }
+
+    /// Submit a delay of `secs` on `node` ([`TaskKind::Delay`]) once the tasks `after` end.
+    pub fn submit_delay(
+        &mut self,
+        codelet: CodeletId,
+        node: NodeId,
+        secs: f64,
+        after: &[TaskId],
+    ) -> Result<TaskId, InputError> {
+        let t = self.submit_kind(codelet, 0.0, 0, &[], node, TaskKind::Delay)?;
+        self.check_secs(t, secs)?;
+        self.set_param(t, 0, secs);
+        self.after(t, after)?;
+        Ok(t)
     }
 
     /// Freeze the graph. Fails if explicit dependencies made a cycle.
     pub fn build(mut self) -> Result<TaskGraph, InputError> {
-        if !self.fixed_s.is_empty() {
-            self.fixed_s.resize(self.tasks.len(), [f64::NAN; 2]);
+        if !self.params.is_empty() {
+            self.params.resize(self.tasks.len(), [f64::NAN; 2]);
         }
-        if self.explicit {
+        if self.unordered {
             check_acyclic(&self.deps, &self.tasks, &self.codelets)?;
         }
         let n = self.tasks.len();
@@ -810,7 +945,7 @@ impl TaskGraphBuilder {
             fill[s] += 1;
         }
         // Inferred edges arrive in increasing target order already; explicit ones may not.
-        if self.explicit {
+        if self.unordered {
             for i in 0..n {
                 succ[succ_offsets[i] as usize..succ_offsets[i + 1] as usize].sort_unstable();
             }
@@ -826,7 +961,7 @@ impl TaskGraphBuilder {
             succ,
             pred_count,
             wont_use: self.wont_use,
-            fixed_s: self.fixed_s,
+            params: self.params,
         })
     }
 }

@@ -27,7 +27,7 @@ pub use cholesky::{
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Task, TaskGraph,
+    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Place, Task, TaskGraph,
     TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};

@@ -424,6 +424,19 @@ impl Machine {
         &self.perf_models
     }
 
+    /// Set the simulated costs of StarPU's runtime to 0 (device allocation and free, pinned
+    /// allocation, transfer and kernel queueing, push): for applications that are not StarPU
+    /// programs (the MPI programs of the cluster workloads) and for StarPU's "costs off" runs.
+    pub fn clear_runtime_costs(&mut self) {
+        let rt = &mut self.runtime;
+        rt.cuda_malloc_s = 0.0;
+        rt.cuda_free_s = 0.0;
+        rt.pinned_alloc_s_per_mib = 0.0;
+        rt.transfer_queue_s = 0.0;
+        rt.kernel_queue_s = 0.0;
+        rt.push_s = 0.0;
+    }
+
     /// Draw every codelet's durations with `noise`, whatever the file says (a scenario's
     /// `run.noise`).
     pub fn set_noise_everywhere(&mut self, noise: hetsim_models::Noise) {

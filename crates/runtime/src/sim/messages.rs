@@ -1,45 +1,62 @@
-//! Messages between ranks: StarPU-MPI's send and receive of one piece of data, as a message task
-//! of the distributed graph (`hetsim_taskgraph::distributed`) that reads the sender's handle and
-//! writes the receiver's.
+//! Messages between ranks, as message tasks of the distributed graph
+//! (`hetsim_taskgraph::TaskKind::Message`). Two kinds:
 //!
-//! - **Two sides.** A message's predecessors that access the handle it sends are the send side
-//!   (the data's last writer on the sender); the others are the receive side (the readers of
-//!   the receiver's previous copy). The send starts when the send side is done, the receive is
-//!   posted when the receive side is.
-//! - **Send.** The sender acquires the data in its RAM, fetching it from a GPU if that holds
-//!   the only valid copy (StarPU-MPI sends from main memory), or, on a cluster with GPU-direct
-//!   transfers, straight from a GPU holding it. Its MPI progress thread then pays the sender's
-//!   overhead o_s (the cluster's overhead table), one message at a time per rank.
+//! - **Data messages**: StarPU-MPI's send and receive of one piece of data
+//!   (`hetsim_taskgraph::distributed`): the task reads the sender's handle and writes the
+//!   receiver's.
+//! - **Payload messages**: a number of bytes from a place (host memory or one of the rank's
+//!   GPUs) on one rank to a place on another (or the same) rank, standing for what its
+//!   dependencies say (the cluster workloads written as MPI programs).
+//!
+//! Semantics:
+//!
+//! - **Two sides.** A data message's predecessors that access the handle it sends are the send
+//!   side (the data's last writer on the sender); the others are the receive side (the readers
+//!   of the receiver's previous copy). The send starts when the send side is done, the receive is
+//!   posted when the receive side is. A payload message's predecessors are all on the send side,
+//!   and its receive is posted from the start (the receive is taken as posted).
+//! - **Send.** A data message's sender acquires the data in its RAM, fetching it from a GPU if
+//!   that holds the only valid copy (StarPU-MPI sends from main memory), or, on a cluster with
+//!   GPU-direct transfers, straight from a GPU holding it. Its MPI progress thread then pays the
+//!   sender's overhead o_s (the cluster's overhead table), one message at a time per rank.
 //! - **Protocol.** A message of at most [`EAGER_LIMIT_BYTES`] is eager: its bytes leave as
 //!   soon as the send is posted. A larger one is rendezvous: its bytes leave once the receive is
 //!   posted too.
-//! - **Bytes.** One flow over the cluster network from the sender's memory node to the
-//!   receiver's RAM (NIC up, switch, NIC down, and the PCIe links of a GPU-direct source),
-//!   sharing links with everything else; ranks of one node exchange through shared memory, at
-//!   no cost.
+//! - **Bytes** ([`Sim::message_route`]): between nodes, one flow from the source's memory node
+//!   to the destination's on a cluster with GPU-direct transfers; otherwise store and forward,
+//!   each step starting when the previous ends: source → the node's RAM (where the NIC is),
+//!   RAM → RAM over the NICs and switch, RAM → destination. Inside a node, the node machine's
+//!   route, or two steps through RAM if it has none; a rank's copy between two of its own
+//!   places crosses the node's route too. Ranks of one node exchange host memory at no cost.
+//!   Every flow shares links with everything else; a route with a transfer model takes the
+//!   model's time.
 //! - **Receive.** Once the bytes are there and the receive is posted, the receiver's progress
-//!   thread pays o_r; then the receiver's copy is valid in its RAM (a new version: a write),
-//!   the sender's copy is released, and the message's successors go on.
+//!   thread pays o_r; then a data message's copy is valid in the receiver's RAM (a new version:
+//!   a write) and the sender's copy is released; the message's successors go on.
 
 use rustc_hash::FxHashMap;
 
 use super::{Event, FlowOwner, Sim};
 use crate::layout::endpoint;
 use crate::observe::SimEvent;
+use hetsim_core::error::InputError;
 use hetsim_core::fluid::FlowSpec;
+use hetsim_platform::cluster::{NodeId, Segment};
 use hetsim_platform::machine::{MemKind, MemNodeId};
-use hetsim_taskgraph::{TaskGraph, TaskId, TaskKind};
+use hetsim_taskgraph::{Place, TaskGraph, TaskId, TaskKind};
 
 /// Largest message sent eagerly, bytes: MPICH's and SimGrid SMPI's default threshold between
 /// the eager and rendezvous protocols (64 KiB).
 pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
 
 /// One message's progress.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Msg {
     from: u32,
     to: u32,
     bytes: f64,
+    /// A payload message's places on each side; `None` for a data message.
+    payload: Option<(Place, Place)>,
     send_left: u32,
     recv_left: u32,
     /// The sender's memory node the bytes leave from, once the send started.
@@ -48,6 +65,9 @@ struct Msg {
     posted: bool,
     moving: bool,
     arrived: bool,
+    /// The steps of its route, and how many are done, once it moves.
+    steps: Vec<Segment>,
+    done_steps: usize,
 }
 
 /// Every message task's progress.
@@ -56,35 +76,43 @@ pub(super) struct Messages {
     state: FxHashMap<u32, Msg>,
 }
 
-/// Whether task `t` accesses the handle message `m` sends (then it is on the send side).
+/// Whether task `t` is on message `m`'s send side: it accesses the handle `m` sends, or `m` is
+/// a payload message.
 fn on_send_side(graph: &TaskGraph, m: TaskId, t: TaskId) -> bool {
-    let sent = graph.accesses(m)[0].handle;
-    graph.accesses(t).iter().any(|a| a.handle == sent)
+    let Some(sent) = graph.accesses(m).first() else {
+        return true;
+    };
+    graph.accesses(t).iter().any(|a| a.handle == sent.handle)
 }
 
 impl Messages {
     pub fn new(graph: &TaskGraph) -> Self {
         let mut state = FxHashMap::default();
         for m in graph.task_ids() {
-            let task = graph.task(m);
-            if let TaskKind::Message { from, to } = task.kind {
-                let bytes = graph.handle(graph.accesses(m)[0].handle).size_bytes as f64;
-                state.insert(
-                    m.0,
-                    Msg {
-                        from: from.0,
-                        to: to.0,
-                        bytes,
-                        send_left: 0,
-                        recv_left: 0,
-                        src: None,
-                        sent: false,
-                        posted: false,
-                        moving: false,
-                        arrived: false,
-                    },
-                );
-            }
+            let TaskKind::Message { from, to, src, dst } = graph.task(m).kind else {
+                continue;
+            };
+            let payload = graph.payload_bytes(m);
+            let bytes = payload
+                .unwrap_or_else(|| graph.handle(graph.accesses(m)[0].handle).size_bytes as f64);
+            state.insert(
+                m.0,
+                Msg {
+                    from: from.0,
+                    to: to.0,
+                    bytes,
+                    payload: payload.map(|_| (src, dst)),
+                    send_left: 0,
+                    recv_left: 0,
+                    src: None,
+                    sent: false,
+                    posted: payload.is_some(),
+                    moving: false,
+                    arrived: false,
+                    steps: Vec::new(),
+                    done_steps: 0,
+                },
+            );
         }
         if !state.is_empty() {
             for t in graph.task_ids() {
@@ -114,11 +142,24 @@ impl Messages {
         v
     }
 
-    /// For a message whose send started: the sending rank and the memory node its bytes leave
-    /// from.
+    /// For a data message whose send started: the sending rank and the memory node its bytes
+    /// leave from.
     pub fn source(&self, t: TaskId) -> Option<(usize, MemNodeId)> {
         let m = self.state.get(&t.0)?;
         Some((m.from as usize, m.src?))
+    }
+
+    /// The distinct (sending rank, source place, receiving rank, destination place) of the
+    /// payload messages, to check their routes before the run.
+    pub fn payload_routes(&self) -> Vec<(u32, Place, u32, Place)> {
+        let mut v: Vec<_> = self
+            .state
+            .values()
+            .filter_map(|m| m.payload.map(|(s, d)| (m.from, s, m.to, d)))
+            .collect();
+        v.sort_unstable_by_key(|&(f, s, t, d)| (f, place_key(s), t, place_key(d)));
+        v.dedup();
+        v
     }
 
     fn get(&mut self, m: TaskId) -> &mut Msg {
@@ -126,7 +167,7 @@ impl Messages {
     }
 
     /// The messages still waiting, for a deadlock diagnosis.
-    pub fn diagnosis(&self, graph: &TaskGraph) -> String {
+    pub fn diagnosis(&self) -> String {
         let mut waiting: Vec<(u32, &Msg)> = self
             .state
             .iter()
@@ -142,13 +183,12 @@ impl Messages {
             .take(8)
             .map(|(t, m)| {
                 format!(
-                    "message {t} ({} bytes of handle {}) from rank {} to rank {}: {}",
+                    "message {t} ({} bytes) from rank {} to rank {}: {}",
                     m.bytes,
-                    graph.accesses(TaskId(*t))[0].handle.0,
                     m.from,
                     m.to,
                     match (m.src.is_some(), m.sent, m.posted) {
-                        (false, _, _) => "send waits for its data's writer",
+                        (false, _, _) => "send waits for its predecessors",
                         (true, false, _) => "send waits for its data",
                         (true, true, false) => "receive not posted",
                         _ => "in flight",
@@ -160,14 +200,144 @@ impl Messages {
     }
 }
 
+fn place_key(p: Place) -> u32 {
+    match p {
+        Place::Host => u32::MAX,
+        Place::Device(g) => u32::from(g),
+    }
+}
+
 impl Sim<'_> {
-    /// A message one of whose sides waits for nothing: that side starts at once.
+    /// The memory node of `place` on rank `r`.
+    fn place_mem(&self, r: usize, place: Place) -> Result<MemNodeId, InputError> {
+        match place {
+            Place::Host => Ok(self.ranks[r].data.memory().ram()),
+            Place::Device(g) => self.ranks[r]
+                .gpu_mems
+                .get(usize::from(g))
+                .copied()
+                .ok_or_else(|| {
+                    InputError::new(format!(
+                        "a message uses GPU {g} of rank {r}, which has {} GPU worker(s)",
+                        self.ranks[r].gpu_mems.len()
+                    ))
+                    .at_field("machine.gpus_per_node")
+                }),
+        }
+    }
+
+    /// Check, before the run, that every payload message has a route.
+    pub(super) fn check_message_routes(&self) -> Result<(), InputError> {
+        for (from, src, to, dst) in self.messages.payload_routes() {
+            let (f, t) = (from as usize, to as usize);
+            let (s, d) = (self.place_mem(f, src)?, self.place_mem(t, dst)?);
+            self.message_route(f, s, t, d).map_err(|e| {
+                InputError::new(format!(
+                    "a message from rank {from} to rank {to}: {}",
+                    e.message
+                ))
+                .at_field(e.location.field.unwrap_or_else(|| "machine".into()))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The steps of a message from memory node `src` of rank `from` to `dst` of rank `to`
+    /// (module documentation).
+    fn message_route(
+        &self,
+        from: usize,
+        src: MemNodeId,
+        to: usize,
+        dst: MemNodeId,
+    ) -> Result<Vec<Segment>, InputError> {
+        let (a, b) = (self.ranks[from].node, self.ranks[to].node);
+        let mut steps = Vec::new();
+        if a == b {
+            if from != to && src == dst {
+                // Two ranks of one node share its host memory.
+                return Ok(steps);
+            }
+            self.intra_steps(a, src, dst, &mut steps)?;
+            return Ok(steps);
+        }
+        let Some(net) = self.cluster_net.as_ref() else {
+            return Err(InputError::new(
+                "ranks on different nodes of a machine without network",
+            ));
+        };
+        let host = net.inter_host(NodeId(a), NodeId(b)).ok_or_else(|| {
+            InputError::new(format!(
+                "nodes {a} and {b} of `{}` have no network between them (a plain machine file)",
+                self.cluster.map_or(self.machine.name(), |c| c.name())
+            ))
+            .at_field("machine")
+        })?;
+        if self.cluster.is_some_and(|c| c.gpu_direct())
+            && let Some(r) = net.route(endpoint(a, src), endpoint(b, dst))
+        {
+            steps.push(Segment::Fluid(r));
+            return Ok(steps);
+        }
+        let ram = net.attach();
+        self.intra_steps(a, src, ram, &mut steps)?;
+        steps.push(Segment::Fluid(host));
+        self.intra_steps(b, ram, dst, &mut steps)?;
+        Ok(steps)
+    }
+
+    /// One hop inside node `node`: the node machine's route, else staged through its RAM.
+    fn intra_steps(
+        &self,
+        node: u32,
+        a: MemNodeId,
+        b: MemNodeId,
+        out: &mut Vec<Segment>,
+    ) -> Result<(), InputError> {
+        if a == b {
+            return Ok(());
+        }
+        let machine = self.machine;
+        let ram = self.ranks[0].data.memory().ram();
+        let intra = |x: MemNodeId, y: MemNodeId| match &self.cluster_net {
+            Some(net) => net.intra(NodeId(node), x, y),
+            None => self.ranks[0].data.segment(x, y),
+        };
+        if let Some(s) = intra(a, b) {
+            out.push(s);
+            return Ok(());
+        }
+        if a != ram
+            && b != ram
+            && let (Some(x), Some(y)) = (intra(a, ram), intra(ram, b))
+        {
+            out.push(x);
+            out.push(y);
+            return Ok(());
+        }
+        let name = |m: MemNodeId| {
+            machine
+                .memory_node(m)
+                .map_or_else(|| m.0.to_string(), |n| n.name.clone())
+        };
+        Err(InputError::new(format!(
+            "the node machine `{}` has no route from {} to {} (nor through {})",
+            machine.name(),
+            name(a),
+            name(b),
+            name(ram)
+        ))
+        .at_field("routes"))
+    }
+
+    /// A side of message `m` waits for nothing: that side starts at once.
     pub(super) fn message_ready(&mut self, m: TaskId) {
-        let msg = *self.messages.get(m);
-        if msg.send_left == 0 {
+        let msg = self.messages.get(m);
+        let (send, recv) = (msg.send_left == 0, msg.recv_left == 0);
+        if send {
             self.message_send(m);
         }
-        if msg.recv_left == 0 {
+        if recv {
             self.message_post(m);
         }
     }
@@ -191,19 +361,23 @@ impl Sim<'_> {
         }
     }
 
-    /// The send side of `m` is done: acquire its data where it leaves from.
+    /// The send side of `m` is done: a payload leaves from its place; a data message acquires
+    /// its data where it leaves from.
     fn message_send(&mut self, m: TaskId) {
-        let msg = *self.messages.get(m);
-        let r = msg.from as usize;
+        let msg = self.messages.get(m);
+        let (r, payload) = (msg.from as usize, msg.payload);
+        self.mark(r);
+        if let Some((src, _)) = payload {
+            let src = self.place_mem(r, src).expect("checked before the run");
+            self.messages.get(m).src = Some(src);
+            self.message_data_ready(m);
+            return;
+        }
         let h = self.graph.accesses(m)[0].handle;
         let ram = self.ranks[r].data.memory().ram();
-        let src = self
-            .gpu_direct_source(m, &msg)
-            .filter(|&g| self.ranks[r].data.memory().is_valid(h, g))
-            .unwrap_or(ram);
+        let src = self.gpu_direct_source(m).unwrap_or(ram);
         self.messages.get(m).src = Some(src);
         self.buffers_left[m.index()] = 1;
-        self.mark(r);
         if self.ranks[r].data.pin_buffer(m, 0, h, src) {
             self.buffer_allocated(m, 0);
         } else {
@@ -211,35 +385,27 @@ impl Sim<'_> {
         }
     }
 
-    /// With GPU-direct transfers, a GPU of the sender holding the data that has a route of
-    /// links to the receiver.
-    fn gpu_direct_source(&self, m: TaskId, msg: &Msg) -> Option<MemNodeId> {
-        let cluster = self.cluster?;
-        if !cluster.gpu_direct() {
+    /// With GPU-direct transfers, a GPU of the sender holding the data of data message `m`.
+    fn gpu_direct_source(&self, m: TaskId) -> Option<MemNodeId> {
+        if !self.cluster?.gpu_direct() {
             return None;
         }
-        let net = self.cluster_net.as_ref()?;
-        let r = &self.ranks[msg.from as usize];
-        let to = &self.ranks[msg.to as usize];
+        let msg = &self.messages.state[&m.0];
+        let memory = self.ranks[msg.from as usize].data.memory();
         let h = self.graph.accesses(m)[0].handle;
-        let memory = r.data.memory();
-        let ram = memory.ram();
-        (0..memory.nnodes() as u32).map(MemNodeId).find(|&n| {
-            memory.kind(n) == MemKind::Gpu
-                && memory.is_valid(h, n)
-                && net
-                    .route(endpoint(r.node, n), endpoint(to.node, ram))
-                    .is_some()
-        })
+        (0..memory.nnodes() as u32)
+            .map(MemNodeId)
+            .find(|&n| memory.kind(n) == MemKind::Gpu && memory.is_valid(h, n))
     }
 
     /// The data of `m` is in place on the sender: its progress thread pays o_s.
     pub(super) fn message_data_ready(&mut self, m: TaskId) {
-        let msg = *self.messages.get(m);
-        let o_s = self
-            .cluster
-            .map_or(0.0, |c| c.overheads().send_s(msg.bytes));
-        let rank = &mut self.ranks[msg.from as usize];
+        let (from, bytes) = {
+            let msg = self.messages.get(m);
+            (msg.from as usize, msg.bytes)
+        };
+        let o_s = self.cluster.map_or(0.0, |c| c.overheads().send_s(bytes));
+        let rank = &mut self.ranks[from];
         let end = rank.mpi_free_at.max(self.now) + o_s;
         rank.mpi_free_at = end;
         self.cal.schedule(end, Event::MessageSent(m));
@@ -257,50 +423,73 @@ impl Sim<'_> {
     fn message_post(&mut self, m: TaskId) {
         let msg = self.messages.get(m);
         msg.posted = true;
-        let msg = *msg;
-        if msg.arrived {
+        let (arrived, waits) = (msg.arrived, msg.sent && !msg.moving);
+        if arrived {
             self.message_deliver(m);
-        } else if msg.sent && !msg.moving {
+        } else if waits {
             self.message_move(m);
         }
     }
 
-    /// The bytes of `m` start moving.
+    /// The bytes of `m` start moving along their route.
     fn message_move(&mut self, m: TaskId) {
         let msg = self.messages.get(m);
         msg.moving = true;
-        let msg = *msg;
-        let (from, to) = (msg.from as usize, msg.to as usize);
+        let (from, to, bytes, payload) = (msg.from, msg.to, msg.bytes, msg.payload);
         let src = msg.src.expect("sent from somewhere");
-        let dst = self.ranks[to].data.memory().ram();
-        let route = self.cluster_net.as_ref().and_then(|net| {
-            net.route(
-                endpoint(self.ranks[from].node, src),
-                endpoint(self.ranks[to].node, dst),
-            )
-        });
-        let (gsrc, gdst) = (self.global_mem(from, src), self.global_mem(to, dst));
+        let (f, t) = (from as usize, to as usize);
+        let dst = match payload {
+            Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
+            None => self.ranks[t].data.memory().ram(),
+        };
+        let steps = self
+            .message_route(f, src, t, dst)
+            .expect("data messages go RAM to RAM or GPU-direct; payload routes are checked");
+        let (gsrc, gdst) = (self.global_mem(f, src), self.global_mem(t, dst));
         self.note(&SimEvent::MessageStart {
             task: m,
-            from_rank: msg.from,
-            to_rank: msg.to,
+            from_rank: from,
+            to_rank: to,
             src: gsrc,
             dst: gdst,
-            bytes: msg.bytes,
+            bytes,
+            steps: steps.len() as u32,
         });
-        match route {
-            Some(links) if !links.is_empty() && msg.bytes > 0.0 => {
-                let f = self
-                    .net
-                    .start_flow(self.now, FlowSpec::new(links, msg.bytes));
+        let msg = self.messages.get(m);
+        msg.steps = steps;
+        msg.done_steps = 0;
+        self.message_next_step(m);
+    }
+
+    /// Start the next step of `m`'s route, or, if none is left, `m` has arrived.
+    fn message_next_step(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        let bytes = msg.bytes;
+        let Some(step) = msg.steps.get(msg.done_steps).cloned() else {
+            msg.steps = Vec::new();
+            self.message_arrived(m);
+            return;
+        };
+        match step {
+            Segment::Fluid(links) if !links.is_empty() && bytes > 0.0 => {
+                let f = self.net.start_flow(self.now, FlowSpec::new(links, bytes));
                 self.own_flow(f, FlowOwner::Message(m));
             }
-            // Shared memory between ranks of one node, or nothing to move.
-            _ => self.cal.schedule(self.now, Event::MessageArrived(m)),
+            Segment::Fluid(_) => self.cal.schedule(self.now, Event::MessageStep(m)),
+            Segment::Model(model) => {
+                let at = self.now + model.duration_secs(bytes);
+                self.cal.schedule(at, Event::MessageStep(m));
+            }
         }
     }
 
-    pub(super) fn message_arrived(&mut self, m: TaskId) {
+    /// A step of `m`'s route ended.
+    pub(super) fn message_step_done(&mut self, m: TaskId) {
+        self.messages.get(m).done_steps += 1;
+        self.message_next_step(m);
+    }
+
+    fn message_arrived(&mut self, m: TaskId) {
         let msg = self.messages.get(m);
         msg.arrived = true;
         if msg.posted {
@@ -311,43 +500,52 @@ impl Sim<'_> {
     /// The bytes of `m` are at the receiver and its receive is posted: its progress thread
     /// pays o_r.
     fn message_deliver(&mut self, m: TaskId) {
-        let msg = *self.messages.get(m);
-        let o_r = self
-            .cluster
-            .map_or(0.0, |c| c.overheads().recv_s(msg.bytes));
-        let rank = &mut self.ranks[msg.to as usize];
+        let (to, bytes) = {
+            let msg = self.messages.get(m);
+            (msg.to as usize, msg.bytes)
+        };
+        let o_r = self.cluster.map_or(0.0, |c| c.overheads().recv_s(bytes));
+        let rank = &mut self.ranks[to];
         let end = rank.mpi_free_at.max(self.now) + o_r;
         rank.mpi_free_at = end;
         self.cal.schedule(end, Event::MessageReceived(m));
     }
 
-    /// `m` is received: the receiver's copy is valid in its RAM, the sender's is released.
+    /// `m` is received: a data message's copy is valid in the receiver's RAM and the sender's
+    /// copy is released; the successors go on.
     pub(super) fn message_received(&mut self, m: TaskId) {
-        let msg = *self.messages.get(m);
-        let (from, to) = (msg.from as usize, msg.to as usize);
+        let msg = self.messages.get(m);
+        let (from, to, bytes, payload) = (msg.from, msg.to, msg.bytes, msg.payload);
         let src = msg.src.expect("sent from somewhere");
-        let sent = self.graph.accesses(m)[0].handle;
-        let received = self.graph.accesses(m)[1].handle;
-        let dst = self.ranks[to].data.memory().ram();
-        self.ranks[to].data.receive(received, dst);
-        self.ranks[from].data.release(sent, src);
-        let (gsrc, gdst) = (self.global_mem(from, src), self.global_mem(to, dst));
+        let (f, t) = (from as usize, to as usize);
+        let dst = match payload {
+            Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
+            None => {
+                let sent = self.graph.accesses(m)[0].handle;
+                let received = self.graph.accesses(m)[1].handle;
+                let ram = self.ranks[t].data.memory().ram();
+                self.ranks[t].data.receive(received, ram);
+                self.ranks[f].data.release(sent, src);
+                ram
+            }
+        };
+        let (gsrc, gdst) = (self.global_mem(f, src), self.global_mem(t, dst));
         self.note(&SimEvent::MessageEnd {
             task: m,
-            from_rank: msg.from,
-            to_rank: msg.to,
+            from_rank: from,
+            to_rank: to,
             src: gsrc,
             dst: gdst,
-            bytes: msg.bytes,
+            bytes,
         });
         self.tasks_done += 1;
         self.last_task_end = self.now;
-        self.mark(from);
-        self.mark(to);
+        self.mark(f);
+        self.mark(t);
         self.release_successors(m, None);
         // Releasing a device copy may let a waiting allocation evict it.
-        if self.ranks[from].data.memory().kind(src) == MemKind::Gpu {
-            self.retry_allocations(from, src);
+        if payload.is_none() && self.ranks[f].data.memory().kind(src) == MemKind::Gpu {
+            self.retry_allocations(f, src);
         }
     }
 }

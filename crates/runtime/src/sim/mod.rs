@@ -70,10 +70,12 @@ pub(crate) enum Event {
     KernelQueued(TaskId),
     /// A message's sender paid its overhead: the send is posted.
     MessageSent(TaskId),
-    /// A message's bytes arrived at the receiver (routes without links).
-    MessageArrived(TaskId),
+    /// A step of a message over a route with a transfer model (or without links) ended.
+    MessageStep(TaskId),
     /// A message's receiver paid its overhead: the data is there.
     MessageReceived(TaskId),
+    /// A delay task's time is over.
+    DelayDone(TaskId),
 }
 
 /// Who a fluid flow belongs to.
@@ -99,6 +101,8 @@ struct Rank<'a> {
     worker_base: u32,
     /// Global id of the node's memory node 0.
     mem_base: u32,
+    /// The memory nodes of its GPU workers, in order ([`hetsim_taskgraph::Place::Device`]).
+    gpu_mems: Vec<MemNodeId>,
     /// When this rank's MPI progress thread is next free.
     mpi_free_at: f64,
     /// The worker whose task ended in the event being handled: it pops last
@@ -124,6 +128,8 @@ struct Sim<'a> {
     net: FluidNetwork,
     layout: Layout,
     flow_owner: Vec<FlowOwner>,
+    /// The owners of the flows that ended at the date being handled.
+    scratch_owners: Vec<FlowOwner>,
     ranks: Vec<Rank<'a>>,
     /// Global worker id → rank.
     worker_rank: Vec<u32>,
@@ -325,6 +331,7 @@ impl<'a> Sim<'a> {
                 cols,
                 worker_base,
                 mem_base: s.node * mem_per_node,
+                gpu_mems: gpus,
                 mpi_free_at: 0.0,
                 releasing: None,
                 pushed_now: 0,
@@ -334,7 +341,7 @@ impl<'a> Sim<'a> {
         let link_loads = obs
             .wants_link_loads()
             .then(|| vec![0.0; layout.links.len()]);
-        Ok(Sim {
+        let sim = Sim {
             machine,
             cluster,
             cluster_net,
@@ -348,6 +355,7 @@ impl<'a> Sim<'a> {
             net,
             layout,
             flow_owner: Vec::new(),
+            scratch_owners: Vec::new(),
             ranks,
             worker_rank,
             runnable,
@@ -375,7 +383,9 @@ impl<'a> Sim<'a> {
             scratch_loads: Vec::new(),
             link_loads,
             bounds,
-        })
+        };
+        sim.check_message_routes()?;
+        Ok(sim)
     }
 
     /// Tell the statistics and the observer.
@@ -435,7 +445,7 @@ impl<'a> Sim<'a> {
             .filter(|&t| !self.graph.task(t).is_message())
             .collect();
         for t in roots {
-            self.push(t, None);
+            self.ready(t, None);
         }
         for m in self.messages.waiting_for_nothing() {
             self.message_ready(m);
@@ -476,14 +486,19 @@ impl<'a> Sim<'a> {
                     self.now = t;
                     self.net.advance(t, &mut finished);
                     self.report_link_loads();
-                    for f in finished.drain(..) {
-                        match self.flow_owner[f.0 as usize] {
+                    // Owners first: a message's next step, started below, may reuse the id of
+                    // a flow that ended at the same date.
+                    let mut owners = std::mem::take(&mut self.scratch_owners);
+                    owners.extend(finished.drain(..).map(|f| self.flow_owner[f.0 as usize]));
+                    for owner in owners.drain(..) {
+                        match owner {
                             FlowOwner::Transfer { rank, id } => {
                                 self.transfer_done(rank as usize, id)
                             }
-                            FlowOwner::Message(m) => self.message_arrived(m),
+                            FlowOwner::Message(m) => self.message_step_done(m),
                         }
                     }
+                    self.scratch_owners = owners;
                 }
                 (Some(_), None) => unreachable!(),
             }
@@ -536,8 +551,13 @@ impl<'a> Sim<'a> {
             Event::TransferDone { rank, id } => self.transfer_done(rank as usize, id),
             Event::KernelQueued(t) => self.buffer_ready(t),
             Event::MessageSent(m) => self.message_sent(m),
-            Event::MessageArrived(m) => self.message_arrived(m),
+            Event::MessageStep(m) => self.message_step_done(m),
             Event::MessageReceived(m) => self.message_received(m),
+            Event::DelayDone(t) => {
+                self.tasks_done += 1;
+                self.last_task_end = self.now;
+                self.release_successors(t, None);
+            }
         }
     }
 
@@ -910,8 +930,19 @@ impl<'a> Sim<'a> {
             self.preds_left[s.index()] -= 1;
             if self.preds_left[s.index()] == 0 {
                 let released_by = by.filter(|&(r, _)| r == self.rank_of(s)).map(|(_, w)| w);
-                self.push(s, released_by);
+                self.ready(s, released_by);
             }
+        }
+    }
+
+    /// Task `t` (not a message) has no predecessor left: a computation goes to its rank's
+    /// scheduler, a delay starts.
+    fn ready(&mut self, t: TaskId, released_by: Option<WorkerId>) {
+        if self.graph.task(t).is_compute() {
+            self.push(t, released_by);
+        } else {
+            let at = self.now + self.graph.delay_s(t);
+            self.cal.schedule(at, Event::DelayDone(t));
         }
     }
 
@@ -973,7 +1004,7 @@ impl<'a> Sim<'a> {
         for rank in &self.ranks {
             why.push_str(&rank.data.deadlock_diagnosis(self.machine, self.graph));
         }
-        why.push_str(&self.messages.diagnosis(self.graph));
+        why.push_str(&self.messages.diagnosis());
         InputError::new(format!(
             "no task can make progress at t = {} s: {} of {} tasks ran.{why} This is eviction \
              deadlock (StarPU issue #38): reduce the GPU pipeline depth, the tile size, or give \
