@@ -74,6 +74,8 @@ pub(crate) enum Event {
     MessageArrived(TaskId),
     /// A message's receiver paid its overhead: the data is there.
     MessageReceived(TaskId),
+    /// The RAM buffer a message is received into is allocated ([`messages`]).
+    RecvBufferReady(TaskId),
 }
 
 /// Who a fluid flow belongs to.
@@ -538,6 +540,7 @@ impl<'a> Sim<'a> {
             Event::MessageSent(m) => self.message_sent(m),
             Event::MessageArrived(m) => self.message_arrived(m),
             Event::MessageReceived(m) => self.message_received(m),
+            Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
         }
     }
 
@@ -613,6 +616,7 @@ impl<'a> Sim<'a> {
     }
 
     fn wake_rank(&mut self, r: usize) {
+        self.take_buffer_allocations(r);
         let mut order = std::mem::take(&mut self.scratch_order);
         let rank = &mut self.ranks[r];
         let releasing = rank.releasing.take();
@@ -662,6 +666,7 @@ impl<'a> Sim<'a> {
         let workers = &self.ranks[r].workers;
         let held = workers.held(w);
         (held.len() as u32) < workers.worker(w).pipeline_depth
+            && !self.messages.allocating(r, w, self.now)
             && held
                 .iter()
                 .all(|&t| self.buffers_left[t.index()] == 0 && !self.gpu_sync(r, t, w))
