@@ -37,39 +37,27 @@ fn target(nodes: &str, sched: &str, n: &str) -> f64 {
 
 #[test]
 fn distributed_cholesky_agrees_with_starpu_mpi() {
-    let csv = std::fs::read_to_string(hetsim_testkit::repo(
-        "docs/validation/starpu14-mpi-cholesky.csv",
-    ))
-    .unwrap();
-    let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
-    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (nodes, sched, n, sim_ms) = (col("nodes"), col("sched"), col("n"), col("sim_ms"));
     let path = hetsim_testkit::repo("scenarios/cholesky-mirage-mpi.toml");
     let mut report = Vec::new();
     let mut bad = Vec::new();
-    for row in rows {
-        let f: Vec<&str> = row.split(',').collect();
-        if f[nodes] == "1" {
-            continue;
-        }
+    for c in crate::common::starpu_mpi_cells() {
         let overrides = [
-            Override::parse_set(&format!("machine.nodes={}", f[nodes])).unwrap(),
-            Override::parse_set(&format!("scheduler.name={}", f[sched])).unwrap(),
-            Override::parse_set(&format!("workload.n={}", f[n])).unwrap(),
+            Override::parse_set(&format!("machine.nodes={}", c.nodes)).unwrap(),
+            Override::parse_set(&format!("scheduler.name={}", c.sched)).unwrap(),
+            Override::parse_set(&format!("workload.n={}", c.n)).unwrap(),
         ];
         let sc = scenario::load(&path, &overrides).unwrap();
         let hetsim_ms = sc.run().unwrap().makespan_s * 1e3;
-        let starpu_ms: f64 = f[sim_ms].parse().unwrap();
-        let diff = (hetsim_ms - starpu_ms) / starpu_ms;
+        let diff = (hetsim_ms - c.sim_ms) / c.sim_ms;
         let line = format!(
-            "{} nodes {} n={}: StarPU-MPI {starpu_ms:.2} ms, hetsim {hetsim_ms:.2} ms ({:+.1} %)",
-            f[nodes],
-            f[sched],
-            f[n],
+            "{} nodes {} n={}: StarPU-MPI {:.2} ms, hetsim {hetsim_ms:.2} ms ({:+.1} %)",
+            c.nodes,
+            c.sched,
+            c.n,
+            c.sim_ms,
             diff * 100.0
         );
-        if diff.abs() > target(f[nodes], f[sched], f[n]) {
+        if diff.abs() > target(&c.nodes, &c.sched, &c.n) {
             bad.push(line.clone());
         }
         report.push(line);
