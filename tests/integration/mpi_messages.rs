@@ -179,7 +179,7 @@ fn first_receives_wait_for_their_pinned_buffer_and_block_the_worker() {
     // until 2 CHUNK. It then holds task 0: GPU room for X0 opens a chunk (cudaMalloc), Y comes
     // out of it and ends after it; the two copies follow each other on the RAM→GPU pair; then
     // the kernel is queued.
-    assert!(CHUNK + NIC_LAT + 9.0 * TILE / NIC_BW < 2.0 * CHUNK);
+    const { assert!(CHUNK + NIC_LAT + 9.0 * TILE / NIC_BW < 2.0 * CHUNK) };
     let copy = QUEUE + PCIE_LAT + TILE / PCIE_BW;
     let first = d
         .task_start
