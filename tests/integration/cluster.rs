@@ -381,18 +381,9 @@ fn a_thousand_node_network_is_linear() {
 /// (docs/validation/starpu14-mpi-cholesky.csv).
 #[test]
 fn distributed_cholesky_sends_what_starpu_mpi_sends() {
-    let csv = std::fs::read_to_string(hetsim_testkit::repo(
-        "docs/validation/starpu14-mpi-cholesky.csv",
-    ))
-    .unwrap();
-    let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
-    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (nodes, sched, n, sends) = (col("nodes"), col("sched"), col("n"), col("mpi_sends"));
     let mut checked = 0;
-    for row in rows {
-        let f: Vec<&str> = row.split(',').collect();
-        if f[nodes] == "1" || f[sched] != "dmda" {
+    for c in crate::common::starpu_mpi_cells() {
+        if c.sched != "dmda" {
             continue;
         }
         let out = hetsim(&[
@@ -400,9 +391,9 @@ fn distributed_cholesky_sends_what_starpu_mpi_sends() {
             "scenarios/cholesky-mirage-mpi.toml",
             "--json",
             "--set",
-            &format!("machine.nodes={}", f[nodes]),
+            &format!("machine.nodes={}", c.nodes),
             "--set",
-            &format!("workload.n={}", f[n]),
+            &format!("workload.n={}", c.n),
         ]);
         assert!(
             out.status.success(),
@@ -412,8 +403,10 @@ fn distributed_cholesky_sends_what_starpu_mpi_sends() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             v["cluster"]["messages"].as_u64().unwrap().to_string(),
-            f[sends],
-            "{row}"
+            c.mpi_sends,
+            "{} nodes, n = {}",
+            c.nodes,
+            c.n
         );
         checked += 1;
     }

@@ -30,20 +30,35 @@
 //!   places crosses the node's route too. Ranks of one node exchange host memory at no cost.
 //!   Every flow shares links with everything else; a route with a transfer model takes the
 //!   model's time.
+//! - **Receive buffer.** The first receive of a data message into a copy finds no memory behind
+//!   it (StarPU-MPI registers the copies of remote data with no home,
+//!   `starpu_matrix_data_register(.., -1, NULL, ..)`): acquiring it for writing
+//!   (`_starpu_mpi_isend_irecv_common`) allocates it in pinned RAM, which StarPU-SimGrid charges
+//!   `pinned_alloc_per_mib` (`_starpu_malloc_on_node`) and, up to 4 MiB, carves out of 32 MiB
+//!   chunks (`starpu_malloc_on_node_flags`, the suballocator), so only a new chunk pays, for the
+//!   whole chunk, holding the chunk lock meanwhile. The allocation is a data request of the RAM
+//!   node, which the rank's workers serve between tasks (`__starpu_datawizard_progress`): an
+//!   idle worker takes the next waiting one and is blocked until it is served (behind the chunk
+//!   being allocated). The receive is posted only then. Later receives into the same copy reuse
+//!   its buffer. Payload messages land in memory the program owns: no allocation.
 //! - **Receive.** Once the bytes are there and the receive is posted, the receiver's progress
 //!   thread pays o_r; then a data message's copy is valid in the receiver's RAM (a new version:
 //!   a write) and the sender's copy is released; the message's successors go on.
 
-use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Event, FlowOwner, Sim};
 use crate::layout::endpoint;
 use crate::observe::SimEvent;
+use crate::suballoc::Suballocator;
+use crate::{WorkerId, WorkerKind};
 use hetsim_core::error::InputError;
 use hetsim_core::fluid::FlowSpec;
 use hetsim_platform::cluster::{NodeId, Segment};
 use hetsim_platform::machine::{MemKind, MemNodeId};
-use hetsim_taskgraph::{Place, TaskGraph, TaskId, TaskKind};
+use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
 
 /// Largest message sent eagerly, bytes: MPICH's and SimGrid SMPI's default threshold between
 /// the eager and rendezvous protocols (64 KiB).
@@ -70,10 +85,26 @@ struct Msg {
     done_steps: usize,
 }
 
+/// One rank's receive buffers in pinned RAM (see the module documentation).
+#[derive(Debug, Default)]
+struct RecvBuffers {
+    chunks: Suballocator,
+    /// When the allocator is next free: a new chunk holds its lock until it is allocated.
+    free_at_s: f64,
+    /// Receives waiting for a worker to allocate their buffer, in the order they were posted.
+    waiting: VecDeque<TaskId>,
+    /// Per local worker, until when it is blocked allocating a buffer.
+    busy_until_s: Vec<f64>,
+}
+
 /// Every message task's progress.
 #[derive(Debug, Default)]
 pub(super) struct Messages {
     state: FxHashMap<u32, Msg>,
+    /// Per rank, its receive buffers.
+    buffers: Vec<RecvBuffers>,
+    /// Copies that have a RAM buffer already (received into before).
+    has_buffer: FxHashSet<HandleId>,
 }
 
 /// Whether task `t` is on message `m`'s send side: it accesses the handle `m` sends, or `m` is
@@ -127,7 +158,24 @@ impl Messages {
                 }
             }
         }
-        Messages { state }
+        let buffers = if state.is_empty() {
+            Vec::new()
+        } else {
+            (0..graph.nodes()).map(|_| RecvBuffers::default()).collect()
+        };
+        Messages {
+            state,
+            buffers,
+            has_buffer: FxHashSet::default(),
+        }
+    }
+
+    /// Whether local worker `w` of rank `r` is blocked allocating a receive buffer at `now_s`.
+    pub fn allocating(&self, r: usize, w: WorkerId, now_s: f64) -> bool {
+        self.buffers
+            .get(r)
+            .and_then(|b| b.busy_until_s.get(w.index()))
+            .is_some_and(|&until| until > now_s)
     }
 
     /// The messages with a side that waits for no task, in task order.
@@ -419,8 +467,82 @@ impl Sim<'_> {
         }
     }
 
-    /// The receive side of `m` is done: the receive is posted.
+    /// The receive side of `m` is done: the receive is posted, once a data message's copy has a
+    /// buffer.
     fn message_post(&mut self, m: TaskId) {
+        if let Some(received) = self.graph.accesses(m).get(1).map(|a| a.handle)
+            && self.messages.has_buffer.insert(received)
+        {
+            let to = self.messages.get(m).to as usize;
+            let pinned = self.ranks[to]
+                .workers
+                .workers()
+                .iter()
+                .any(|w| w.kind == WorkerKind::Gpu);
+            // Without a GPU, StarPU allocates plain memory, at no simulated cost.
+            if pinned && self.machine.runtime().pinned_alloc_s_per_mib > 0.0 {
+                self.messages.buffers[to].waiting.push_back(m);
+                self.mark(to);
+                return;
+            }
+        }
+        self.message_posted(m);
+    }
+
+    /// Rank `r`'s idle workers, in index order, each take the next receive whose buffer waits
+    /// to be allocated, and are blocked until it is (see the module documentation).
+    pub(super) fn take_buffer_allocations(&mut self, r: usize) {
+        if self
+            .messages
+            .buffers
+            .get(r)
+            .is_none_or(|b| b.waiting.is_empty())
+        {
+            return;
+        }
+        let rt = self.machine.runtime();
+        let n = self.ranks[r].workers.workers().len();
+        let now = self.now;
+        for i in 0..n {
+            let w = WorkerId(i as u32);
+            if !self.ranks[r].workers.held(w).is_empty() || self.messages.allocating(r, w, now) {
+                continue;
+            }
+            let Some(m) = self.messages.buffers[r].waiting.pop_front() else {
+                break;
+            };
+            let bytes = self.messages.get(m).bytes as u64;
+            let b = &mut self.messages.buffers[r];
+            // A small buffer pays only when it opens a chunk, and then for the whole chunk.
+            let paid_bytes = if rt.suballocator && Suballocator::serves(bytes) {
+                let (_, new) = b.chunks.carve(bytes);
+                if new { Suballocator::CHUNK_BYTES } else { 0 }
+            } else {
+                bytes
+            };
+            let mut at = now.max(b.free_at_s);
+            if paid_bytes > 0 {
+                at += rt.pinned_alloc_secs(paid_bytes as f64);
+                b.free_at_s = at;
+            }
+            if b.busy_until_s.len() < n {
+                b.busy_until_s.resize(n, 0.0);
+            }
+            b.busy_until_s[i] = at;
+            self.cal.schedule(at, Event::RecvBufferReady(m));
+        }
+    }
+
+    /// The buffer of `m`'s receive is allocated: the receive is posted, and the worker that
+    /// allocated it is free again.
+    pub(super) fn recv_buffer_ready(&mut self, m: TaskId) {
+        let to = self.messages.get(m).to as usize;
+        self.mark(to);
+        self.message_posted(m);
+    }
+
+    /// The receive of `m` is posted.
+    fn message_posted(&mut self, m: TaskId) {
         let msg = self.messages.get(m);
         msg.posted = true;
         let (arrived, waits) = (msg.arrived, msg.sent && !msg.moving);

@@ -76,6 +76,8 @@ pub(crate) enum Event {
     MessageReceived(TaskId),
     /// A delay task's time is over.
     DelayDone(TaskId),
+    /// The RAM buffer a message is received into is allocated ([`messages`]).
+    RecvBufferReady(TaskId),
 }
 
 /// Who a fluid flow belongs to.
@@ -558,6 +560,7 @@ impl<'a> Sim<'a> {
                 self.last_task_end = self.now;
                 self.release_successors(t, None);
             }
+            Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
         }
     }
 
@@ -633,6 +636,7 @@ impl<'a> Sim<'a> {
     }
 
     fn wake_rank(&mut self, r: usize) {
+        self.take_buffer_allocations(r);
         let mut order = std::mem::take(&mut self.scratch_order);
         let rank = &mut self.ranks[r];
         let releasing = rank.releasing.take();
@@ -682,6 +686,7 @@ impl<'a> Sim<'a> {
         let workers = &self.ranks[r].workers;
         let held = workers.held(w);
         (held.len() as u32) < workers.worker(w).pipeline_depth
+            && !self.messages.allocating(r, w, self.now)
             && held
                 .iter()
                 .all(|&t| self.buffers_left[t.index()] == 0 && !self.gpu_sync(r, t, w))
