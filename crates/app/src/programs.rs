@@ -57,18 +57,14 @@ pub fn simulate_program_default(program: &Program, cluster: &Cluster) -> Result<
 /// Per rank, the busy time of its GPU workers and of its CPU workers in `report` (a cluster
 /// run; workers are listed rank by rank).
 pub fn busy_by_rank(report: &RunReport) -> (Vec<f64>, Vec<f64>) {
-    let ranks = report
-        .workers
-        .iter()
-        .filter_map(|w| w.rank)
-        .max()
-        .map_or(0, |r| r as usize + 1);
+    // One rank: the report names none.
+    let rank = |w: &hetsim_runtime::WorkerReport| w.rank.unwrap_or(0) as usize;
+    let ranks = report.workers.iter().map(rank).max().map_or(0, |r| r + 1);
     let (mut gpu, mut cpu) = (vec![0.0; ranks], vec![0.0; ranks]);
     for w in &report.workers {
-        let Some(r) = w.rank else { continue };
         match w.kind.as_str() {
-            "gpu" => gpu[r as usize] += w.busy_s,
-            _ => cpu[r as usize] += w.busy_s,
+            "gpu" => gpu[rank(w)] += w.busy_s,
+            _ => cpu[rank(w)] += w.busy_s,
         }
     }
     (gpu, cpu)
