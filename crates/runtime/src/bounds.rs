@@ -127,15 +127,14 @@ pub fn bounds_from_means(
 /// order of the dependencies, each task finishes `weight` after the latest of its
 /// predecessors (explicit dependencies may point backwards in submission order).
 fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
-    use petgraph::Direction::Incoming;
-    let deps = graph.dependencies();
-    let order = petgraph::algo::toposort(deps, None)
+    let order = petgraph::algo::toposort(graph, None)
         .expect("task graphs are acyclic: TaskGraphBuilder::build refuses cycles");
     let mut finish = vec![0.0f64; graph.num_tasks()];
     let mut best = 0.0f64;
     for v in order {
-        let start = deps
-            .neighbors_directed(v, Incoming)
+        let start = graph
+            .predecessors(hetsim_taskgraph::TaskId(v.index() as u32))
+            .iter()
             .map(|p| finish[p.index()])
             .fold(0.0f64, f64::max);
         let f = start + weight[v.index()];

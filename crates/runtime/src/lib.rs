@@ -355,7 +355,8 @@ impl<'a> View<'a> {
         if !self.is_local(task) {
             return None;
         }
-        self.runnable.mean_s(task, self.cols[worker.index()])
+        self.runnable
+            .mean_s(self.graph, task, self.cols[worker.index()])
     }
 
     /// Whether `handle` has a valid replica in memory node `node`.

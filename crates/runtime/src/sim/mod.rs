@@ -8,6 +8,9 @@
 //! One machine is one rank. On a cluster every rank runs the same parts on its share of its
 //! node, with its own scheduler; ranks exchange data only through message tasks.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use rand::SeedableRng;
 use rustc_hash::FxHashMap;
 
@@ -112,8 +115,26 @@ struct Rank<'a> {
     releasing: Option<WorkerId>,
     /// Tasks pushed since workers last popped.
     pushed_now: u32,
-    /// Something changed for this rank since its workers last popped.
-    dirty: bool,
+}
+
+/// The ranks something changed for since their workers last popped, for
+/// [`Sim::wake_workers`] to visit in increasing order without scanning every rank.
+#[derive(Debug, Default)]
+struct Dirty {
+    /// Per rank, whether it is marked.
+    marked: Vec<bool>,
+    /// The marked ranks, smallest first (an entry whose rank is no longer marked is stale).
+    heap: BinaryHeap<Reverse<u32>>,
+    /// Ranks marked during a pass after the pass went past them: kept for the next pass.
+    later: Vec<u32>,
+}
+
+impl Dirty {
+    fn mark(&mut self, r: usize) {
+        if !std::mem::replace(&mut self.marked[r], true) {
+            self.heap.push(Reverse(r as u32));
+        }
+    }
 }
 
 struct Sim<'a> {
@@ -133,6 +154,7 @@ struct Sim<'a> {
     /// The owners of the flows that ended at the date being handled.
     scratch_owners: Vec<FlowOwner>,
     ranks: Vec<Rank<'a>>,
+    dirty: Dirty,
     /// Global worker id → rank.
     worker_rank: Vec<u32>,
     runnable: Runnable,
@@ -337,7 +359,6 @@ impl<'a> Sim<'a> {
                 mpi_free_at: 0.0,
                 releasing: None,
                 pushed_now: 0,
-                dirty: false,
             });
         }
         let link_loads = obs
@@ -358,6 +379,10 @@ impl<'a> Sim<'a> {
             layout,
             flow_owner: Vec::new(),
             scratch_owners: Vec::new(),
+            dirty: Dirty {
+                marked: vec![false; ranks.len()],
+                ..Dirty::default()
+            },
             ranks,
             worker_rank,
             runnable,
@@ -425,7 +450,7 @@ impl<'a> Sim<'a> {
     }
 
     fn mark(&mut self, r: usize) {
-        self.ranks[r].dirty = true;
+        self.dirty.mark(r);
     }
 
     fn run(&mut self) -> Result<(), Error> {
@@ -593,7 +618,7 @@ impl<'a> Sim<'a> {
         decisions.extend(mine.into_iter().map(|d| (r as u32, d)));
         self.decisions = decisions;
         rank.pushed_now += 1;
-        rank.dirty = true;
+        self.dirty.mark(r);
     }
 
     /// Carry out the schedulers' decisions in the order they made them.
@@ -627,12 +652,25 @@ impl<'a> Sim<'a> {
     ///
     /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
     /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
+    ///
+    /// Ranks are visited in increasing order; a rank marked by the visit of a later one waits
+    /// for the next call, as a rank marked by its own visit is not visited again.
     fn wake_workers(&mut self) {
-        for r in 0..self.ranks.len() {
-            if std::mem::take(&mut self.ranks[r].dirty) {
-                self.wake_rank(r);
+        let mut passed: Option<u32> = None;
+        while let Some(Reverse(r)) = self.dirty.heap.pop() {
+            if !self.dirty.marked[r as usize] {
+                continue;
             }
+            if passed.is_some_and(|p| r <= p) {
+                self.dirty.later.push(r);
+                continue;
+            }
+            self.dirty.marked[r as usize] = false;
+            self.wake_rank(r as usize);
+            passed = Some(r);
         }
+        let Dirty { heap, later, .. } = &mut self.dirty;
+        heap.extend(later.drain(..).map(Reverse));
     }
 
     fn wake_rank(&mut self, r: usize) {
@@ -674,7 +712,7 @@ impl<'a> Sim<'a> {
         self.scratch_order = order;
         // What the pops did (a task started, a transfer asked for) concerns this rank again
         // only through events, which mark it.
-        self.ranks[r].dirty = false;
+        self.dirty.marked[r] = false;
     }
 
     /// Whether worker `w` of rank `r` may pop: it holds fewer tasks than its pipeline depth,
@@ -840,7 +878,7 @@ impl<'a> Sim<'a> {
         let worker = rank.workers.worker(w);
         let mean = self
             .runnable
-            .mean_s(t, rank.cols[w.index()])
+            .mean_s(self.graph, t, rank.cols[w.index()])
             .expect("checked at pop");
         let dur = if self.graph.fixes_duration(t) {
             mean
