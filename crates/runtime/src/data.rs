@@ -141,6 +141,17 @@ impl DataManager {
         &self.memory
     }
 
+    /// Record which replicas change state from now on ([`DataManager::replica_changes`]).
+    pub fn record_replica_changes(&mut self) {
+        self.memory.record_changes();
+    }
+
+    /// The replicas (handle, memory node) whose valid, loading or allocated state changed
+    /// since the last call, once recording is on: taken, leaving the record empty.
+    pub fn replica_changes(&mut self) -> Vec<(HandleId, MemNodeId)> {
+        std::mem::take(&mut self.memory.changes)
+    }
+
     pub fn estimates(&self) -> &Estimates {
         &self.estimates
     }

@@ -27,12 +27,17 @@
 //! it starts, and `max(now + pipeline_len, exp_start)` when it ends. `ntasks` counts queued
 //! tasks, `pipeline_ntasks` tasks from push to end; only the greedy fallback reads them.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
 use super::{Decision, Scheduler};
 use crate::registry::{NonNegative, OptionDoc, OptionValues};
+use hetsim_platform::machine::MemNodeId;
 use hetsim_runtime::{View, WorkerId};
-use hetsim_taskgraph::TaskId;
+use hetsim_taskgraph::{HandleId, TaskId};
 
 /// Which member of the family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,10 +307,22 @@ impl Default for Params {
     }
 }
 
+/// A ready-first pop's key for a task on a worker: bytes of its read buffers not valid, not
+/// valid nor loading, not allocated on the worker's memory node (smallest first).
+type Readiness = (u64, u64, u64);
+
+/// Where a queued task is in its queue: its priority level (the task's priority for sorted
+/// variants, 0 for FIFO ones), highest first, then push order.
+type Place = (Reverse<i32>, u64);
+
 #[derive(Debug, Clone, Default)]
 struct Queue {
-    /// (task, priority), highest priority first for sorted variants.
-    tasks: std::collections::VecDeque<(TaskId, i32)>,
+    /// The queued tasks in pop order, with their priority.
+    tasks: BTreeMap<Place, (TaskId, i32)>,
+    /// Ready-first variants: the queued tasks by priority level, then readiness, then push
+    /// order, so the first is what a pop that scanned the head's level would choose. Kept up
+    /// to date as replicas change ([`Scheduler::replicas_changed`]).
+    ready: BTreeSet<(Reverse<i32>, Readiness, u64, TaskId)>,
     exp_start_us: f64,
     exp_len_us: f64,
     pipeline_len_us: f64,
@@ -319,14 +336,31 @@ impl Queue {
     }
 }
 
+/// What the policy remembers of a task from its push to its end.
+#[derive(Debug, Clone, Copy)]
+struct Booked {
+    /// Predicted length and transfer, µs, as booked at push.
+    len_us: f64,
+    transfer_us: f64,
+    /// Its place in its worker's queue while queued.
+    place: Place,
+    /// Its readiness key while queued (ready-first variants).
+    readiness: Readiness,
+}
+
 /// One policy of the dmda family.
 #[derive(Debug)]
 pub struct Dmda {
     variant: Variant,
     params: Params,
     queues: Vec<Queue>,
-    /// Per task: (predicted length, predicted transfer) in µs, as booked at push.
-    booked: Vec<(f64, f64)>,
+    /// The tasks pushed and not ended (a map: under a distributed graph each rank has its own
+    /// instance and sees only its tasks).
+    booked: FxHashMap<TaskId, Booked>,
+    /// Pushes so far: the push order of queued tasks.
+    pushes: u64,
+    /// Ready-first variants: per handle, the queued tasks that read it and their worker.
+    readers: FxHashMap<HandleId, Vec<(WorkerId, TaskId)>>,
     queued: usize,
 }
 
@@ -340,7 +374,9 @@ impl Dmda {
             variant,
             params,
             queues: Vec::new(),
-            booked: Vec::new(),
+            booked: FxHashMap::default(),
+            pushes: 0,
+            readers: FxHashMap::default(),
             queued: 0,
         }
     }
@@ -352,8 +388,16 @@ impl Dmda {
                 exp_start_us: now_us,
                 ..Queue::default()
             });
-            self.booked = vec![(0.0, 0.0); view.graph().num_tasks()];
         }
+    }
+
+    /// Whether pops choose by readiness.
+    fn pops_ready_first(&self) -> bool {
+        self.variant.ready_first() && self.params.ready_first
+    }
+
+    fn booked(&self, task: TaskId) -> &Booked {
+        &self.booked[&task]
     }
 
     fn penalty_us(&self, task: TaskId, w: WorkerId, view: &View<'_>) -> f64 {
@@ -385,9 +429,12 @@ impl Dmda {
             let exp_start = q.exp_start_us.max(now_us);
             let prev_len = if self.variant == Variant::Dmdasd {
                 q.tasks
-                    .iter()
+                    .values()
                     .filter(|&&(_, p)| p >= prio)
-                    .map(|&(t, _)| self.booked[t.index()].0 + self.booked[t.index()].1)
+                    .map(|&(t, _)| {
+                        let b = self.booked(t);
+                        b.len_us + b.transfer_us
+                    })
                     .sum()
             } else {
                 q.exp_len_us
@@ -514,6 +561,7 @@ impl Scheduler for Dmda {
         self.ensure(view);
         let prio = self.priority(task, view);
         let (w, len, penalty) = self.choose(task, prio, view);
+        let ready_first = self.pops_ready_first();
         let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
         q.exp_start_us = q.exp_start_us.max(now_us);
@@ -528,13 +576,31 @@ impl Scheduler for Dmda {
         };
         q.exp_len_us += transfer + len;
         q.ntasks += 1;
-        self.booked[task.index()] = (len, transfer);
-        if self.variant.sorted() {
-            let pos = q.tasks.iter().position(|&(_, p)| p < prio);
-            q.tasks.insert(pos.unwrap_or(q.tasks.len()), (task, prio));
+        // Sorted queues keep priority order, FIFO within a priority; the others FIFO only.
+        let level = if self.variant.sorted() { prio } else { 0 };
+        let place = (Reverse(level), self.pushes);
+        self.pushes += 1;
+        q.tasks.insert(place, (task, prio));
+        let readiness = if ready_first {
+            let k = Self::readiness(task, w, view);
+            q.ready.insert((place.0, k, place.1, task));
+            let g = view.graph();
+            for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
+                self.readers.entry(a.handle).or_default().push((w, task));
+            }
+            k
         } else {
-            q.tasks.push_back((task, prio));
-        }
+            (0, 0, 0)
+        };
+        self.booked.insert(
+            task,
+            Booked {
+                len_us: len,
+                transfer_us: transfer,
+                place,
+                readiness,
+            },
+        );
         self.queued += 1;
         if self.params.prefetch && self.variant.data_aware() {
             decisions.push(Decision::Prefetch { task, worker: w });
@@ -544,35 +610,36 @@ impl Scheduler for Dmda {
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId> {
         self.ensure(view);
         let now_us = view.now_s() * 1e6;
+        let ready_first = self.pops_ready_first();
         // `_dmda_pop_task`: "take the opportunity to update start time", task or not.
         let q = &mut self.queues[worker.index()];
         q.exp_start_us = q.exp_start_us.max(now_us);
-        let &(_, head_prio) = q.tasks.front()?;
-        let pos = if self.variant.ready_first() && self.params.ready_first {
-            let mut best: Option<((u64, u64, u64), usize)> = None;
-            for (i, &(t, p)) in q.tasks.iter().enumerate() {
-                if p < head_prio {
-                    // Sorted queues: nothing further down has a priority ≥ the head's.
-                    if self.variant.sorted() {
-                        break;
-                    }
-                    continue;
+        // Ready-first: among the tasks of the head's priority level (sorted queues), or all
+        // of them (FIFO queues, whose tasks all have priority 0 as these policies take
+        // none), the least ready bytes, then the earliest pushed.
+        let task = if ready_first {
+            q.ready.first()?.3
+        } else {
+            q.tasks.first_key_value()?.1.0
+        };
+        let b = *self.booked(task);
+        let q = &mut self.queues[worker.index()];
+        q.tasks.remove(&b.place);
+        if ready_first {
+            q.ready.remove(&(b.place.0, b.readiness, b.place.1, task));
+            let g = view.graph();
+            for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
+                let list = self.readers.get_mut(&a.handle).expect("indexed at push");
+                if let Some(i) = list.iter().position(|&(_, t)| t == task) {
+                    list.swap_remove(i);
                 }
-                let k = Self::readiness(t, worker, view);
-                if best.is_none_or(|(bk, _)| k < bk) {
-                    best = Some((k, i));
-                }
-                if k == (0, 0, 0) {
-                    break;
+                if list.is_empty() {
+                    self.readers.remove(&a.handle);
                 }
             }
-            best.map_or(0, |(_, i)| i)
-        } else {
-            0
-        };
+        }
+        let transfer = b.transfer_us;
         let q = &mut self.queues[worker.index()];
-        let (task, _) = q.tasks.remove(pos).expect("position in queue");
-        let (_, transfer) = self.booked[task.index()];
         // `_starpu_fifo_task_transfer_started`: the transfer moves to the pipeline and the
         // queue restarts after it (an assignment: exp_start may move back).
         q.exp_len_us -= transfer;
@@ -585,7 +652,8 @@ impl Scheduler for Dmda {
     }
 
     fn task_started(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
-        let (len, transfer) = self.booked[task.index()];
+        let b = self.booked(task);
+        let (len, transfer) = (b.len_us, b.transfer_us);
         let q = &mut self.queues[worker.index()];
         q.pipeline_len_us -= transfer;
         q.exp_len_us -= len;
@@ -597,7 +665,7 @@ impl Scheduler for Dmda {
     }
 
     fn task_ended(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
-        let (len, _) = self.booked[task.index()];
+        let len = self.booked.remove(&task).expect("booked at push").len_us;
         let q = &mut self.queues[worker.index()];
         q.pipeline_len_us -= len;
         q.pipeline_ntasks -= 1;
@@ -608,6 +676,32 @@ impl Scheduler for Dmda {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    fn watches_replicas(&self) -> bool {
+        self.pops_ready_first()
+    }
+
+    /// Re-key the queued tasks that read a changed replica on their worker's memory node.
+    fn replicas_changed(&mut self, changes: &[(HandleId, MemNodeId)], view: &View<'_>) {
+        for &(h, node) in changes {
+            let Some(list) = self.readers.get(&h) else {
+                continue;
+            };
+            for &(w, t) in list {
+                if view.workers()[w.index()].memory != node {
+                    continue;
+                }
+                let k = Self::readiness(t, w, view);
+                let b = self.booked.get_mut(&t).expect("queued tasks are booked");
+                if k != b.readiness {
+                    let q = &mut self.queues[w.index()];
+                    q.ready.remove(&(b.place.0, b.readiness, b.place.1, t));
+                    q.ready.insert((b.place.0, k, b.place.1, t));
+                    b.readiness = k;
+                }
+            }
+        }
     }
 
     /// The sorted variants set their context's priority bounds to any integer

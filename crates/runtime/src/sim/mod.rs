@@ -323,7 +323,7 @@ impl<'a> Sim<'a> {
                 .map(|w| w.memory)
                 .collect();
             check_homes(graph, machine, r as u32, &owned, &gpus)?;
-            let data = DataManager::new(
+            let mut data = DataManager::new(
                 machine,
                 graph,
                 r as u32,
@@ -332,6 +332,9 @@ impl<'a> Sim<'a> {
                 &gpus,
                 s.paths,
             );
+            if sched.watches_replicas() {
+                data.record_replica_changes();
+            }
             let memory = data.memory();
             if memory.used(ram) > memory.capacity(ram) {
                 return Err(InputError::new(format!(
@@ -693,7 +696,15 @@ impl<'a> Sim<'a> {
                 while popped < most && self.has_room(r, w) {
                     popped += 1;
                     let rank = &mut self.ranks[r];
+                    let changes = if rank.sched.watches_replicas() {
+                        rank.data.replica_changes()
+                    } else {
+                        Vec::new()
+                    };
                     let view = view!(self, rank);
+                    if !changes.is_empty() {
+                        rank.sched.replicas_changed(&changes, &view);
+                    }
                     let Some(t) = rank.sched.pop(w, &view) else {
                         break;
                     };
