@@ -147,9 +147,11 @@ impl DataManager {
     }
 
     /// The replicas (handle, memory node) whose valid, loading or allocated state changed
-    /// since the last call, once recording is on: taken, leaving the record empty.
-    pub fn replica_changes(&mut self) -> Vec<(HandleId, MemNodeId)> {
-        std::mem::take(&mut self.memory.changes)
+    /// since the last call, once recording is on, swapped into `out` (cleared first), leaving
+    /// the record empty.
+    pub fn swap_replica_changes(&mut self, out: &mut Vec<(HandleId, MemNodeId)>) {
+        out.clear();
+        std::mem::swap(out, &mut self.memory.changes);
     }
 
     pub fn estimates(&self) -> &Estimates {

@@ -319,10 +319,14 @@ type Place = (Reverse<i32>, u64);
 struct Queue {
     /// The queued tasks in pop order, with their priority.
     tasks: BTreeMap<Place, (TaskId, i32)>,
-    /// Ready-first variants: the queued tasks by priority level, then readiness, then push
-    /// order, so the first is what a pop that scanned the head's level would choose. Kept up
-    /// to date as replicas change ([`Scheduler::replicas_changed`]).
-    ready: BTreeSet<(Reverse<i32>, Readiness, u64, TaskId)>,
+    /// Ready-first variants: the priority level of the head (the highest), whose tasks are in
+    /// `ready`.
+    active: Option<i32>,
+    /// Ready-first variants: the tasks of the head's level by readiness, then push order, so
+    /// the first is what a pop that scanned that level would choose. Kept up to date as
+    /// replicas change ([`Scheduler::replicas_changed`]); a level's keys are computed when it
+    /// becomes the head's.
+    ready: BTreeSet<(Readiness, u64, TaskId)>,
     exp_start_us: f64,
     exp_len_us: f64,
     pipeline_len_us: f64,
@@ -336,6 +340,16 @@ impl Queue {
     }
 }
 
+/// The queued tasks that read a replica on a worker of its node, and what the replica adds
+/// to their readiness keys.
+#[derive(Debug, Clone, Default)]
+struct Readers {
+    /// As of the last change the policy heard of ([`Dmda::contribution`]).
+    contribution: Readiness,
+    /// (worker, task), once per read access.
+    tasks: Vec<(WorkerId, TaskId)>,
+}
+
 /// What the policy remembers of a task from its push to its end.
 #[derive(Debug, Clone, Copy)]
 struct Booked {
@@ -344,7 +358,7 @@ struct Booked {
     transfer_us: f64,
     /// Its place in its worker's queue while queued.
     place: Place,
-    /// Its readiness key while queued (ready-first variants).
+    /// Its readiness key while queued in its queue's active level (ready-first variants).
     readiness: Readiness,
 }
 
@@ -359,9 +373,19 @@ pub struct Dmda {
     booked: FxHashMap<TaskId, Booked>,
     /// Pushes so far: the push order of queued tasks.
     pushes: u64,
-    /// Ready-first variants: per handle, the queued tasks that read it and their worker.
-    readers: FxHashMap<HandleId, Vec<(WorkerId, TaskId)>>,
+    /// Ready-first variants: per replica (handle, memory node) that queued tasks read.
+    readers: FxHashMap<(HandleId, MemNodeId), Readers>,
+    /// The replicas changed since the last pop, each once.
+    scratch_changes: Vec<(HandleId, MemNodeId)>,
     queued: usize,
+}
+
+fn add(a: Readiness, b: Readiness) -> Readiness {
+    (a.0 + b.0, a.1 + b.1, a.2 + b.2)
+}
+
+fn sub(a: Readiness, b: Readiness) -> Readiness {
+    (a.0 - b.0, a.1 - b.1, a.2 - b.2)
 }
 
 /// Tolerance for the bookkeeping returning to zero: sums of µs over a run.
@@ -377,6 +401,7 @@ impl Dmda {
             booked: FxHashMap::default(),
             pushes: 0,
             readers: FxHashMap::default(),
+            scratch_changes: Vec::new(),
             queued: 0,
         }
     }
@@ -519,25 +544,58 @@ impl Dmda {
         );
     }
 
-    /// Bytes of `task`'s read buffers that are (not valid, not valid nor loading, not
-    /// allocated) on `w`'s memory node: the ready-first pop's keys.
-    fn readiness(task: TaskId, w: WorkerId, view: &View<'_>) -> (u64, u64, u64) {
+    /// Queued `task` of worker `w`'s active level takes its place in `ready`, keyed by the
+    /// replicas' contributions as last heard (changes still to come re-key it before the
+    /// next pop).
+    fn enter_ready(&mut self, w: WorkerId, task: TaskId, view: &View<'_>) {
         let node = view.workers()[w.index()].memory;
-        let g = view.graph();
-        let mut k = (0, 0, 0);
-        for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
-            let bytes = g.handle(a.handle).size_bytes;
-            if !view.is_valid_on(a.handle, node) {
-                k.0 += bytes;
-                if !view.is_loading_on(a.handle, node) {
-                    k.1 += bytes;
-                }
-            }
-            if !view.is_allocated_on(a.handle, node) {
-                k.2 += bytes;
-            }
+        let k = view
+            .graph()
+            .accesses(task)
+            .iter()
+            .filter(|a| a.mode.reads())
+            .map(|a| self.readers[&(a.handle, node)].contribution)
+            .fold((0, 0, 0), add);
+        let b = self.booked.get_mut(&task).expect("queued tasks are booked");
+        b.readiness = k;
+        self.queues[w.index()].ready.insert((k, b.place.1, task));
+    }
+
+    /// Make the level of worker `w`'s head the active one (if it is not), keying its tasks.
+    fn activate(&mut self, w: WorkerId, view: &View<'_>) {
+        let q = &mut self.queues[w.index()];
+        let top = q.tasks.first_key_value().map(|(&(Reverse(l), _), _)| l);
+        if q.active == top {
+            return;
         }
-        k
+        q.active = top;
+        q.ready.clear();
+        let Some(level) = top else {
+            return;
+        };
+        let tasks: Vec<TaskId> = q
+            .tasks
+            .range((Reverse(level), 0)..=(Reverse(level), u64::MAX))
+            .map(|(_, &(t, _))| t)
+            .collect();
+        for t in tasks {
+            self.enter_ready(w, t, view);
+        }
+    }
+
+    /// What one read of `h` adds to a task's readiness key on memory node `node`: its bytes
+    /// if it is not valid there, if it is neither valid nor loading there, and if it is not
+    /// allocated there. A task's key (the ready-first pop's) sums this over its reads.
+    fn contribution(h: HandleId, node: MemNodeId, view: &View<'_>) -> Readiness {
+        let bytes = view.graph().handle(h).size_bytes;
+        let valid = view.is_valid_on(h, node);
+        let loading = view.is_loading_on(h, node);
+        let allocated = view.is_allocated_on(h, node);
+        (
+            if valid { 0 } else { bytes },
+            if valid || loading { 0 } else { bytes },
+            if allocated { 0 } else { bytes },
+        )
     }
 
     /// Current bookkeeping of a worker: (exp_start, exp_len, pipeline_len) in seconds.
@@ -581,27 +639,34 @@ impl Scheduler for Dmda {
         let place = (Reverse(level), self.pushes);
         self.pushes += 1;
         q.tasks.insert(place, (task, prio));
-        let readiness = if ready_first {
-            let k = Self::readiness(task, w, view);
-            q.ready.insert((place.0, k, place.1, task));
-            let g = view.graph();
-            for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
-                self.readers.entry(a.handle).or_default().push((w, task));
-            }
-            k
-        } else {
-            (0, 0, 0)
-        };
         self.booked.insert(
             task,
             Booked {
                 len_us: len,
                 transfer_us: transfer,
                 place,
-                readiness,
+                readiness: (0, 0, 0),
             },
         );
         self.queued += 1;
+        if ready_first {
+            let node = view.workers()[w.index()].memory;
+            for a in view.graph().accesses(task).iter().filter(|a| a.mode.reads()) {
+                self.readers
+                    .entry((a.handle, node))
+                    .or_insert_with(|| Readers {
+                        contribution: Self::contribution(a.handle, node, view),
+                        tasks: Vec::new(),
+                    })
+                    .tasks
+                    .push((w, task));
+            }
+            if self.queues[w.index()].active == Some(level) {
+                self.enter_ready(w, task, view);
+            } else {
+                self.activate(w, view);
+            }
+        }
         if self.params.prefetch && self.variant.data_aware() {
             decisions.push(Decision::Prefetch { task, worker: w });
         }
@@ -618,7 +683,7 @@ impl Scheduler for Dmda {
         // of them (FIFO queues, whose tasks all have priority 0 as these policies take
         // none), the least ready bytes, then the earliest pushed.
         let task = if ready_first {
-            q.ready.first()?.3
+            q.ready.first()?.2
         } else {
             q.tasks.first_key_value()?.1.0
         };
@@ -626,15 +691,19 @@ impl Scheduler for Dmda {
         let q = &mut self.queues[worker.index()];
         q.tasks.remove(&b.place);
         if ready_first {
-            q.ready.remove(&(b.place.0, b.readiness, b.place.1, task));
-            let g = view.graph();
+            q.ready.remove(&(b.readiness, b.place.1, task));
+            if q.ready.is_empty() {
+                self.activate(worker, view);
+            }
+            let (g, node) = (view.graph(), view.workers()[worker.index()].memory);
             for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
-                let list = self.readers.get_mut(&a.handle).expect("indexed at push");
+                let key = (a.handle, node);
+                let list = &mut self.readers.get_mut(&key).expect("indexed at push").tasks;
                 if let Some(i) = list.iter().position(|&(_, t)| t == task) {
                     list.swap_remove(i);
                 }
                 if list.is_empty() {
-                    self.readers.remove(&a.handle);
+                    self.readers.remove(&key);
                 }
             }
         }
@@ -684,24 +753,35 @@ impl Scheduler for Dmda {
 
     /// Re-key the queued tasks that read a changed replica on their worker's memory node.
     fn replicas_changed(&mut self, changes: &[(HandleId, MemNodeId)], view: &View<'_>) {
-        for &(h, node) in changes {
-            let Some(list) = self.readers.get(&h) else {
+        // Keys are recomputed from the current state: once per replica is enough.
+        let mut changed = std::mem::take(&mut self.scratch_changes);
+        changed.clear();
+        changed.extend_from_slice(changes);
+        changed.sort_unstable();
+        changed.dedup();
+        for &(h, node) in &changed {
+            let Some(r) = self.readers.get_mut(&(h, node)) else {
                 continue;
             };
-            for &(w, t) in list {
-                if view.workers()[w.index()].memory != node {
+            let new = Self::contribution(h, node, view);
+            let old = std::mem::replace(&mut r.contribution, new);
+            if new == old {
+                continue;
+            }
+            for &(w, t) in &r.tasks {
+                let b = self.booked.get_mut(&t).expect("queued tasks are booked");
+                let q = &mut self.queues[w.index()];
+                // Other levels get their keys when they become the head's.
+                if q.active != Some(b.place.0.0) {
                     continue;
                 }
-                let k = Self::readiness(t, w, view);
-                let b = self.booked.get_mut(&t).expect("queued tasks are booked");
-                if k != b.readiness {
-                    let q = &mut self.queues[w.index()];
-                    q.ready.remove(&(b.place.0, b.readiness, b.place.1, t));
-                    q.ready.insert((b.place.0, k, b.place.1, t));
-                    b.readiness = k;
-                }
+                let k = add(sub(b.readiness, old), new);
+                q.ready.remove(&(b.readiness, b.place.1, t));
+                q.ready.insert((k, b.place.1, t));
+                b.readiness = k;
             }
         }
+        self.scratch_changes = changed;
     }
 
     /// The sorted variants set their context's priority bounds to any integer

@@ -323,6 +323,7 @@ impl TaskGraph {
 
     /// The duration `task` fixes itself on `unit`: `None` if it fixes none (its codelet's
     /// kernel model decides) or cannot run there; see [`TaskGraph::fixes_duration`].
+    #[inline]
     pub fn fixed_duration_s(&self, task: TaskId, unit: Unit) -> Option<f64> {
         if !self.tasks[task.index()].is_compute() {
             return None;
@@ -332,6 +333,7 @@ impl TaskGraph {
     }
 
     /// How long a [`TaskKind::Delay`] lasts (0 for other tasks).
+    #[inline]
     pub fn delay_s(&self, task: TaskId) -> f64 {
         match self.tasks[task.index()].kind {
             TaskKind::Delay => self.params.get(task.index()).map_or(0.0, |p| p[0]),
@@ -341,6 +343,7 @@ impl TaskGraph {
 
     /// The bytes a payload message carries; `None` for a data message (its handle's size) and
     /// for other tasks.
+    #[inline]
     pub fn payload_bytes(&self, task: TaskId) -> Option<f64> {
         let t = &self.tasks[task.index()];
         if !t.is_message() || t.access_count > 0 {
@@ -352,6 +355,7 @@ impl TaskGraph {
     /// Whether `task` fixes its durations itself ([`TaskGraphBuilder::fix_duration`]): then it
     /// runs only on the units it fixes a duration for, in exactly that time, whatever the
     /// machine's kernel models say.
+    #[inline]
     pub fn fixes_duration(&self, task: TaskId) -> bool {
         self.tasks[task.index()].is_compute()
             && self
@@ -383,6 +387,7 @@ impl TaskGraph {
     }
 
     /// One task. Panics if `id` is not a task of this graph.
+    #[inline]
     pub fn task(&self, id: TaskId) -> &Task {
         &self.tasks[id.index()]
     }
@@ -393,6 +398,7 @@ impl TaskGraph {
     }
 
     /// The buffers of a task, in the codelet's buffer order.
+    #[inline]
     pub fn accesses(&self, id: TaskId) -> &[Access] {
         let t = &self.tasks[id.index()];
         let start = t.first_access as usize;
@@ -405,6 +411,7 @@ impl TaskGraph {
     }
 
     /// One handle. Panics if `id` is not a handle of this graph.
+    #[inline]
     pub fn handle(&self, id: HandleId) -> &Handle {
         &self.handles[id.index()]
     }
@@ -421,6 +428,7 @@ impl TaskGraph {
 
     /// Whether a codelet's GPU implementation is synchronous
     /// ([`TaskGraphBuilder::gpu_synchronous`]).
+    #[inline]
     pub fn codelet_gpu_synchronous(&self, id: CodeletId) -> bool {
         self.gpu_sync[id.index()]
     }
@@ -462,18 +470,21 @@ impl TaskGraph {
     }
 
     /// The tasks that wait for `id` (its direct successors), in increasing order.
+    #[inline]
     pub fn successors(&self, id: TaskId) -> &[TaskId] {
         let i = id.index();
         &self.succ[self.succ_offsets[i] as usize..self.succ_offsets[i + 1] as usize]
     }
 
     /// The tasks `id` waits for (its direct predecessors), in increasing order.
+    #[inline]
     pub fn predecessors(&self, id: TaskId) -> &[TaskId] {
         let i = id.index();
         &self.pred[self.pred_offsets[i] as usize..self.pred_offsets[i + 1] as usize]
     }
 
     /// How many tasks `id` waits for (its in-degree): the runtime's initial dependency counter.
+    #[inline]
     pub fn predecessor_count(&self, id: TaskId) -> u32 {
         let i = id.index();
         self.pred_offsets[i + 1] - self.pred_offsets[i]

@@ -179,6 +179,8 @@ struct Sim<'a> {
     scratch_flows: Vec<FlowId>,
     scratch_versions: Vec<(HandleId, u32, u32)>,
     scratch_loads: Vec<(u32, f64)>,
+    /// Replica changes on their way to a scheduler.
+    scratch_changes: Vec<(HandleId, MemNodeId)>,
     /// Last link loads reported to the observer, if it wants them.
     link_loads: Option<Vec<f64>>,
     /// Lower bounds on the makespan.
@@ -411,6 +413,7 @@ impl<'a> Sim<'a> {
             scratch_flows: Vec::new(),
             scratch_versions: Vec::new(),
             scratch_loads: Vec::new(),
+            scratch_changes: Vec::new(),
             link_loads,
             bounds,
         };
@@ -696,15 +699,16 @@ impl<'a> Sim<'a> {
                 while popped < most && self.has_room(r, w) {
                     popped += 1;
                     let rank = &mut self.ranks[r];
-                    let changes = if rank.sched.watches_replicas() {
-                        rank.data.replica_changes()
-                    } else {
-                        Vec::new()
-                    };
+                    let mut changes = std::mem::take(&mut self.scratch_changes);
+                    if rank.sched.watches_replicas() {
+                        rank.data.swap_replica_changes(&mut changes);
+                    }
                     let view = view!(self, rank);
                     if !changes.is_empty() {
                         rank.sched.replicas_changed(&changes, &view);
+                        changes.clear();
                     }
+                    self.scratch_changes = changes;
                     let Some(t) = rank.sched.pop(w, &view) else {
                         break;
                     };
