@@ -60,8 +60,7 @@ fn main() {
         program.edges(),
         program.heap_bytes(),
     );
-    let graph = program.to_task_graph().expect("task graph");
-    drop(program);
+    let graph = program.into_task_graph().expect("task graph");
     let build_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let report = run(&graph, &cluster).expect("run");

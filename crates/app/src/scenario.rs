@@ -1271,7 +1271,7 @@ impl Scenario {
         let graph = p
             .generator()
             .generate(&cluster)
-            .and_then(|program| program.to_task_graph())
+            .and_then(|program| program.into_task_graph())
             .map_err(|e| self.locate(e))?;
         let sched = |r: u32| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r)));
         crate::programs::simulate_program_graph(&graph, &cluster, &sched, &self.run, observer)

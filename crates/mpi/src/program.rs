@@ -201,6 +201,20 @@ impl Program {
     /// message (the rank's GPU is its GPU 0), a delay a delay and a join a delay of 0 s; each
     /// waits for the operations it waited for.
     pub fn to_task_graph(&self) -> Result<TaskGraph, InputError> {
+        self.submit_all()?.build()
+    }
+
+    /// [`Program::to_task_graph`], dropping the program before the graph's successor lists
+    /// are made: the peak memory is the program and the graph's tasks, not the whole graph on
+    /// top of the program.
+    pub fn into_task_graph(self) -> Result<TaskGraph, InputError> {
+        let b = self.submit_all()?;
+        drop(self);
+        b.build()
+    }
+
+    /// A builder holding the program's operations as tasks ([`Program::to_task_graph`]).
+    fn submit_all(&self) -> Result<TaskGraphBuilder, InputError> {
         let mut b = TaskGraphBuilder::with_capacity(self.ops.len(), 0, 0);
         b.reserve_fixed(self.edges());
         let message = b.codelet(MESSAGE_CODELET)?;
@@ -249,7 +263,7 @@ impl Program {
                 }
             }
         }
-        b.build()
+        Ok(b)
     }
 
     /// Heap bytes held by the program (for memory reports).

@@ -274,6 +274,9 @@ pub struct TaskGraph {
     /// [`TaskGraphBuilder::submit_delay`], [`TaskGraphBuilder::submit_payload`]), NaN when
     /// unset; empty when no task sets any.
     params: Vec<[f64; 2]>,
+    /// Every edge goes from an earlier task to a later one: submission order is a
+    /// topological order.
+    forward: bool,
 }
 
 /// A "will not be used" hint on a handle, placed in submission order right after task `after`
@@ -500,12 +503,22 @@ impl TaskGraph {
         self.successors(a).binary_search(&b).is_ok()
     }
 
+    /// Whether every dependency goes from an earlier task to a later one in submission order
+    /// (always, unless explicit dependencies were added to earlier tasks): task order is then
+    /// a topological order.
+    pub fn edges_point_forward(&self) -> bool {
+        self.forward
+    }
+
     /// Check that the dependencies have no cycle.
     ///
     /// Graphs inferred from accesses alone are acyclic by construction (every edge goes from an
     /// earlier to a later task); explicit dependencies, as read from a file, may not be. The
     /// error names one task on a cycle.
     pub fn check_acyclic(&self) -> Result<(), InputError> {
+        if self.forward {
+            return Ok(());
+        }
         match petgraph::algo::toposort(self, None) {
             Ok(_) => Ok(()),
             Err(cycle) => {
@@ -1025,6 +1038,10 @@ impl TaskGraphBuilder {
 
     /// Freeze the graph. Fails if explicit dependencies made a cycle.
     pub fn build(mut self) -> Result<TaskGraph, InputError> {
+        // Room for what follows: the per-task scratch is no longer needed.
+        self.mark = Vec::new();
+        self.state = Vec::new();
+        self.codelet_index = FxHashMap::default();
         if !self.params.is_empty() {
             self.params.resize(self.tasks.len(), [f64::NAN; 2]);
         }
@@ -1074,10 +1091,15 @@ impl TaskGraphBuilder {
             pred,
             wont_use: self.wont_use,
             params: self.params,
+            forward: false,
         };
         if self.unordered {
             graph.check_acyclic()?;
         }
+        let forward = graph
+            .task_ids()
+            .all(|t| graph.predecessors(t).iter().all(|&p| p < t));
+        let graph = TaskGraph { forward, ..graph };
         Ok(graph)
     }
 }
