@@ -112,6 +112,9 @@ pub struct GanttWriter<W: Write> {
     /// Per rank: its node.
     rank_node: Vec<u32>,
     codelets: Vec<String>,
+    /// Per codelet: whether only messages have it (left out of the legend: messages have
+    /// their own colour).
+    message_codelets: Vec<bool>,
     nworkers: u32,
     /// Memory nodes per node.
     nnodes: u32,
@@ -181,6 +184,7 @@ impl<W: Write> GanttWriter<W> {
             cluster_nodes: Vec::new(),
             rank_node: Vec::new(),
             codelets: Vec::new(),
+            message_codelets: Vec::new(),
             nworkers: 0,
             nnodes: 0,
             boxes: Vec::new(),
@@ -350,7 +354,8 @@ impl<W: Write> GanttWriter<W> {
                     .then(|| (MESSAGE_COLOUR.0.to_string(), MESSAGE_COLOUR.1)),
             )
             .collect();
-        let legend_rows = colours.len().div_ceil(4) as f64;
+        let in_legend = |i: usize| !self.message_codelets.get(i).copied().unwrap_or(false);
+        let legend_rows = (0..colours.len()).filter(|&i| in_legend(i)).count().div_ceil(4) as f64;
         let grouped = rows.iter().any(|r| r.members > 1);
         let notes = if grouped { 18.0 } else { 0.0 };
         let total_w = left + width + 20.0;
@@ -527,8 +532,9 @@ impl<W: Write> GanttWriter<W> {
         );
         // Legend.
         let ly = axis_y + 44.0;
-        for (i, (name, _)) in colours.iter().enumerate() {
-            let (col, lrow) = (i % 4, i / 4);
+        let shown = colours.iter().enumerate().filter(|&(i, _)| in_legend(i));
+        for (slot, (i, (name, _))) in shown.enumerate() {
+            let (col, lrow) = (slot % 4, slot / 4);
             let x = left + col as f64 * (width / 4.0);
             let y = ly + lrow as f64 * 18.0;
             let _ = writeln!(
@@ -762,6 +768,11 @@ impl<W: Write> Observer for GanttWriter<W> {
                     self.cluster_nodes = layout.nodes.clone();
                     self.rank_node = layout.ranks.iter().map(|r| r.node).collect();
                     let tasks = graph.tasks().iter().filter(|t| !t.is_message()).count();
+                    let mut only_messages = vec![true; self.codelets.len()];
+                    for t in graph.tasks().iter().filter(|t| !t.is_message()) {
+                        only_messages[t.codelet.index()] = false;
+                    }
+                    self.message_codelets = only_messages;
                     format!(
                         "{} nodes of {} · {} · {} tasks",
                         nodes,
