@@ -355,7 +355,10 @@ impl<W: Write> GanttWriter<W> {
             )
             .collect();
         let in_legend = |i: usize| !self.message_codelets.get(i).copied().unwrap_or(false);
-        let legend_rows = (0..colours.len()).filter(|&i| in_legend(i)).count().div_ceil(4) as f64;
+        let legend_rows = (0..colours.len())
+            .filter(|&i| in_legend(i))
+            .count()
+            .div_ceil(4) as f64;
         let grouped = rows.iter().any(|r| r.members > 1);
         let notes = if grouped { 18.0 } else { 0.0 };
         let total_w = left + width + 20.0;
