@@ -26,6 +26,12 @@
 //!   one series per link (Perfetto names the tracks `GB/s <link>`); one counter event per date
 //!   carries the links whose load changed then; evictions are process-scoped instant events
 //!   `evict`;
+//! - on a cluster: one process per node (pid = node index + 1, named `n<k>`) holding its
+//!   workers (by their names in the node), its memory counters (`memory <name>`), its links'
+//!   series (NICs included) and the transfers into it; the switches' links in a `Network`
+//!   process; each MPI message as two async pairs of category `mpi` over its flight, its send
+//!   in the sender's process and its receive in the receiver's, joined by a flow arrow
+//!   (`flow_out` on the send, `flow_in` on the receive), both written at its receipt;
 //! - timestamps in µs (the simulation's dates rounded to the nanosecond);
 //! - `otherData` records the generator, machine, scheduler and seed.
 //!

@@ -12,6 +12,9 @@
 //! it. Zooming into the SVG shows every box at least a pixel wide at the chart's nominal
 //! width.
 //!
+//! On a cluster, rows go node by node under the node's name: its workers, its transfer
+//! directions, and a row of the MPI messages it sends; the title counts the messages.
+//!
 //! For machines with many cores, [`GanttOptions::rows`] can leave out the workers that ran
 //! nothing and [`GanttOptions::group`] can draw the CPU workers of one memory node as one
 //! row stacking how many of them are busy, per codelet, over time.

@@ -25,6 +25,15 @@
 //!   work-steal link type `WSL` is declared for schedulers that will steal.
 //! - Dates are in milliseconds, as StarPU writes them, with nanosecond resolution; they never
 //!   decrease. There are no comment lines (ViTE warns on them).
+//!
+//! On a cluster (several nodes in the run's [`Layout`](hetsim_runtime::Layout)), as
+//! StarPU-MPI's traces: a root `root` of type `MPIP` "MPI Program" holds a program `p<k>` per
+//! node (named `n<k>`) with the hierarchy above inside it (memory nodes named by the node
+//! machine's numbers, `MEMNODE0` being each node's RAM; aliases and workers by global ids and
+//! names), plus each rank's MPI communication thread `mpi<r>` (`MPICt`, named `rank<r>`): the
+//! ranks of a node share its memory nodes, so they are not containers above them. Links go
+//! under the root. Messages are links of type `MPIL` in the root from the sender's thread to
+//! the receiver's, value = bytes, key `mpi_<message task>`.
 
 use std::collections::BTreeMap;
 use std::fs::File;
