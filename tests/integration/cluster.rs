@@ -383,18 +383,9 @@ fn a_thousand_node_network_is_linear() {
 /// (docs/validation/starpu14-mpi-cholesky.csv).
 #[test]
 fn distributed_cholesky_sends_what_starpu_mpi_sends() {
-    let csv = std::fs::read_to_string(hetsim_testkit::repo(
-        "docs/validation/starpu14-mpi-cholesky.csv",
-    ))
-    .unwrap();
-    let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
-    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (nodes, sched, n, sends) = (col("nodes"), col("sched"), col("n"), col("mpi_sends"));
     let mut checked = 0;
-    for row in rows {
-        let f: Vec<&str> = row.split(',').collect();
-        if f[nodes] == "1" || f[sched] != "dmda" {
+    for f in crate::common::starpu_mpi_cholesky() {
+        if f["nodes"] == "1" || f["sched"] != "dmda" {
             continue;
         }
         let out = hetsim(&[
@@ -402,9 +393,9 @@ fn distributed_cholesky_sends_what_starpu_mpi_sends() {
             "scenarios/cholesky-mirage-mpi.toml",
             "--json",
             "--set",
-            &format!("machine.nodes={}", f[nodes]),
+            &format!("machine.nodes={}", f["nodes"]),
             "--set",
-            &format!("workload.n={}", f[n]),
+            &format!("workload.n={}", f["n"]),
         ]);
         assert!(
             out.status.success(),
@@ -414,8 +405,8 @@ fn distributed_cholesky_sends_what_starpu_mpi_sends() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             v["cluster"]["messages"].as_u64().unwrap().to_string(),
-            f[sends],
-            "{row}"
+            f["mpi_sends"],
+            "{f:?}"
         );
         checked += 1;
     }

@@ -25,23 +25,13 @@ fn tmp(name: &str) -> PathBuf {
 /// StarPU-MPI's (messages, bytes) for its distributed Cholesky at n = 9600 on `nodes` mirage
 /// nodes under `sched`.
 fn starpu_mpi(nodes: u32, sched: &str) -> (u64, u64) {
-    let csv = std::fs::read_to_string(hetsim_testkit::repo(
-        "docs/validation/starpu14-mpi-cholesky.csv",
-    ))
-    .unwrap();
-    let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
-    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    rows.map(|r| r.split(',').collect::<Vec<_>>())
-        .find(|f| {
-            f[col("nodes")] == nodes.to_string()
-                && f[col("sched")] == sched
-                && f[col("n")] == "9600"
-        })
+    crate::common::starpu_mpi_cholesky()
+        .into_iter()
+        .find(|f| f["nodes"] == nodes.to_string() && f["sched"] == sched && f["n"] == "9600")
         .map(|f| {
             (
-                f[col("mpi_sends")].parse().unwrap(),
-                f[col("mpi_bytes")].parse().unwrap(),
+                f["mpi_sends"].parse().unwrap(),
+                f["mpi_bytes"].parse().unwrap(),
             )
         })
         .expect("a row for n = 9600")
