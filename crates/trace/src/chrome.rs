@@ -571,19 +571,11 @@ impl<W: Write> ChromeWriter<W> {
             meta(&mut self.out, "thread_name", pid, Some(tid), name);
             sort_index(&mut self.out, "thread_sort_index", pid, Some(tid), i);
         }
-        // Initial counters: a node's RAM holds its handles.
-        let mut ram_used = vec![0u64; layout.nodes.len()];
-        for h in graph.handles() {
-            if let Some(u) = ram_used.get_mut(h.node.0 as usize) {
-                *u += h.size_bytes;
-            }
-        }
-        for (k, mem) in mems.iter().enumerate() {
-            let used = if mem.kind == hetsim_platform::machine::MemKind::Ram {
-                ram_used.get(mem.node as usize).copied().unwrap_or(0)
-            } else {
-                0
-            };
+        // Initial counters.
+        for (k, used) in super::initial_memory_use(graph, layout)
+            .into_iter()
+            .enumerate()
+        {
             self.memory_counter(0, k as u32, used);
         }
         for l in 0..self.links.len() {

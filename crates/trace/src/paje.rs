@@ -411,13 +411,6 @@ impl<W: Write> PajeWriter<W> {
         } else {
             b.extend_from_slice(b"7 0.000000 p P 0 program\n");
         }
-        // The RAM of a node holds its handles from the start.
-        let mut ram_used = vec![0u64; self.nnodes];
-        for h in graph.handles() {
-            if let Some(u) = ram_used.get_mut(h.node.0 as usize) {
-                *u += h.size_bytes;
-            }
-        }
         let per_node = layout.memories.len() / self.nnodes.max(1);
         for (k, m) in layout.memories.iter().enumerate() {
             // Memory nodes keep the node machine's numbers: MEMNODE0 is each node's RAM.
@@ -466,12 +459,10 @@ impl<W: Write> PajeWriter<W> {
             push_u64(b, w.id.0 as u64);
             b.extend_from_slice(b" WS I\n");
         }
-        for (k, m) in layout.memories.iter().enumerate() {
-            let used = if m.kind == hetsim_platform::machine::MemKind::Ram {
-                ram_used.get(m.node as usize).copied().unwrap_or(0)
-            } else {
-                0
-            };
+        for (k, used) in super::initial_memory_use(graph, layout)
+            .into_iter()
+            .enumerate()
+        {
             b.extend_from_slice(b"13 0.000000 mm");
             push_u64(b, k as u64);
             b.extend_from_slice(b" use ");
