@@ -545,12 +545,12 @@ impl<W: Write> ChromeWriter<W> {
         });
         self.out.raw(b",\"traceEvents\":[\n");
         // Names and order of processes and threads.
-        for k in 0..nproc {
-            let name = if cluster {
-                &layout.nodes[k]
-            } else {
-                &mems[k].name
-            };
+        let process_names: Vec<&str> = if cluster {
+            layout.nodes.iter().map(String::as_str).collect()
+        } else {
+            mems.iter().map(|m| m.name.as_str()).collect()
+        };
+        for (k, name) in process_names.into_iter().enumerate() {
             meta(&mut self.out, "process_name", k as u32 + 1, None, name);
             sort_index(&mut self.out, "process_sort_index", k as u32 + 1, None, k);
         }
