@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::hetsim;
-use crate::traces::{check_chrome_file, check_paje_text, pj_dump};
+use crate::traces::{check_chrome_file, check_paje_text, pj_dump, vite_reads};
 
 const SCENARIO: &str = "scenarios/cholesky-mirage-mpi.toml";
 /// One 960×960 single-precision tile: what every message carries.
@@ -68,6 +68,7 @@ fn paje_of_four_nodes_has_a_link_per_mpi_message() {
     assert_eq!(messages, 106, "the brief's figure");
     assert_eq!(v["cluster"]["messages"], messages);
     check_paje_text(&paje);
+    vite_reads(&paje);
     let Some(dump) = pj_dump(&paje) else { return };
     // Link, container, type, start, end, duration, value, start container, end container, key.
     let mpi: Vec<Vec<&str>> = dump

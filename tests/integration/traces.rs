@@ -797,10 +797,16 @@ fn example_traces_are_valid_and_small() {
 /// `pj_dump` is the strict gate).
 #[test]
 fn vite_reads_the_example_trace() {
-    let svg = tmp("vite.svg");
+    vite_reads(&Path::new(EXAMPLES).join("cholesky-mirage-6x6.paje"));
+}
+
+/// ViTE (if installed) exports the Paje file at `path` and finds no error or warning in it.
+pub(crate) fn vite_reads(path: &Path) {
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    let svg = tmp(&format!("vite-{stem}.svg"));
     let out = match Command::new("vite")
         .env("QT_QPA_PLATFORM", "offscreen")
-        .arg(Path::new(EXAMPLES).join("cholesky-mirage-6x6.paje"))
+        .arg(path)
         .arg("-e")
         .arg(&svg)
         .output()
@@ -818,6 +824,7 @@ fn vite_reads_the_example_trace() {
     );
     assert!(
         text.contains("0 errors and 0 warnings"),
-        "vite complained: {text}"
+        "vite complained about {}: {text}",
+        path.display()
     );
 }

@@ -774,7 +774,10 @@ impl<W: Write> Observer for GanttWriter<W> {
                     self.cluster_nodes = layout.nodes.clone();
                     self.rank_node = layout.ranks.iter().map(|r| r.node).collect();
                     let tasks = graph.tasks().iter().filter(|t| !t.is_message()).count();
-                    let mut only_messages = vec![true; self.codelets.len()];
+                    let mut only_messages = vec![false; self.codelets.len()];
+                    for t in graph.tasks().iter().filter(|t| t.is_message()) {
+                        only_messages[t.codelet.index()] = true;
+                    }
                     for t in graph.tasks().iter().filter(|t| !t.is_message()) {
                         only_messages[t.codelet.index()] = false;
                     }
