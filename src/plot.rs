@@ -291,6 +291,7 @@ mod tests {
             evictions: 4,
             writebacks: 5,
             tasks: 6,
+            messages: None,
         }
     }
 

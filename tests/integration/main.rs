@@ -9,6 +9,7 @@ mod check_summary;
 mod cli_net;
 mod cli_run;
 mod cluster;
+mod cluster_traces;
 mod crosscheck;
 mod fluid_properties;
 mod gpu_memory_effect;

@@ -143,7 +143,7 @@ fn expected_counts(g: &TaskGraph) -> BTreeMap<String, usize> {
 
 /// `pj_dump`'s output for `path`, or `None` if `pj_dump` is not installed (a failure if `CI`
 /// is set). Panics if it rejects the file.
-fn pj_dump(path: &Path) -> Option<String> {
+pub(crate) fn pj_dump(path: &Path) -> Option<String> {
     match Command::new("pj_dump").arg(path).output() {
         Ok(out) => {
             assert!(
@@ -188,7 +188,7 @@ fn executing_per_codelet(dump: &str) -> BTreeMap<String, usize> {
 
 /// Our own checks of a Paje file: no comment lines, every event line's date (field 2 of the
 /// timestamped events) never decreases, definitions before events.
-fn check_paje_text(path: &Path) {
+pub(crate) fn check_paje_text(path: &Path) {
     let text = std::fs::read_to_string(path).unwrap();
     let timestamped: BTreeSet<&str> = ["7", "8", "9", "10", "13", "18", "19", "20", "24"]
         .into_iter()
@@ -230,6 +230,13 @@ fn check_paje(path: &Path, g: &TaskGraph) {
 
 /// Structural checks of a Chrome trace; returns the number of task events per codelet.
 fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
+    check_chrome_file(path, g.num_tasks())
+}
+
+/// Structural checks of a Chrome trace of a run of `tasks` tasks (valid JSON, required
+/// fields, every begin closed, every arrow with both ends, pids and tids named, slices of a
+/// thread apart); returns the number of task events per codelet.
+pub(crate) fn check_chrome_file(path: &Path, tasks_run: usize) -> BTreeMap<String, usize> {
     let text = std::fs::read_to_string(path).unwrap();
     let doc: Value = serde_json::from_str(&text).expect("valid JSON");
     assert!(doc["otherData"]["seed"].is_u64());
@@ -313,6 +320,9 @@ fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
                 if o.get("flow_out") == Some(&Value::Bool(true)) {
                     flow_out.insert(o["bind_id"].as_u64().unwrap(), ts);
                 }
+                if o.get("flow_in") == Some(&Value::Bool(true)) {
+                    flow_in.push((o["bind_id"].as_u64().unwrap(), ts));
+                }
             }
             "e" => {
                 let key = (
@@ -340,6 +350,11 @@ fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
         let out = flow_out.get(id).expect("flow_in without its flow_out");
         assert!(out <= ts, "flow {id} ends before it starts");
     }
+    let ends: BTreeSet<u64> = flow_in.iter().map(|f| f.0).collect();
+    assert_eq!(ends.len(), flow_in.len(), "an arrow with two ends");
+    for id in flow_out.keys() {
+        assert!(ends.contains(id), "flow_out {id} without its flow_in");
+    }
     for p in &used_pids {
         assert!(process_names.contains(p), "pid {p} has no process_name");
     }
@@ -361,7 +376,7 @@ fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
             );
         }
     }
-    assert_eq!(job_ids.len(), g.num_tasks());
+    assert_eq!(job_ids.len(), tasks_run);
     assert!(
         !flow_in.is_empty(),
         "some task gets an arrow from its input"
@@ -782,10 +797,16 @@ fn example_traces_are_valid_and_small() {
 /// `pj_dump` is the strict gate).
 #[test]
 fn vite_reads_the_example_trace() {
-    let svg = tmp("vite.svg");
+    vite_reads(&Path::new(EXAMPLES).join("cholesky-mirage-6x6.paje"));
+}
+
+/// ViTE (if installed) exports the Paje file at `path` and finds no error or warning in it.
+pub(crate) fn vite_reads(path: &Path) {
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    let svg = tmp(&format!("vite-{stem}.svg"));
     let out = match Command::new("vite")
         .env("QT_QPA_PLATFORM", "offscreen")
-        .arg(Path::new(EXAMPLES).join("cholesky-mirage-6x6.paje"))
+        .arg(path)
         .arg("-e")
         .arg(&svg)
         .output()
@@ -803,6 +824,7 @@ fn vite_reads_the_example_trace() {
     );
     assert!(
         text.contains("0 errors and 0 warnings"),
-        "vite complained: {text}"
+        "vite complained about {}: {text}",
+        path.display()
     );
 }
