@@ -52,14 +52,12 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
             "kind": kind,
             "crosscheck": outcome,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?
-        );
+        let mut text =
+            serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?;
+        text.push('\n');
+        super::print(&text)
     } else {
-        print!(
-            "{}",
-            crosscheck::text(
+        super::print(&crosscheck::text(
                 &format!(
                     "{} ({} on {}, {} node(s), {} rank(s))",
                     sc.name,
@@ -68,9 +66,7 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
                     cluster.nodes(),
                     cluster.ranks()
                 ),
-                &outcome
-            )
-        );
+            &outcome,
+        ))
     }
-    Ok(())
 }

@@ -9,7 +9,6 @@
 //! status 2) naming the parameter.
 
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Write};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -18,7 +17,7 @@ use super::json_line;
 use crate::analytic::params::{Evaluation, Need, ParamType, Value, format_number};
 use crate::analytic::{MODELS, ModelEntry, Params};
 use crate::error::read_input;
-use crate::{Error, InputError};
+use crate::InputError;
 
 /// Options of `hetsim model`.
 #[derive(Debug, Args)]
@@ -302,13 +301,7 @@ fn text_sweep(p: &Params, key: &str, rows: &[(String, Evaluation)]) -> String {
 
 /// Run `hetsim model`.
 pub fn run(args: &ModelArgs) -> crate::Result<()> {
-    let text = render(args)?;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Error::Internal(format!("cannot write to stdout: {e}"))),
-    }
+    super::print(&render(args)?)
 }
 
 #[cfg(test)]

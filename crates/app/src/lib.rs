@@ -5,6 +5,7 @@
 
 pub mod calibrate;
 pub mod crosscheck;
+mod inputs;
 pub mod netcase;
 pub mod report_text;
 pub mod scenario;

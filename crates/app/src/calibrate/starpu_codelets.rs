@@ -176,18 +176,26 @@ impl<'a> Cursor<'a, '_> {
     }
 }
 
-/// A float as StarPU writes it: `%e`, `%f`, or `nan`.
+/// A float as StarPU writes it: `%e`, `%f`, or `nan` (StarPU's mark of a figure it has not
+/// measured). A value too large for a double (`1e999`, `inf`) is refused: StarPU never writes
+/// one, so the file is corrupt.
 fn float(t: &str, path: &Path, line: usize, what: &str) -> Result<f64, InputError> {
     if t.eq_ignore_ascii_case("nan") || t.eq_ignore_ascii_case("-nan") {
         return Ok(f64::NAN);
     }
-    t.parse::<f64>().map_err(|_| {
-        err_at(
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(err_at(
+            path,
+            line,
+            format!("{what}: {t:?} is not a finite number (the file is corrupt)"),
+        )),
+        Err(_) => Err(err_at(
             path,
             line,
             format!("{what}: expected a number, found {t:?}"),
-        )
-    })
+        )),
+    }
 }
 
 fn uint(t: &str, path: &Path, line: usize, what: &str) -> Result<u64, InputError> {
@@ -424,9 +432,33 @@ pub fn parse_codelet_file(
             let mut dropped = Vec::new();
             let mut skipped_empty = Vec::new();
             for h in lines {
-                if h.samples == 0 || !(h.mean_us.is_finite() && h.mean_us > 0.0) {
+                // StarPU writes an entry it has no measurement for with no samples or a zero
+                // mean; any other mean that is not a positive time is corruption.
+                if h.samples == 0 || h.mean_us == 0.0 {
                     skipped_empty.push(h.line);
                     continue;
+                }
+                if !(h.mean_us.is_finite() && h.mean_us > 0.0) {
+                    return Err(err_at(
+                        path,
+                        h.line,
+                        format!(
+                            "history column `mean`: expected a positive time in us for {} \
+                             samples, found {:?}",
+                            h.samples, h.mean_text
+                        ),
+                    ));
+                }
+                if h.flops < 0.0 {
+                    return Err(err_at(
+                        path,
+                        h.line,
+                        format!(
+                            "history column `flops`: expected a non-negative count or nan, \
+                             found {:?}",
+                            h.flops_text
+                        ),
+                    ));
                 }
                 if !(h.dev_us.is_finite() && h.dev_us >= 0.0) {
                     return Err(err_at(

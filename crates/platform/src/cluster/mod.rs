@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::machine::{GpuId, Machine, MemNodeId};
 use hetsim_core::error::InputError;
+use hetsim_core::files::{InputFiles, RoleFile};
 
 /// An MPI rank: by default one per GPU, rank r on node r / gpus_per_node, GPU r % gpus_per_node
 /// (see [`Cluster::rank_location`]).
@@ -164,6 +165,8 @@ pub struct Cluster {
     switch: Switch,
     gpu_direct: bool,
     overheads: OverheadTable,
+    /// The cluster file and its overheads CSV (none for a plain machine file).
+    sources: InputFiles,
 }
 
 impl Cluster {
@@ -178,6 +181,7 @@ impl Cluster {
             switch: Switch::Crossbar { latency_s: 0.0 },
             gpu_direct: false,
             overheads: OverheadTable::default(),
+            sources: InputFiles::default(),
         }
     }
 
@@ -350,6 +354,14 @@ impl Cluster {
     /// Per-message software overheads.
     pub fn overheads(&self) -> &OverheadTable {
         &self.overheads
+    }
+
+    /// The files the cluster was read from: the cluster file and its overheads CSV, if any,
+    /// then the node machine's ([`Machine::source_files`]).
+    pub fn source_files(&self) -> Vec<RoleFile> {
+        let mut v = self.sources.0.clone();
+        v.extend_from_slice(self.node.source_files());
+        v
     }
 
     /// The summary `hetsim check` prints: shape, network, overheads, then the node machine's.
