@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 mod calibrate;
 mod check;
 mod crosscheck;
-mod model;
+pub mod model;
 mod net;
 mod run;
 mod sweep;

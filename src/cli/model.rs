@@ -85,7 +85,28 @@ fn evaluate(params: &Params) -> Result<Evaluation, InputError> {
         // An unreadable file is reported only if the model reads it.
         p.set_file_text(&key, read_input(std::path::Path::new(&path)));
     }
-    (p.model().evaluate)(&p)
+    let ev = (p.model().evaluate)(&p)?;
+    // A parameter given but never read would be silently ignored: the user meant something
+    // the model does not do.
+    if let Some(key) = p.unused().first() {
+        return Err(InputError::new(format!(
+            "parameter `{key}` is not used by `{}` with the other parameters given; remove it \
+             (see `hetsim model {} --help-params`)",
+            p.model().name,
+            p.model().name
+        ))
+        .at_field(*key));
+    }
+    // The models' figures are finite for finite parameters in their ranges; anything else is
+    // a parameter out of range that the model did not catch.
+    if let Some((name, v, _)) = ev.terms.iter().find(|t| !t.1.is_finite()) {
+        return Err(InputError::new(format!(
+            "the parameters give {name} = {v}: a parameter is out of the model's range (a zero \
+             rate or size, or figures that overflow)"
+        ))
+        .into());
+    }
+    Ok(ev)
 }
 
 fn model_of(text: &str) -> Result<&'static ModelEntry, InputError> {

@@ -27,6 +27,7 @@ use std::path::Path;
 
 use super::{DataLine, data_lines, err_at};
 use hetsim_core::error::InputError;
+use hetsim_core::units::{self, Kind};
 
 /// StarPU's calibration minimum (`STARPU_CALIBRATE_MINIMUM`, default 10): the regression is
 /// only trusted with at least this many samples.
@@ -208,6 +209,22 @@ fn uint(t: &str, path: &Path, line: usize, what: &str) -> Result<u64, InputError
     })
 }
 
+/// A size in bytes: an integer in the range machine files take (at most 1 EiB).
+fn bytes(t: &str, path: &Path, line: usize, what: &str) -> Result<u64, InputError> {
+    let v = uint(t, path, line, what)?;
+    units::check_number(Kind::Bytes, v as f64).map_err(|_| {
+        err_at(
+            path,
+            line,
+            format!(
+                "{what}: {v} bytes is out of the range of data sizes ({})",
+                Kind::Bytes.range().2
+            ),
+        )
+    })?;
+    Ok(v)
+}
+
 /// Parse a codelet file's text. `symbol` is the model symbol (from the file name), `path` the
 /// file for messages.
 pub fn parse_codelet_file(
@@ -346,7 +363,7 @@ pub fn parse_codelet_file(
                         ),
                     ));
                 }
-                let size = uint(h[1], path, hl, &what("size"))?;
+                let size = bytes(h[1], path, hl, &what("size"))?;
                 let flops = float(h[2], path, hl, &what("flops"))?;
                 let mean = float(h[3], path, hl, &what("mean"))?;
                 let dev = float(h[4], path, hl, &what("dev"))?;
@@ -398,8 +415,8 @@ pub fn parse_codelet_file(
             // Regression.
             let num = |i: usize, what: &str| float(reg[i], path, rline, what);
             let reg_n = uint(reg[6], path, rline, "regression `n`")?;
-            let minx = uint(reg[7], path, rline, "regression `minx`")?;
-            let maxx = uint(reg[8], path, rline, "regression `maxx`")?;
+            let minx = bytes(reg[7], path, rline, "regression `minx`")?;
+            let maxx = bytes(reg[8], path, rline, "regression `maxx`")?;
             for (i, w) in [
                 (0, "sumlnx"),
                 (1, "sumlnx2"),
@@ -459,6 +476,27 @@ pub fn parse_codelet_file(
                             h.flops_text
                         ),
                     ));
+                }
+                // Machine files take durations from 1 fs to 1 hour (or a zero deviation).
+                for (col, us, text) in [
+                    ("mean", h.mean_us, &h.mean_text),
+                    ("dev", h.dev_us, &h.dev_text),
+                ] {
+                    let secs = us * 1e-6;
+                    let zero_mean = col == "mean" && secs == 0.0;
+                    if us.is_finite()
+                        && (zero_mean || units::check_number(Kind::Seconds, secs).is_err())
+                    {
+                        return Err(err_at(
+                            path,
+                            h.line,
+                            format!(
+                                "history column `{col}`: {text} us is out of the range of \
+                                 kernel times ({})",
+                                Kind::Seconds.range().2
+                            ),
+                        ));
+                    }
                 }
                 if !(h.dev_us.is_finite() && h.dev_us >= 0.0) {
                     return Err(err_at(
