@@ -570,3 +570,32 @@ fn an_unwritable_output_is_exit_2_in_every_command() {
     let o = hetsim_in(d.path(), &["sweep", "s.toml", "-q", "-o", "."]);
     assert_refused(&o, ".: cannot write file: it is a directory");
 }
+
+// --- Found by fuzzing -------------------------------------------------------------------------
+
+/// `cluster`: a NIC count of 2^32 - 1 built that many links per node until memory ran out.
+#[test]
+fn a_cluster_with_billions_of_nics_or_nodes_is_refused() {
+    let path = root().join("calibration/example-cluster.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let nics = text.replacen("count = 1 ", "count = 4294967295 ", 1);
+    let e = hetsim::cluster::from_str(&nics, &path).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: field `nic.count`: NIC count 4294967295: expected 1 to 16 (a node has a link \
+             per NIC to every switch port)",
+            path.display()
+        )
+    );
+    let nodes = text.replacen("nodes = 4", "nodes = 1000000000", 1);
+    let e = hetsim::cluster::from_str(&nodes, &path).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: field `machine.nodes`: nodes = 1000000000: at most 65536 nodes (memory and time \
+             grow with the nodes; the largest machine modelled, TSUBAME 2.0, has 1408)",
+            path.display()
+        )
+    );
+}

@@ -157,7 +157,7 @@ pub fn parse(text: &str) -> Result<NetCase, InputError> {
             return Err(with(
                 "bandwidth",
                 format!(
-                    "link `{}` has bandwidth {}: expected a number of bytes per second {}",
+                    "link `{}` has bandwidth {:?}: expected a number of bytes per second {}",
                     l.name,
                     l.bandwidth,
                     Kind::BytesPerSec.range().2
@@ -168,7 +168,7 @@ pub fn parse(text: &str) -> Result<NetCase, InputError> {
             return Err(with(
                 "latency",
                 format!(
-                    "link `{}` has latency {}: expected 0 or a number of seconds {}",
+                    "link `{}` has latency {:?}: expected 0 or a number of seconds {}",
                     l.name,
                     l.latency,
                     Kind::Seconds.range().2
@@ -253,7 +253,7 @@ pub fn parse(text: &str) -> Result<NetCase, InputError> {
             return Err(err(
                 "bytes",
                 format!(
-                    "flow `{}` has {} bytes: expected 0 or a number of bytes {}",
+                    "flow `{}` has {:?} bytes: expected 0 or a number of bytes {}",
                     f.id,
                     f.bytes,
                     Kind::Bytes.range().2
@@ -358,6 +358,24 @@ mod tests {
         assert_eq!(
             finish_times_json(&case.run(SharingMode::SimGrid)),
             r#"{"f":1.001}"#
+        );
+    }
+
+    /// Found by fuzzing (`net`): a 1e308 s latency made SimGrid's 1 / latency weights
+    /// underflow and the solver panic; figures outside the machine files' ranges are refused.
+    #[test]
+    fn latencies_and_bandwidths_past_their_ranges_are_refused() {
+        let err = parse(&ONE.replace("1e-3", "1e308")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: field `links[0].latency`: link `l` has latency 1e308: expected 0 or a \
+             number of seconds from 1 fs to 1 hour"
+        );
+        let err = parse(&ONE.replace("1e9,", "1e300,")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: field `links[0].bandwidth`: link `l` has bandwidth 1e300: expected a \
+             number of bytes per second from 1 B/s to 1 PB/s"
         );
     }
 

@@ -548,6 +548,26 @@ pub fn parse_codelet_file(
 mod tests {
     use super::*;
 
+    /// Found by fuzzing (`starpu-codelets`): figures the importer copied but the loader
+    /// refuses (a mean that rounds to 0 s, a size past 1 EiB) are refused at their line.
+    #[test]
+    fn figures_outside_the_machine_files_ranges_are_refused_at_their_line() {
+        let tiny = ONE.replace("2.9e+03", "1e-320");
+        let e = parse_codelet_file(&tiny, Path::new("x.h"), "x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.h:line 27: history column `mean`: 1e-320 us is out of the range of kernel times \
+             (from 1 fs to 1 hour)"
+        );
+        let huge = ONE.replace("24c84a51\t11059200", "24c84a51\t9223372036854775808");
+        let e = parse_codelet_file(&huge, Path::new("x.h"), "x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.h:line 27: history column `size`: 9223372036854775808 bytes is out of the range \
+             of data sizes (from 1 B to 1 EiB)"
+        );
+    }
+
     const ONE: &str = "##\n# Performance Model Version\n45\n\n# COMBs\n1\n# types\n1\n# type\n1\n# id\n2\n# cores\n1\n# impls\n1\n# entries\n3\n# sumlnx\n0 0 0 0 nan nan 0 0 0\n# a b c\nnan nan nan\n# not mlr\n0\n# hash\n24c84a50\t11059200\t1.769472e+09\t2.8e+03\t7.0e+01\t3.6e+07\t1.0e+11\t12996\n24c84a51\t11059200\t1.769472e+09\t2.9e+03\t7.0e+01\t3.6e+07\t1.0e+11\t13000\n0000aaaa\t100\t0\t0\t0\t0\t0\t0\n";
 
     #[test]
