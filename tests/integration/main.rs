@@ -19,6 +19,7 @@ mod perfmodel;
 mod plots;
 mod readme;
 mod registry_docs;
+mod random_runs;
 mod robustness;
 mod runtime_semantics;
 mod sched_ws_heft;
