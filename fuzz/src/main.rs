@@ -31,8 +31,11 @@ pub struct Target {
     pub help: &'static str,
     /// Draw one input with `runner` and run it; the returned closure runs the parser and the
     /// string describes the input.
-    pub draw: fn(&mut TestRunner) -> (String, Box<dyn FnOnce()>),
+    pub draw: fn(&mut TestRunner) -> Drawn,
 }
+
+/// One drawn input: its description (saved if it crashes) and the run of the parser on it.
+pub type Drawn = (String, Box<dyn FnOnce()>);
 
 /// The address space the fuzzer may use: far more than any shipped input needs.
 pub const MEMORY_LIMIT_BYTES: u64 = 4 << 30;
@@ -158,7 +161,11 @@ fn main() {
                     .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
-                let file = save(&crashes_dir, &format!("{}-{crashes}.txt", t.name), &described);
+                let file = save(
+                    &crashes_dir,
+                    &format!("{}-{crashes}.txt", t.name),
+                    &described,
+                );
                 eprintln!(
                     "{}: PANIC ({msg}); input saved to {}",
                     t.name,

@@ -16,7 +16,7 @@ use hetsim::fluid::SharingMode;
 use hetsim::scenario::{self, Override};
 
 use crate::mutate::{self, EXTREMES};
-use crate::{Target, draw};
+use crate::{Drawn, Target, draw};
 
 /// Every target, in the order `all` runs them.
 pub static TARGETS: &[Target] = &[
@@ -173,13 +173,16 @@ const KEYS: &[&str] = &[
 ];
 
 /// Pick a seed and mutate it: (seed name, mutated text).
-fn mutated(runner: &mut TestRunner, seeds: &[(&'static str, &'static str)]) -> (&'static str, String) {
+fn mutated(
+    runner: &mut TestRunner,
+    seeds: &[(&'static str, &'static str)],
+) -> (&'static str, String) {
     let (i, edits) = draw(runner, (0..seeds.len(), mutate::edits(4)));
     let (name, text) = seeds[i];
     (name, mutate::apply(text, &edits))
 }
 
-fn machine(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn machine(runner: &mut TestRunner) -> Drawn {
     let (name, text) = mutated(runner, MACHINES);
     let path = repo().join("calibration").join(name);
     let shown = format!("# machine {name}\n{text}");
@@ -193,7 +196,7 @@ fn machine(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
     )
 }
 
-fn cluster(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn cluster(runner: &mut TestRunner) -> Drawn {
     let (name, text) = mutated(runner, CLUSTERS);
     let path = repo().join("calibration").join(name);
     let shown = format!("# cluster {name}\n{text}");
@@ -207,7 +210,7 @@ fn cluster(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
     )
 }
 
-fn scenario(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn scenario(runner: &mut TestRunner) -> Drawn {
     let (name, text) = mutated(runner, SCENARIOS);
     let value = prop_oneof![
         (0..EXTREMES.len()).prop_map(|i| EXTREMES[i].to_string()),
@@ -239,7 +242,7 @@ fn scenario(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
     )
 }
 
-fn net(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn net(runner: &mut TestRunner) -> Drawn {
     let (_, text) = mutated(
         runner,
         &[(
@@ -272,11 +275,21 @@ fn calibration_dir() -> &'static Path {
         let src = repo().join(SAMPLES);
         std::fs::create_dir_all(d.path().join("bus")).unwrap();
         std::fs::create_dir_all(d.path().join("codelets/45")).unwrap();
-        for ext in ["config", "bandwidth", "latency", "affinity", "platform.v4.xml"] {
+        for ext in [
+            "config",
+            "bandwidth",
+            "latency",
+            "affinity",
+            "platform.v4.xml",
+        ] {
             let f = format!("bus/hannibal.{ext}");
             std::fs::copy(src.join(&f), d.path().join(&f)).unwrap();
         }
-        for c in ["chol_model_gemm", "chol_model_potrf", "starpu_slu_lu_model_getrf"] {
+        for c in [
+            "chol_model_gemm",
+            "chol_model_potrf",
+            "starpu_slu_lu_model_getrf",
+        ] {
             let f = format!("codelets/45/{c}.hannibal");
             std::fs::copy(src.join(&f), d.path().join(&f)).unwrap();
         }
@@ -309,7 +322,7 @@ fn import_with(rel: &str, text: &str) {
     }
 }
 
-fn starpu_bus(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn starpu_bus(runner: &mut TestRunner) -> Drawn {
     const BUS: &[(&str, &str)] = &[
         (
             "bus/hannibal.config",
@@ -335,7 +348,7 @@ fn starpu_bus(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
     )
 }
 
-fn starpu_codelets(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn starpu_codelets(runner: &mut TestRunner) -> Drawn {
     const CODELETS: &[(&str, &str)] = &[
         (
             "codelets/45/chol_model_gemm.hannibal",
@@ -363,10 +376,12 @@ fn starpu_codelets(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
     )
 }
 
-fn starpu_platform(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn starpu_platform(runner: &mut TestRunner) -> Drawn {
     const PLATFORM: &[(&str, &str)] = &[(
         "bus/hannibal.platform.v4.xml",
-        include_str!("../../tests/data/starpu-samples/starpu-sampling/bus/hannibal.platform.v4.xml"),
+        include_str!(
+            "../../tests/data/starpu-samples/starpu-sampling/bus/hannibal.platform.v4.xml"
+        ),
     )];
     let (rel, text) = mutated(runner, PLATFORM);
     (
@@ -375,14 +390,18 @@ fn starpu_platform(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
     )
 }
 
-fn model(runner: &mut TestRunner) -> (String, Box<dyn FnOnce()>) {
+fn model(runner: &mut TestRunner) -> Drawn {
     let models = hetsim::analytic::MODELS;
     let m = &models[draw(runner, 0..models.len())];
     let names: Vec<String> = m
         .params
         .iter()
         .map(|p| p.name.replace("<k>", "1"))
-        .chain(["l2_alpha_s".into(), "l9_bandwidth_bytes_per_sec".into(), "bogus".into()])
+        .chain([
+            "l2_alpha_s".into(),
+            "l9_bandwidth_bytes_per_sec".into(),
+            "bogus".into(),
+        ])
         .collect();
     let value = prop_oneof![
         (0..EXTREMES.len()).prop_map(|i| EXTREMES[i].trim_matches('"').to_string()),

@@ -58,14 +58,14 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
         super::print(&text)
     } else {
         super::print(&crosscheck::text(
-                &format!(
-                    "{} ({} on {}, {} node(s), {} rank(s))",
-                    sc.name,
-                    kind,
-                    cluster.name(),
-                    cluster.nodes(),
-                    cluster.ranks()
-                ),
+            &format!(
+                "{} ({} on {}, {} node(s), {} rank(s))",
+                sc.name,
+                kind,
+                cluster.name(),
+                cluster.nodes(),
+                cluster.ranks()
+            ),
             &outcome,
         ))
     }

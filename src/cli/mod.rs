@@ -82,7 +82,9 @@ fn print(text: &str) -> crate::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(crate::InputError::new(format!("cannot write to standard output: {e}")).into()),
+        Err(e) => {
+            Err(crate::InputError::new(format!("cannot write to standard output: {e}")).into())
+        }
     }
 }
 

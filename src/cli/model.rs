@@ -14,10 +14,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::json_line;
+use crate::InputError;
 use crate::analytic::params::{Evaluation, Need, ParamType, Value, format_number};
 use crate::analytic::{MODELS, ModelEntry, Params};
 use crate::error::read_input;
-use crate::InputError;
 
 /// Options of `hetsim model`.
 #[derive(Debug, Args)]
@@ -103,8 +103,7 @@ fn evaluate(params: &Params) -> Result<Evaluation, InputError> {
         return Err(InputError::new(format!(
             "the parameters give {name} = {v}: a parameter is out of the model's range (a zero \
              rate or size, or figures that overflow)"
-        ))
-        .into());
+        )));
     }
     Ok(ev)
 }

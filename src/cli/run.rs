@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::json_line;
+use crate::InputError;
+use crate::files::{FileRole, OutputFile, RoleFile, check_distinct};
 use crate::report_text::{self, Detail, Links};
 use crate::runtime::Observer;
 use crate::scenario::{self, Override};
 use crate::trace::formats::{OptionDoc, OptionValues};
 use crate::trace::{FORMATS, TraceFormat, TraceOptions, TraceWriter};
-use crate::InputError;
-use crate::files::{FileRole, OutputFile, RoleFile, check_distinct};
 
 /// Options of `hetsim run`.
 #[derive(Debug, Args)]

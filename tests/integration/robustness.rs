@@ -86,14 +86,20 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     );
     assert_eq!(std::fs::read(d.path().join("m.toml")).unwrap(), before);
     // The scenario itself, through another spelling of its path.
-    let o = hetsim_in(d.path(), &["run", "s.toml", "--quiet", "--paje", "./s.toml"]);
+    let o = hetsim_in(
+        d.path(),
+        &["run", "s.toml", "--quiet", "--paje", "./s.toml"],
+    );
     assert_refused(
         &o,
         "refusing to write --paje ./s.toml: it is also an input, the scenario (s.toml); \
          writing it would destroy the input",
     );
     // sweep and calibrate keep the same promise.
-    let o = hetsim_in(d.path(), &["sweep", "s.toml", "-q", "-o", "x.csv", "--plot", "m.toml"]);
+    let o = hetsim_in(
+        d.path(),
+        &["sweep", "s.toml", "-q", "-o", "x.csv", "--plot", "m.toml"],
+    );
     assert_refused(
         &o,
         "refusing to write --plot m.toml: it is also an input, a machine file (m.toml); \
@@ -136,7 +142,10 @@ fn one_file_given_to_two_outputs_is_refused_before_anything_is_written() {
         "refusing to write --chrome t: --paje writes to it too (t); give each output its own \
          file",
     );
-    let o = hetsim_in(d.path(), &["sweep", "s.toml", "-q", "-o", "x", "--plot", "x"]);
+    let o = hetsim_in(
+        d.path(),
+        &["sweep", "s.toml", "-q", "-o", "x", "--plot", "x"],
+    );
     assert_refused(
         &o,
         "refusing to write --plot x: --output writes to it too (x); give each output its own \
@@ -157,7 +166,12 @@ fn a_run_killed_or_out_of_room_while_writing_keeps_the_old_trace() {
         "ulimit -f 128; exec \"$HETSIM\" run s.toml --quiet --chrome t.json",
     );
     use std::os::unix::process::ExitStatusExt;
-    assert_eq!(killed.status.signal(), Some(25), "SIGXFSZ: {}", stderr(&killed));
+    assert_eq!(
+        killed.status.signal(),
+        Some(25),
+        "SIGXFSZ: {}",
+        stderr(&killed)
+    );
     assert_eq!(
         std::fs::read_to_string(d.path().join("t.json")).unwrap(),
         "the old trace"
@@ -166,7 +180,10 @@ fn a_run_killed_or_out_of_room_while_writing_keeps_the_old_trace() {
         d.path(),
         "trap '' XFSZ; ulimit -f 128; exec \"$HETSIM\" run s.toml --quiet --chrome t.json",
     );
-    assert_refused(&full, "t.json: cannot write file: File too large (os error 27)");
+    assert_refused(
+        &full,
+        "t.json: cannot write file: File too large (os error 27)",
+    );
     assert_eq!(
         std::fs::read_to_string(d.path().join("t.json")).unwrap(),
         "the old trace"
@@ -178,7 +195,10 @@ fn a_run_killed_or_out_of_room_while_writing_keeps_the_old_trace() {
         .collect();
     assert_eq!(left.len(), 1, "{left:?}");
     // Without a limit the same command replaces the trace.
-    let ok = hetsim_in(d.path(), &["run", "s.toml", "--quiet", "--chrome", "t.json"]);
+    let ok = hetsim_in(
+        d.path(),
+        &["run", "s.toml", "--quiet", "--chrome", "t.json"],
+    );
     assert!(ok.status.success(), "{}", stderr(&ok));
     let t = std::fs::read_to_string(d.path().join("t.json")).unwrap();
     assert!(t.starts_with('{') || t.starts_with('['), "{}", &t[..40]);
@@ -242,7 +262,10 @@ fn a_closed_pipe_ends_every_command_quietly() {
 #[test]
 fn a_full_disk_on_stdout_is_an_error_for_every_command() {
     for args in printing_commands() {
-        let o = sh_in(&root(), &format!("exec \"$HETSIM\" {} >/dev/full", args.join(" ")));
+        let o = sh_in(
+            &root(),
+            &format!("exec \"$HETSIM\" {} >/dev/full", args.join(" ")),
+        );
         assert_refused(
             &o,
             "cannot write to standard output: No space left on device (os error 28)",
@@ -279,7 +302,13 @@ fn refuses_input(args: &[&str], input: &str, message: &str) {
 fn fifos_devices_and_directories_are_refused_as_inputs() {
     let d = tempfile::tempdir().unwrap();
     let fifo = d.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     let fifo = fifo.to_str().unwrap().to_string();
     let dir = d.path().to_str().unwrap().to_string();
     let commands: [&[&str]; 6] = [
@@ -311,12 +340,24 @@ fn a_fifo_among_the_codelet_files_is_refused_not_waited_for() {
     let samples = root().join("tests/data/starpu-samples/starpu-sampling");
     std::fs::create_dir_all(d.path().join("bus")).unwrap();
     std::fs::create_dir_all(d.path().join("codelets/45")).unwrap();
-    for ext in ["config", "bandwidth", "latency", "affinity", "platform.v4.xml"] {
+    for ext in [
+        "config",
+        "bandwidth",
+        "latency",
+        "affinity",
+        "platform.v4.xml",
+    ] {
         let f = format!("bus/hannibal.{ext}");
         std::fs::copy(samples.join(&f), d.path().join(&f)).unwrap();
     }
     let fifo = d.path().join("codelets/45/chol_model_gemm.hannibal");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     refuses_input(
         &["calibrate", "import-starpu", "{}", "--host", "hannibal"],
         d.path().to_str().unwrap(),
@@ -330,7 +371,10 @@ fn a_fifo_among_the_codelet_files_is_refused_not_waited_for() {
 #[test]
 fn sweep_threads_are_bounded() {
     let d = scratch();
-    let o = hetsim_in(d.path(), &["sweep", "s.toml", "-q", "-j", "100000", "-o", "x.csv"]);
+    let o = hetsim_in(
+        d.path(),
+        &["sweep", "s.toml", "-q", "-j", "100000", "-o", "x.csv"],
+    );
     assert_refused(
         &o,
         "-j 100000: at most 256 threads (each run uses one; this sweep has 1 run)",
@@ -338,7 +382,9 @@ fn sweep_threads_are_bounded() {
     // More threads than runs is fine: clamped to the runs.
     let o = hetsim_in(
         d.path(),
-        &["sweep", "s.toml", "-q", "-j", "200", "--seeds", "1..2", "-o", "x.csv"],
+        &[
+            "sweep", "s.toml", "-q", "-j", "200", "--seeds", "1..2", "-o", "x.csv",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
 }
@@ -352,7 +398,13 @@ fn import_edited(file: &str, mut edit: impl FnMut(&str) -> String) -> (Output, P
     let samples = root().join("tests/data/starpu-samples/starpu-sampling");
     std::fs::create_dir_all(d.join("bus")).unwrap();
     std::fs::create_dir_all(d.join("codelets/45")).unwrap();
-    for ext in ["config", "bandwidth", "latency", "affinity", "platform.v4.xml"] {
+    for ext in [
+        "config",
+        "bandwidth",
+        "latency",
+        "affinity",
+        "platform.v4.xml",
+    ] {
         let f = format!("bus/hannibal.{ext}");
         std::fs::copy(samples.join(&f), d.join(&f)).unwrap();
     }
@@ -364,7 +416,15 @@ fn import_edited(file: &str, mut edit: impl FnMut(&str) -> String) -> (Output, P
     std::fs::write(d.join(file), edited).unwrap();
     let o = hetsim_in(
         &d,
-        &["calibrate", "import-starpu", ".", "--host", "hannibal", "-o", "out.toml"],
+        &[
+            "calibrate",
+            "import-starpu",
+            ".",
+            "--host",
+            "hannibal",
+            "-o",
+            "out.toml",
+        ],
     );
     assert!(!d.join("out.toml").exists(), "nothing written on failure");
     (o, d)
@@ -415,12 +475,23 @@ fn corrupt_starpu_means_are_refused_with_their_file_and_line() {
         let (o, d) = import_edited(file, |t| {
             let (l, e) = history_with(t, 3, value);
             line = l;
-            samples = t.lines().nth(l - 1).unwrap().split_whitespace().nth(7).unwrap().into();
+            samples = t
+                .lines()
+                .nth(l - 1)
+                .unwrap()
+                .split_whitespace()
+                .nth(7)
+                .unwrap()
+                .into();
             e
         });
         assert_refused(
             &o,
-            &format!("{}:line {line}: {}", Path::new(".").join(file).display(), why.replace("N", &samples)),
+            &format!(
+                "{}:line {line}: {}",
+                Path::new(".").join(file).display(),
+                why.replace("N", &samples)
+            ),
         );
         std::fs::remove_dir_all(d).unwrap();
     }
@@ -498,7 +569,12 @@ fn model_parameters_that_are_unused_or_not_numbers_are_refused() {
         "field `intensity_flops_per_byte`: `nan` is not a number (from --param \
          intensity_flops_per_byte=nan)",
     );
-    let o = with(&["--param", "intensity_flops_per_byte=2", "--param", "gflops=1"]);
+    let o = with(&[
+        "--param",
+        "intensity_flops_per_byte=2",
+        "--param",
+        "gflops=1",
+    ]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(

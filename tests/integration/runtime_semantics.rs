@@ -365,11 +365,7 @@ pub(crate) fn run_observed(
 }
 
 /// What must hold at the end of a run (the per-event checks run in [`Invariants`]).
-pub(crate) fn assert_invariants(
-    g: &TaskGraph,
-    r: &hetsim::runtime::RunReport,
-    inv: &Invariants,
-) {
+pub(crate) fn assert_invariants(g: &TaskGraph, r: &hetsim::runtime::RunReport, inv: &Invariants) {
     assert_eq!(
         inv.started.len(),
         g.num_tasks(),

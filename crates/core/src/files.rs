@@ -231,11 +231,7 @@ pub fn check_distinct(inputs: &[RoleFile], outputs: &[RoleFile]) -> Result<(), I
                 f.path.display()
             )));
         }
-        if let Some((f, _)) = outputs[..i]
-            .iter()
-            .zip(&out_keys)
-            .find(|(_, k)| k.same(ok))
-        {
+        if let Some((f, _)) = outputs[..i].iter().zip(&out_keys).find(|(_, k)| k.same(ok)) {
             return Err(refuse(format!(
                 "{} writes to it too ({}); give each output its own file",
                 f.role,
@@ -319,9 +315,10 @@ impl OutputFile {
         }
         let tmp = b.tempfile_in(&dir).map_err(|e| {
             // The OS's reason, without the temporary name tempfile adds.
-            let why = e
-                .raw_os_error()
-                .map_or_else(|| e.to_string(), |c| io::Error::from_raw_os_error(c).to_string());
+            let why = e.raw_os_error().map_or_else(
+                || e.to_string(),
+                |c| io::Error::from_raw_os_error(c).to_string(),
+            );
             err(format!("cannot create a file in {}: {why}", dir.display()))
         })?;
         Ok(OutputFile {
@@ -482,7 +479,11 @@ mod tests {
         let p = d.join("latin1.txt");
         std::fs::write(&p, b"caf\xe9").unwrap();
         let e = read_input(&p).unwrap_err();
-        assert!(e.to_string().ends_with("not UTF-8 text (invalid byte at offset 3)"), "{e}");
+        assert!(
+            e.to_string()
+                .ends_with("not UTF-8 text (invalid byte at offset 3)"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -521,9 +522,7 @@ mod tests {
                 t.display()
             )
         );
-        assert!(
-            check_distinct(&inputs, &[RoleFile::new(FileRole::Output("paje"), &t)]).is_ok()
-        );
+        assert!(check_distinct(&inputs, &[RoleFile::new(FileRole::Output("paje"), &t)]).is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

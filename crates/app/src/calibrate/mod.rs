@@ -180,7 +180,10 @@ pub fn check_host_name(name: &str, flag: &str) -> Result<(), InputError> {
     let why = if name.is_empty() {
         "it is empty".to_string()
     } else if name.len() > MAX_HOST_NAME {
-        format!("it has {} characters, more than {MAX_HOST_NAME}", name.len())
+        format!(
+            "it has {} characters, more than {MAX_HOST_NAME}",
+            name.len()
+        )
     } else if name.starts_with('.') {
         "it starts with `.`".to_string()
     } else if let Some(c) = name.chars().find(|&c| !ok_char(c)) {

@@ -318,8 +318,7 @@ mod tests {
     /// loader refuses; they are now refused at their line.
     #[test]
     fn a_core_listed_twice_or_a_billion_cpus_is_refused_at_its_line() {
-        let e = parse_affinity("0\t0\t1\t2\t0\t\n", Path::new("h.affinity"), 1, 8, 1)
-            .unwrap_err();
+        let e = parse_affinity("0\t0\t1\t2\t0\t\n", Path::new("h.affinity"), 1, 8, 1).unwrap_err();
         assert_eq!(
             e.to_string(),
             "h.affinity:line 1: id 0 is listed twice for CUDA device 0: expected each once"

@@ -226,8 +226,15 @@ pub(super) fn from_str(text: &str, path: &Path) -> Result<Cluster, InputError> {
         Some(o) => overheads(&ctx, o, dir)?,
     };
     let mut sources = vec![RoleFile::new(FileRole::Cluster, path)];
-    if let Some(csv) = raw.overheads.as_ref().and_then(|o| o.get_ref().csv.as_ref()) {
-        sources.push(RoleFile::new(FileRole::OverheadsCsv, dir.join(csv.get_ref())));
+    if let Some(csv) = raw
+        .overheads
+        .as_ref()
+        .and_then(|o| o.get_ref().csv.as_ref())
+    {
+        sources.push(RoleFile::new(
+            FileRole::OverheadsCsv,
+            dir.join(csv.get_ref()),
+        ));
     }
     let mut cluster = Cluster::single_node(machine)
         .with_name(h.name.get_ref().clone())
