@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::files::{FileRole, RoleFile, check_distinct};
 use crate::scenario::Override;
 use crate::sweep::{self, Sweep, Vary};
 
@@ -27,7 +28,8 @@ pub struct SweepArgs {
     /// scenario's).
     #[arg(long, value_name = "SEEDS")]
     pub seeds: Option<String>,
-    /// Threads (default: the available cores).
+    /// Threads (default and 0: the available cores; never more than the runs; at most
+    /// 256).
     #[arg(short = 'j', long = "jobs", value_name = "N")]
     pub jobs: Option<usize>,
     /// Override a scenario value in every run, e.g. `--set run.prefetch=false`. Repeatable;
@@ -70,11 +72,40 @@ pub fn sweep_of(args: &SweepArgs) -> crate::Result<Sweep> {
     })
 }
 
+/// The most threads `-j` may ask for: more would only cost memory on any machine hetsim
+/// targets (each run is single-threaded).
+pub const MAX_JOBS: usize = 256;
+
+/// The threads to run `runs` runs on: `-j N` (0 or absent: the available cores), never more
+/// than the runs; more than [`MAX_JOBS`] is refused.
+pub fn threads(jobs: Option<usize>, runs: usize) -> crate::Result<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let asked = match jobs {
+        Some(j) if j > MAX_JOBS => {
+            return Err(crate::InputError::new(format!(
+                "-j {j}: at most {MAX_JOBS} threads (each run uses one; this sweep has {runs} \
+                 run{})",
+                if runs == 1 { "" } else { "s" }
+            ))
+            .into());
+        }
+        Some(0) | None => cores,
+        Some(j) => j,
+    };
+    Ok(asked.min(runs).max(1))
+}
+
 /// Run the sweep, write the CSV and the plot.
 pub fn run(args: &SweepArgs) -> crate::Result<()> {
     let sw = sweep_of(args)?;
     sw.check()?;
     let n = sw.points().len() as u64;
+    let threads = threads(args.jobs, n as usize)?;
+    let mut outputs = vec![RoleFile::new(FileRole::Output("output"), &args.output)];
+    if let Some(svg) = &args.plot {
+        outputs.push(RoleFile::new(FileRole::Output("plot"), svg));
+    }
+    check_distinct(&sw.input_files()?, &outputs)?;
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
     } else {
@@ -90,7 +121,7 @@ pub fn run(args: &SweepArgs) -> crate::Result<()> {
         bar
     };
     let start = std::time::Instant::now();
-    let rows = sweep::run(&sw, args.jobs.unwrap_or(0), &|| bar.inc(1))?;
+    let rows = sweep::run(&sw, threads, &|| bar.inc(1))?;
     bar.finish_and_clear();
     sweep::write_csv(&sw, &rows, &args.output)?;
     let mut wrote = args.output.display().to_string();
@@ -103,11 +134,11 @@ pub fn run(args: &SweepArgs) -> crate::Result<()> {
         wrote.push_str(&format!(" and {}", svg.display()));
     }
     if !args.quiet {
-        eprintln!(
+        super::note(&format!(
             "sweep: {n} run{} in {:.1} s, wrote {wrote}",
             if n == 1 { "" } else { "s" },
             start.elapsed().as_secs_f64()
-        );
+        ));
     }
     Ok(())
 }

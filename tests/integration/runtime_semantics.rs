@@ -221,7 +221,7 @@ fn a_synchronous_gpu_codelet_stalls_the_pipeline() {
 
 /// Checks every event of a run against the runtime's invariants.
 #[derive(Default)]
-struct Invariants {
+pub(crate) struct Invariants {
     capacity: Vec<u64>,
     preds: BTreeMap<u32, Vec<u32>>,
     started: BTreeMap<u32, f64>,
@@ -230,8 +230,8 @@ struct Invariants {
     last_write: BTreeMap<u32, (f64, u32)>,
     ram_versions: BTreeMap<u32, u32>,
     written: BTreeMap<u32, u32>,
-    events: u64,
-    fingerprint: u64,
+    pub(crate) events: u64,
+    pub(crate) fingerprint: u64,
     writes: Vec<Vec<u32>>,
 }
 
@@ -345,9 +345,27 @@ fn check_run(
     sched_name: &str,
     config: &RunConfig,
 ) -> (hetsim::runtime::RunReport, Invariants) {
+    let (r, inv) = run_observed(m, g, sched_name, config, &KERNELS).unwrap();
+    assert_invariants(g, &r, &inv);
+    (r, inv)
+}
+
+/// Run under `sched_name` with the invariants watching every event.
+pub(crate) fn run_observed(
+    m: &Machine,
+    g: &TaskGraph,
+    sched_name: &str,
+    config: &RunConfig,
+    kernels: &FlopRate,
+) -> hetsim::Result<(hetsim::runtime::RunReport, Invariants)> {
     let mut inv = Invariants::new(m, g);
     let mut s = sched::by_name(sched_name, config.seed).unwrap();
-    let r = simulate_observed(m, g, &KERNELS, s.as_mut(), config, &mut inv).unwrap();
+    let r = simulate_observed(m, g, kernels, s.as_mut(), config, &mut inv)?;
+    Ok((r, inv))
+}
+
+/// What must hold at the end of a run (the per-event checks run in [`Invariants`]).
+pub(crate) fn assert_invariants(g: &TaskGraph, r: &hetsim::runtime::RunReport, inv: &Invariants) {
     assert_eq!(
         inv.started.len(),
         g.num_tasks(),
@@ -367,7 +385,6 @@ fn check_run(
     for w in &r.workers {
         close(w.busy_s + w.waiting_s + w.idle_s, r.end_with_writeback_s);
     }
-    (r, inv)
 }
 
 #[test]

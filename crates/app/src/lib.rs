@@ -6,6 +6,7 @@
 
 pub mod calibrate;
 pub mod crosscheck;
+mod inputs;
 pub mod netcase;
 pub mod programs;
 pub mod report_text;

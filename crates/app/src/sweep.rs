@@ -358,13 +358,9 @@ fn write_records<W: Write>(w: &mut csv::Writer<W>, sweep: &Sweep, rows: &[Row]) 
     Ok(())
 }
 
-/// Write the CSV to `path`.
-pub fn write_csv(sweep: &Sweep, rows: &[Row], path: &Path) -> Result<(), Error> {
-    let f = std::fs::File::create(path)
-        .map_err(|e| InputError::new(format!("cannot create {}: {e}", path.display())))?;
-    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(f));
-    write_records(&mut w, sweep, rows)
-        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))
+/// Write the CSV to `path`, all of it or nothing ([`hetsim_core::files::write_output`]).
+pub fn write_csv(sweep: &Sweep, rows: &[Row], path: &Path) -> Result<(), InputError> {
+    hetsim_core::files::write_output(path, csv(sweep, rows).as_bytes())
 }
 
 /// One scheduler's figures against the first varied value: per x, (x, min, mean, max) of
