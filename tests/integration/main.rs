@@ -31,5 +31,6 @@ mod starpu_agreement;
 mod starpu_mpi_agreement;
 mod stencil_cluster;
 mod sweep;
+mod sweep_shards;
 mod traces;
 mod workload_graphs;

@@ -11,4 +11,5 @@ pub mod netcase;
 pub mod programs;
 pub mod report_text;
 pub mod scenario;
+pub mod shard;
 pub mod sweep;

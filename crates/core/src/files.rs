@@ -43,6 +43,8 @@ pub enum FileRole {
     OverheadsCsv,
     /// A file of StarPU's calibration directory.
     StarpuCalibration,
+    /// The CSV file of one shard of a sweep (`hetsim sweep merge`).
+    SweepShard,
     /// An output, by its long flag without dashes (`paje`, `output`).
     Output(&'static str),
 }
@@ -56,6 +58,7 @@ impl fmt::Display for FileRole {
             FileRole::Included => f.write_str("a codelet file included by a machine file"),
             FileRole::OverheadsCsv => f.write_str("a cluster's overheads CSV"),
             FileRole::StarpuCalibration => f.write_str("a StarPU calibration file"),
+            FileRole::SweepShard => f.write_str("a sweep shard"),
             FileRole::Output(flag) => write!(f, "--{flag}"),
         }
     }
