@@ -2,6 +2,8 @@
 
 use std::process::{Command, Output, Stdio};
 
+pub use hetsim_testkit::{assert_close, close, repo};
+
 /// Run the `hetsim` binary with `args` from the crate root, stdin closed (as in CI).
 pub fn hetsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hetsim"))

@@ -7,6 +7,7 @@
 //! `pj_dump` is looked up on the PATH. Without it the Paje checks that need it are skipped
 //! with a message, unless `CI` is set, in which case its absence fails the test.
 
+use crate::common::assert_close;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -642,10 +643,6 @@ fn graph(flops: &[f64], deps: &[(u32, u32)]) -> TaskGraph {
     b.build().unwrap()
 }
 
-fn close(a: f64, b: f64) {
-    assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
-}
-
 #[test]
 fn bounds_of_hand_computed_graphs() {
     // CPU 1 flop/s, GPU 4 flop/s (ratio 4 for every task).
@@ -657,20 +654,24 @@ fn bounds_of_hand_computed_graphs() {
     // over 2 + 4 flop/s; the critical path is the largest task on the GPU.
     let g = graph(&[4.0, 4.0, 8.0], &[]);
     let b = trace::bounds(&g, &k, &workers(2, 1));
-    close(b.area_bound_s, 16.0 / 6.0);
-    close(b.critical_path_s, 2.0);
+    assert_close(b.area_bound_s, 16.0 / 6.0, 1e-12);
+    assert_close(b.critical_path_s, 2.0, 1e-12);
     // A diamond 0 → {1, 2} → 3 of 4, 8, 12, 4 flops: longest path 0, 2, 3 at GPU speed.
     let g = graph(&[4.0, 8.0, 12.0, 4.0], &[(0, 1), (0, 2), (1, 3), (2, 3)]);
     let b = trace::bounds(&g, &k, &workers(1, 1));
-    close(b.critical_path_s, (4.0 + 12.0 + 4.0) / 4.0);
-    close(b.area_bound_s, 28.0 / 5.0);
+    assert_close(b.critical_path_s, (4.0 + 12.0 + 4.0) / 4.0, 1e-12);
+    assert_close(b.area_bound_s, 28.0 / 5.0, 1e-12);
     // CPUs only: the work over the cores.
     let b = trace::bounds(&g, &k, &workers(4, 0));
-    close(b.area_bound_s, 28.0 / 4.0);
-    close(b.critical_path_s, 20.0);
+    assert_close(b.area_bound_s, 28.0 / 4.0, 1e-12);
+    assert_close(b.critical_path_s, 20.0, 1e-12);
     // Dependencies declared against submission order are followed.
     let g = graph(&[4.0, 4.0, 4.0], &[(2, 1), (1, 0)]);
-    close(trace::bounds(&g, &k, &workers(1, 1)).critical_path_s, 3.0);
+    assert_close(
+        trace::bounds(&g, &k, &workers(1, 1)).critical_path_s,
+        3.0,
+        1e-12,
+    );
 }
 
 /// Kernel times per codelet: (cpu, gpu) seconds.
@@ -713,11 +714,15 @@ fn area_bound_splits_by_relative_speed() {
     let g = b.build().unwrap();
     let k = PerCodelet(vec![(10.0, 1.0), (2.0, 1.0)]);
     let bounds = trace::bounds(&g, &k, &workers(1, 1));
-    close(bounds.area_bound_s, 4.0 / 3.0);
-    close(bounds.critical_path_s, 1.0);
+    assert_close(bounds.area_bound_s, 4.0 / 3.0, 1e-12);
+    assert_close(bounds.critical_path_s, 1.0, 1e-12);
     // A GPU-only codelet heavier than everything: the GPU bounds the run.
     let k = PerCodelet(vec![(f64::INFINITY, 10.0), (2.0, 1.0)]);
-    close(trace::bounds(&g, &k, &workers(4, 1)).area_bound_s, 10.0);
+    assert_close(
+        trace::bounds(&g, &k, &workers(4, 1)).area_bound_s,
+        10.0,
+        1e-12,
+    );
 }
 
 #[test]
@@ -731,9 +736,10 @@ fn run_reports_carry_the_bounds() {
         assert!(r.critical_path_s > 0.0 && r.area_bound_s > 0.0);
         // Without kernel noise no schedule beats either bound.
         assert!(r.makespan_s >= r.critical_path_s.max(r.area_bound_s));
-        close(
+        assert_close(
             r.bound_ratio,
             r.makespan_s / r.critical_path_s.max(r.area_bound_s),
+            1e-12,
         );
         let json = serde_json::to_value(&r).unwrap();
         for k in ["critical_path_s", "area_bound_s", "bound_ratio"] {
