@@ -332,11 +332,19 @@ struct Queue {
     pipeline_len_us: f64,
     ntasks: u32,
     pipeline_ntasks: u32,
+    /// The largest length booked (µs): the scale of the rounding the sums carry.
+    largest_us: f64,
 }
 
 impl Queue {
     fn exp_end_us(&self) -> f64 {
         self.exp_start_us + self.exp_len_us
+    }
+
+    /// How far from zero the lengths may end from rounding alone: [`DRAIN_EPS_US`], or a few
+    /// units in the last place of the largest length booked (a 1e12 µs task leaves ~1e-4 µs).
+    fn tolerance_us(&self) -> f64 {
+        DRAIN_EPS_US.max(1e-12 * self.largest_us)
     }
 }
 
@@ -525,7 +533,7 @@ impl Dmda {
                 "worker {w}: task counts"
             );
             assert!(
-                q.exp_len_us.abs() < DRAIN_EPS_US && q.pipeline_len_us.abs() < DRAIN_EPS_US,
+                q.exp_len_us.abs() < q.tolerance_us() && q.pipeline_len_us.abs() < q.tolerance_us(),
                 "worker {w}: exp_len {} µs, pipeline_len {} µs at the end",
                 q.exp_len_us,
                 q.pipeline_len_us
@@ -536,7 +544,7 @@ impl Dmda {
     fn check_non_negative(&self, w: WorkerId) {
         let q = &self.queues[w.index()];
         assert!(
-            q.exp_len_us > -DRAIN_EPS_US && q.pipeline_len_us > -DRAIN_EPS_US,
+            q.exp_len_us > -q.tolerance_us() && q.pipeline_len_us > -q.tolerance_us(),
             "worker {}: exp_len {} µs, pipeline_len {} µs",
             w.0,
             q.exp_len_us,
@@ -633,6 +641,7 @@ impl Scheduler for Dmda {
             now_us + penalty - q.exp_end_us()
         };
         q.exp_len_us += transfer + len;
+        q.largest_us = q.largest_us.max(transfer + len);
         q.ntasks += 1;
         // Sorted queues keep priority order, FIFO within a priority; the others FIFO only.
         let level = if self.variant.sorted() { prio } else { 0 };

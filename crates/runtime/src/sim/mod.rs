@@ -431,10 +431,14 @@ impl<'a> Sim<'a> {
     fn apply(&mut self, r: usize) {
         let mut fx = std::mem::take(&mut self.fx);
         let base = self.ranks[r].mem_base;
+        let ranks = RankOf {
+            index: r as u32,
+            count: self.ranks.len() as u32,
+        };
         for e in fx.drain(..) {
             match e {
                 Effect::At(at_s, event) => self.cal.schedule(at_s, event),
-                Effect::Note(event) => self.note(&globalize(event, base)),
+                Effect::Note(event) => self.note(&globalize(event, base, ranks)),
             }
         }
         self.fx = fx;
@@ -1108,10 +1112,20 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// An event of a rank's data manager (memory ids of the node machine) with the global memory
-/// ids of the node whose first memory node is `base`.
-fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
+/// A rank among `count`.
+#[derive(Debug, Clone, Copy)]
+struct RankOf {
+    index: u32,
+    count: u32,
+}
+
+/// An event of a rank's data manager (memory ids of the node machine, transfer ids of that
+/// rank) with the global memory ids of the node whose first memory node is `base`, and
+/// transfer ids unique among every rank's (interleaved: id × ranks + rank, so they stay
+/// small, and unchanged on one rank).
+fn globalize(event: SimEvent<'static>, base: u32, rank: RankOf) -> SimEvent<'static> {
     let g = |n: MemNodeId| MemNodeId(n.0 + base);
+    let id = |i: u32| i * rank.count + rank.index;
     match event {
         SimEvent::TransferStart {
             handle,
@@ -1120,7 +1134,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: i,
         } => SimEvent::TransferStart {
             handle,
             src: g(src),
@@ -1128,7 +1142,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: id(i),
         },
         SimEvent::TransferEnd {
             handle,
@@ -1137,7 +1151,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: i,
         } => SimEvent::TransferEnd {
             handle,
             src: g(src),
@@ -1145,7 +1159,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: id(i),
         },
         SimEvent::Allocate {
             node,
