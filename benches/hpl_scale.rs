@@ -55,11 +55,7 @@ fn main() {
     let spec: HplSpec = w.try_into().expect("an hpl workload");
     let t0 = Instant::now();
     let program = spec.generate(&cluster).expect("program");
-    let (ops, edges, program_bytes) = (
-        program.ops().len(),
-        program.edges(),
-        program.heap_bytes(),
-    );
+    let (ops, edges, program_bytes) = (program.ops().len(), program.edges(), program.heap_bytes());
     let graph = program.into_task_graph().expect("task graph");
     let build_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();

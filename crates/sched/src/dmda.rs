@@ -660,7 +660,12 @@ impl Scheduler for Dmda {
         self.queued += 1;
         if ready_first {
             let node = view.workers()[w.index()].memory;
-            for a in view.graph().accesses(task).iter().filter(|a| a.mode.reads()) {
+            for a in view
+                .graph()
+                .accesses(task)
+                .iter()
+                .filter(|a| a.mode.reads())
+            {
                 self.readers
                     .entry((a.handle, node))
                     .or_insert_with(|| Readers {

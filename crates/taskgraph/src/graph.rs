@@ -579,7 +579,7 @@ mod visit {
         }
     }
 
-    impl<'a> IntoNodeIdentifiers for &'a TaskGraph {
+    impl IntoNodeIdentifiers for &TaskGraph {
         type NodeIdentifiers = std::iter::Map<std::ops::Range<usize>, fn(usize) -> NodeIndex>;
         fn node_identifiers(self) -> Self::NodeIdentifiers {
             (0..self.num_tasks()).map(NodeIndex::new as fn(usize) -> NodeIndex)
@@ -1055,7 +1055,10 @@ impl TaskGraphBuilder {
             // Every edge went to the newest task when it was added: the lists are complete,
             // and need sorting only where explicit dependencies came in another order.
             for t in 0..n {
-                let (a, b) = (self.pred_offsets[t] as usize, self.pred_offsets[t + 1] as usize);
+                let (a, b) = (
+                    self.pred_offsets[t] as usize,
+                    self.pred_offsets[t + 1] as usize,
+                );
                 self.pred[a..b].sort_unstable();
             }
             self.pred.shrink_to_fit();
