@@ -360,6 +360,8 @@ pub struct FluidNetwork {
     elems: Vec<VarElem>,
     /// Runs of `elems` left by freed variables, by length.
     free_elems: Vec<Vec<u32>>,
+    /// A new flow's links while its variable is looked up.
+    route_scratch: Vec<VarElem>,
     free_vars: Vec<u32>,
     /// First variable of each (elems, penalty, bound) hash.
     classes: FxHashMap<u64, u32>,
@@ -417,6 +419,7 @@ impl FluidNetwork {
             var_data: Vec::new(),
             elems: Vec::new(),
             free_elems: Vec::new(),
+            route_scratch: Vec::new(),
             free_vars: Vec::new(),
             classes: FxHashMap::default(),
             flows: Vec::new(),
@@ -518,7 +521,8 @@ impl FluidNetwork {
             SharingMode::SimGrid => 1.0,
         };
         // A link named twice counts twice, as SimGrid expands a constraint twice.
-        let mut elems: Vec<VarElem> = Vec::with_capacity(spec.route.len() + spec.extra_load.len());
+        let mut elems = std::mem::take(&mut self.route_scratch);
+        elems.clear();
         let loads = spec
             .route
             .iter()
@@ -545,6 +549,7 @@ impl FluidNetwork {
         } else {
             self.class_of(&elems, penalty, bound)
         };
+        self.route_scratch = elems;
         let flow = Flow {
             state: FlowState::Latency,
             var,
@@ -691,22 +696,21 @@ impl FluidNetwork {
 
     /// The earliest pending date and what it is for; ties go to the date set first.
     fn next_timer(&self) -> Option<(Timer, f64)> {
-        let candidates = [
-            self.activations
-                .peek()
-                .map(|(i, t, s)| (Timer::Activation(i), t, s)),
-            self.link_timers
-                .peek()
-                .map(|(i, t, s)| (Timer::Link(i), t, s)),
-            self.var_timers
-                .peek()
-                .map(|(i, t, s)| (Timer::Var(i), t, s)),
-        ];
-        candidates
-            .into_iter()
-            .flatten()
-            .min_by(|a, b| a.1.total_cmp(&b.1).then(a.2.cmp(&b.2)))
-            .map(|(timer, t, _)| (timer, t))
+        let mut best: Option<(Timer, f64, u64)> = None;
+        let mut consider = |timer: Timer, head: Option<(u32, f64, u64)>| {
+            if let Some((_, t, tie)) = head
+                && best.is_none_or(|(_, bt, btie)| t < bt || (t == bt && tie < btie))
+            {
+                best = Some((timer, t, tie));
+            }
+        };
+        let head = self.activations.peek();
+        consider(Timer::Activation(head.map_or(0, |h| h.0)), head);
+        let head = self.link_timers.peek();
+        consider(Timer::Link(head.map_or(0, |h| h.0)), head);
+        let head = self.var_timers.peek();
+        consider(Timer::Var(head.map_or(0, |h| h.0)), head);
+        best.map(|(timer, t, _)| (timer, t))
     }
 
     /// Date of the next activation or completion, if any flow is pending.
@@ -1028,8 +1032,12 @@ impl FluidNetwork {
             .map(|&v| u64::from(net.vars[v as usize].active))
             .sum::<u64>();
         self.stats.links_solved += self.scratch.links.len() as u64;
-        net.fill(&self.var_data, &mut self.scratch);
-        self.apply(now_s);
+        // A region without variables: its links lost their last ones, which took their
+        // attachments with them; the next variable to attach restarts a link's clock.
+        if !self.scratch.vars.is_empty() {
+            net.fill(&self.var_data, &mut self.scratch);
+            self.apply(now_s);
+        }
 
         self.seeds.clear();
         self.removed_floor = f64::INFINITY;
