@@ -1,4 +1,5 @@
-//! Executor throughput (issue 8): events per second of `hetsim::mpi::exec::run` on large
+//! Runtime throughput on MPI programs: operations per second of
+//! `hetsim::programs::simulate_program_default` on large
 //! programs, in a release build.
 //!
 //! - `bcast-ring`: one 1 MiB broadcast over N ranks (4 per node), MPICH's choice for a long
@@ -17,8 +18,8 @@ use hetsim::analytic::loggp::BcastAlgorithm;
 use hetsim::cluster::{Cluster, Nic, OverheadTable, Switch};
 use hetsim::machine::MemNodeId;
 use hetsim::mpi::collective::{Bcast, bcast};
-use hetsim::mpi::exec::{ExecOptions, run};
 use hetsim::mpi::{Buffer, Message, Program, ProgramBuilder, RankId};
+use hetsim::programs::simulate_program_default as run;
 
 fn cluster(nodes: u32) -> Cluster {
     let path = concat!(
@@ -80,18 +81,18 @@ fn alltoall(ranks: u32, bytes: f64) -> Program {
 fn measure(name: &str, nodes: u32, p: &Program) {
     let c = cluster(nodes);
     let t = Instant::now();
-    let r = run(p, &c, &ExecOptions::default()).expect("run");
+    let r = run(p, &c).expect("run");
     let wall = t.elapsed().as_secs_f64();
+    let ops = p.ops().len();
     println!(
-        "{name:16} nodes {nodes:4} ranks {:5} messages {:8} flows {:8} events {:9} \
-         simulated {:.6} s  wall {:.3} s  {:.0} events/s",
+        "{name:16} nodes {nodes:4} ranks {:5} messages {:8} operations {:9} \
+         simulated {:.6} s  wall {:.3} s  {:.0} operations/s",
         p.ranks(),
-        r.messages,
-        r.flows,
-        r.events,
+        r.cluster.as_ref().map_or(0, |c| c.messages),
+        ops,
         r.makespan_s,
         wall,
-        r.events as f64 / wall
+        ops as f64 / wall
     );
 }
 

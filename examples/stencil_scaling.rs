@@ -9,7 +9,7 @@
 
 use hetsim::analytic::stencil::{BandwidthModel, Mesh2d, StencilParams, stencil};
 use hetsim::cluster;
-use hetsim::mpi::exec::{ExecOptions, run};
+use hetsim::programs::simulate_program_default as run;
 use hetsim::workload::{ProgramGenerator, StencilSpec};
 
 /// One figure of the paper.
@@ -152,9 +152,13 @@ fn main() {
                     let Ok(program) = spec.generate(&c) else {
                         continue;
                     };
-                    let r = run(&program, &c, &ExecOptions::default()).expect("run");
+                    let r = run(&program, &c).expect("run");
                     let step = r.makespan_s / steps as f64;
-                    let compute = r.gpu_busy_s.iter().cloned().fold(0.0, f64::max) / steps as f64;
+                    let compute = hetsim::programs::busy_by_rank(&r)
+                        .0
+                        .into_iter()
+                        .fold(0.0, f64::max)
+                        / steps as f64;
                     let (py, pz) = hetsim::workload::squarest(gpus);
                     // The paper's model with its own inputs: P from eq. 1, the Tables' fits.
                     let fig_p = spec_rate(&fig);

@@ -2,7 +2,8 @@
 # Checksums of everything hetsim computes for the shipped inputs, to show that a refactoring
 # changes no output: every scenario (JSON and text report, every scheduler on the task-graph
 # scenarios), the three traces of two runs, the sweeps, the StarPU validation tables, `net`,
-# `crosscheck` on the program scenarios and the analytic models' examples. One line per output:
+# `crosscheck` on the program scenarios, the analytic models' examples, `check` on the shipped
+# machine files and `calibrate` (StarPU imports and `show`). One line per output:
 # `sha256  name`. Run it before and after a change and diff the two files.
 #
 # Usage:  scripts/checksums.sh [OUT.txt]        (default: stdout)
@@ -50,6 +51,20 @@ scheds="eager prio random dm dmda dmdap dmdar dmdas dmdasd ws lws heft"
         file_sum "gantt $s" "$work/t.svg"
     done
 
+    # A cluster run: StarPU-MPI's distributed Cholesky on 4 mirage nodes, and 2 ranks per
+    # node of 2 GPUs each on a cluster of 2-GPU mirage nodes.
+    for set in "machine.nodes=4" "machine.ranks_per_node=2 --set machine.gpus_per_node=2"; do
+        # shellcheck disable=SC2086
+        "$HETSIM" run scenarios/cholesky-mirage-mpi.toml --sched dmda --quiet --set $set \
+            --paje "$work/t.paje" --chrome "$work/t.json" --gantt "$work/t.svg" >/dev/null
+        file_sum "paje cholesky-mirage-mpi $set" "$work/t.paje"
+        file_sum "chrome cholesky-mirage-mpi $set" "$work/t.json"
+        file_sum "gantt cholesky-mirage-mpi $set" "$work/t.svg"
+    done
+    "$HETSIM" sweep scenarios/cholesky-mirage-mpi.toml --quiet --sched dmda,ws \
+        --vary machine.nodes=1,2,4 -o "$work/n.csv" --plot "$work/n.svg"
+    file_sum "sweep mirage-mpi csv" "$work/n.csv"
+    file_sum "sweep mirage-mpi svg" "$work/n.svg"
     "$HETSIM" sweep scenarios/sweep-cholesky-attila.toml --quiet \
         --sched eager,dmda,dmdas,ws,heft --vary workload.n=28800,42240 --seeds 1..2 \
         -o "$work/s.csv" --plot "$work/s.svg"
@@ -92,5 +107,15 @@ scheds="eager prio random dm dmda dmdap dmdar dmdas dmdasd ws lws heft"
         --param ib_t0_s=20e-6 --param pcie_b0_bytes_per_sec=4.29e9 --param pcie_t0_s=16.9e-6
     for m in calibration/*.toml; do
         "$HETSIM" check "$m" | sum "check $(basename "$m")"
+    done
+    # The importer's output for every host of StarPU's samples (default options), and `show`.
+    for h in mirage attila idgraf sirocco hannibal hannibal-pitch; do
+        "$HETSIM" calibrate import-starpu tests/data/starpu-samples/starpu-sampling --host "$h" \
+            2>/dev/null | sum "calibrate import-starpu $h"
+    done
+    "$HETSIM" calibrate import-starpu tests/data/starpu-samples/starpu-sampling-icpp2023-gemini \
+        --host gemini-1-cho_dep_corrected 2>/dev/null | sum "calibrate import-starpu gemini"
+    for m in mirage gemini; do
+        "$HETSIM" calibrate show "calibration/$m.toml" | sum "calibrate show $m"
     done
 } >"$out"

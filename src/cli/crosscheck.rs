@@ -42,7 +42,10 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
     };
     let cluster = sc.load_cluster()?;
     let kind = workload.kind_name();
-    let outcome = crosscheck::crosscheck(workload, &cluster).map_err(|e| sc.locate(e))?;
+    let outcome = crosscheck::crosscheck(workload, &cluster).map_err(|e| match e {
+        crate::Error::Input(e) => crate::Error::Input(sc.locate(e)),
+        other => other,
+    })?;
     if args.json {
         let value = serde_json::json!({
             "scenario": sc.name,
@@ -52,25 +55,21 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
             "kind": kind,
             "crosscheck": outcome,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?
-        );
+        let mut text =
+            serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?;
+        text.push('\n');
+        super::print(&text)
     } else {
-        print!(
-            "{}",
-            crosscheck::text(
-                &format!(
-                    "{} ({} on {}, {} node(s), {} rank(s))",
-                    sc.name,
-                    kind,
-                    cluster.name(),
-                    cluster.nodes(),
-                    cluster.ranks()
-                ),
-                &outcome
-            )
-        );
+        super::print(&crosscheck::text(
+            &format!(
+                "{} ({} on {}, {} node(s), {} rank(s))",
+                sc.name,
+                kind,
+                cluster.name(),
+                cluster.nodes(),
+                cluster.ranks()
+            ),
+            &outcome,
+        ))
     }
-    Ok(())
 }

@@ -1,28 +1,28 @@
 //! `hetsim run SCENARIO.toml [--sched NAME] [--seed N] [--set KEY=VALUE]... [--json] [--quiet]
 //! [--paje FILE] [--chrome FILE] [--gantt FILE.svg [--gantt-rows all|busy]
 //! [--gantt-group none|identical]]`: load a scenario, simulate it, print the
-//! report (or one JSON object), and write the traces asked for.
+//! report (or one JSON object), and write the traces asked for (a flag per registered trace
+//! format, [`crate::trace::FORMATS`]).
 
-use std::fs::File;
-use std::io::{BufWriter, ErrorKind, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
 use super::json_line;
+use crate::files::{FileRole, OutputFile, RoleFile, check_distinct};
 use crate::report_text::{self, Detail, Links};
 use crate::runtime::Observer;
 use crate::scenario::{self, Override};
-use crate::trace::{ChromeWriter, GanttGroup, GanttOptions, GanttRows, GanttWriter, PajeWriter};
-use crate::{Error, InputError};
+use crate::trace::formats::{OptionDoc, OptionValues};
+use crate::trace::{FORMATS, TraceFormat, TraceOptions, TraceWriter};
 
 /// Options of `hetsim run`.
 #[derive(Debug, Args)]
+#[command(after_help = super::schedulers_help())]
 pub struct RunArgs {
     /// Scenario file (e.g. scenarios/cholesky-mirage.toml; format in docs/scenarios.md).
     pub scenario: PathBuf,
-    /// Scheduler, overriding `scheduler.name`: eager, prio, random, dm, dmda, dmdap, dmdar,
-    /// dmdas, dmdasd, ws, lws, heft.
+    /// Scheduler, overriding `scheduler.name` (listed below).
     #[arg(long, value_name = "NAME")]
     pub sched: Option<String>,
     /// Seed of the run's random number generator, overriding `run.seed`.
@@ -40,23 +40,10 @@ pub struct RunArgs {
     /// Text report: print only the header and headline figures, no tables.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Write a Paje trace (ViTE, pj_dump, StarPU's Paje tools) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub paje: Option<PathBuf>,
-    /// Write a Chrome trace event JSON (Perfetto UI, chrome://tracing) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub chrome: Option<PathBuf>,
-    /// Draw a Gantt chart of the run (one row per worker, transfers per link) as SVG to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub gantt: Option<PathBuf>,
-    /// Gantt chart: which workers get a row: `all`, or `busy` (only those that ran a task;
-    /// the title counts the others).
-    #[arg(long, value_name = "WHICH", default_value = "all", requires = "gantt")]
-    pub gantt_rows: GanttRowsArg,
-    /// Gantt chart: `identical` draws the CPU workers of one memory node as one taller row
-    /// that stacks how many of them run each codelet over time; `none`: a row per worker.
-    #[arg(long, value_name = "HOW", default_value = "none", requires = "gantt")]
-    pub gantt_group: GanttGroupArg,
+    /// The traces asked for: `--NAME FILE` per registered format, `--NAME-OPTION VALUE` per
+    /// option of a format.
+    #[command(flatten)]
+    pub traces: TraceArgs,
     /// Text report: which links the link table lists: `main` hides the internal links of an
     /// imported PCI tree (names starting with `PCI:`), `all` lists every link that moved bytes.
     #[arg(long, value_name = "WHICH", default_value = "main")]
@@ -81,105 +68,120 @@ impl From<LinksArg> for Links {
     }
 }
 
-/// `--gantt-rows`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GanttRowsArg {
-    /// Every worker.
-    All,
-    /// The workers that ran a task.
-    Busy,
+/// The traces asked for, from the flags [`crate::trace::FORMATS`] gives: `--NAME FILE` per
+/// format and `--NAME-OPTION VALUE` per option of a format (which requires `--NAME`).
+#[derive(Debug, Clone, Default)]
+pub struct TraceArgs {
+    /// Each format asked for, in registry order, with its file and the options given.
+    pub traces: Vec<(&'static TraceFormat, PathBuf, TraceOptions)>,
 }
 
-/// `--gantt-group`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GanttGroupArg {
-    /// A row per worker.
-    None,
-    /// The CPU workers of one memory node share a row.
-    Identical,
+/// The flag of one option of a format: `gantt-rows`.
+fn option_flag(f: &TraceFormat, o: &OptionDoc) -> String {
+    format!("{}-{}", f.name, o.name)
 }
 
-/// The Gantt chart's options from the arguments.
-fn gantt_options(args: &RunArgs) -> GanttOptions {
-    GanttOptions {
-        rows: match args.gantt_rows {
-            GanttRowsArg::All => GanttRows::All,
-            GanttRowsArg::Busy => GanttRows::Busy,
-        },
-        group: match args.gantt_group {
-            GanttGroupArg::None => GanttGroup::None,
-            GanttGroupArg::Identical => GanttGroup::Identical,
-        },
-        ..GanttOptions::default()
+impl clap::FromArgMatches for TraceArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut traces = Vec::new();
+        for f in FORMATS {
+            let Some(path) = m.get_one::<PathBuf>(f.name) else {
+                continue;
+            };
+            let options = f
+                .options
+                .iter()
+                .filter_map(|o| {
+                    let v = m.get_one::<String>(&option_flag(f, o))?;
+                    Some((o.name.to_string(), v.clone()))
+                })
+                .collect();
+            traces.push((f, path.clone(), options));
+        }
+        Ok(TraceArgs { traces })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
     }
 }
 
-/// The trace writers asked for, each with its file.
-struct Writers {
-    paje: Option<(PathBuf, PajeWriter<BufWriter<File>>)>,
-    chrome: Option<(PathBuf, ChromeWriter<BufWriter<File>>)>,
-    gantt: Option<(PathBuf, GanttWriter<BufWriter<File>>)>,
+impl clap::Args for TraceArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        use clap::Arg;
+        let mut cmd = cmd;
+        for f in FORMATS {
+            cmd = cmd.arg(
+                Arg::new(f.name)
+                    .long(f.name)
+                    .value_name("FILE")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help(format!("Write {} to FILE", f.help)),
+            );
+            for o in f.options {
+                let flag = option_flag(f, o);
+                let OptionValues::Choice(choices) = o.values else {
+                    unreachable!("trace options are words (tested in the trace crate)")
+                };
+                cmd = cmd.arg(
+                    Arg::new(flag.clone())
+                        .long(flag)
+                        .value_name(o.values.describe())
+                        .value_parser(clap::builder::PossibleValuesParser::new(choices))
+                        .default_value(o.default)
+                        .requires(f.name)
+                        .help(format!("With --{}: {}", f.name, o.help)),
+                );
+            }
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
-fn output_error(path: &Path, e: std::io::Error) -> Error {
-    InputError::new(format!("cannot write trace: {e}"))
-        .in_file(path)
-        .into()
-}
+/// The trace writers asked for, each with its file (a temporary file renamed into place by
+/// [`Writers::finish`]; dropped before, it leaves the target as it was).
+struct Writers(Vec<(OutputFile, Box<dyn TraceWriter>)>);
 
 impl Writers {
-    fn create(args: &RunArgs) -> crate::Result<Self> {
-        fn open<T>(
-            path: &Option<PathBuf>,
-            create: fn(&Path) -> std::io::Result<T>,
-        ) -> crate::Result<Option<(PathBuf, T)>> {
-            path.as_ref()
-                .map(|p| {
-                    create(p)
-                        .map(|w| (p.clone(), w))
-                        .map_err(|e| output_error(p, e))
-                })
-                .transpose()
+    /// Refuse traces that would overwrite an input or each other, then start writing them.
+    fn create(args: &TraceArgs, inputs: &[RoleFile]) -> crate::Result<Self> {
+        let outputs: Vec<RoleFile> = args
+            .traces
+            .iter()
+            .map(|(f, path, _)| RoleFile::new(FileRole::Output(f.name), path))
+            .collect();
+        check_distinct(inputs, &outputs)?;
+        let mut v = Vec::with_capacity(args.traces.len());
+        for (f, path, options) in &args.traces {
+            let out = OutputFile::create(path)?;
+            let w = (f.create)(out.writer()?, options)?;
+            v.push((out, w));
         }
-        Ok(Writers {
-            paje: open(&args.paje, |p| PajeWriter::create(p))?,
-            chrome: open(&args.chrome, |p| ChromeWriter::create(p))?,
-            gantt: args
-                .gantt
-                .as_ref()
-                .map(|p| {
-                    GanttWriter::create_with(p, gantt_options(args))
-                        .map(|w| (p.clone(), w))
-                        .map_err(|e| output_error(p, e))
-                })
-                .transpose()?,
-        })
+        Ok(Writers(v))
     }
 
     fn observers(&mut self) -> Vec<&mut dyn Observer> {
-        let mut v: Vec<&mut dyn Observer> = Vec::new();
-        if let Some((_, w)) = &mut self.paje {
-            v.push(w);
-        }
-        if let Some((_, w)) = &mut self.chrome {
-            v.push(w);
-        }
-        if let Some((_, w)) = &mut self.gantt {
-            v.push(w);
-        }
-        v
+        self.0
+            .iter_mut()
+            .map(|(_, w)| w.as_mut() as &mut dyn Observer)
+            .collect()
     }
 
-    /// Flush every file; the first failure is reported with its file.
+    /// Complete every file, then put them all in place; the first failure is reported with
+    /// its file, and then none is replaced.
     fn finish(self) -> crate::Result<()> {
-        if let Some((p, w)) = self.paje {
-            w.finish().map_err(|e| output_error(&p, e))?;
+        let mut done = Vec::with_capacity(self.0.len());
+        for (out, w) in self.0 {
+            w.finish().map_err(|e| out.error(&e))?;
+            done.push(out);
         }
-        if let Some((p, w)) = self.chrome {
-            w.finish().map_err(|e| output_error(&p, e))?;
-        }
-        if let Some((p, w)) = self.gantt {
-            w.finish().map_err(|e| output_error(&p, e))?;
+        for out in done {
+            out.commit()?;
         }
         Ok(())
     }
@@ -213,10 +215,12 @@ pub fn overrides(args: &RunArgs) -> crate::Result<Vec<Override>> {
 pub fn run(args: &RunArgs) -> crate::Result<()> {
     let ovs = overrides(args)?;
     let sc = scenario::load(&args.scenario, &ovs)?;
-    if sc.program.is_some() {
-        return run_program(args, &sc);
-    }
-    let mut writers = Writers::create(args)?;
+    let inputs = if args.traces.traces.is_empty() {
+        Vec::new()
+    } else {
+        sc.input_files()?
+    };
+    let mut writers = Writers::create(&args.traces, &inputs)?;
     let mut progress = Progress::new(!(args.quiet || args.json));
     let mut observers = writers.observers();
     observers.push(&mut progress);
@@ -228,7 +232,7 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
     } else {
         report_text::render(&sc, &report, detail(args), args.links.into())
     };
-    write_stdout(&text)
+    super::print(&text)
 }
 
 /// A progress bar on stderr (tasks done out of total) for runs that take more than a second;
@@ -305,39 +309,6 @@ fn detail(args: &RunArgs) -> Detail {
         Detail::Summary
     } else {
         Detail::Full
-    }
-}
-
-/// A program scenario (p2p, bcast, hpl, stencil, ...): execute it on its cluster and print.
-fn run_program(args: &RunArgs, sc: &scenario::Scenario) -> crate::Result<()> {
-    for (flag, given) in [
-        ("--paje", args.paje.is_some()),
-        ("--chrome", args.chrome.is_some()),
-        ("--gantt", args.gantt.is_some()),
-    ] {
-        if given {
-            return Err(InputError::new(format!(
-                "{flag}: traces of program workloads are not written yet (task graphs only)"
-            ))
-            .into());
-        }
-    }
-    let (cluster, report) = sc.run_program()?;
-    let text = if args.json {
-        json_line(&sc.program_json(&cluster, &report)?)?
-    } else {
-        report_text::render_program(sc, &cluster, &report, detail(args))
-    };
-    write_stdout(&text)
-}
-
-/// Write to stdout; a closed pipe (`hetsim run ... | head -1`) is not an error.
-fn write_stdout(text: &str) -> crate::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Error::Internal(format!("cannot write to stdout: {e}"))),
     }
 }
 

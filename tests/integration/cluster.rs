@@ -135,9 +135,10 @@ fn p2p_through_host_memory_is_the_sum_of_its_three_steps() {
     let sc = setup("p2p", CLUSTER, "kind = \"p2p\"\nbytes = 1000000\n");
     let v = run_json(&sc, &[]);
     assert!(close(makespan(&v), 411.5e-6), "{v}");
-    assert_eq!(v["flows"].as_u64(), Some(3));
-    assert_eq!(v["ranks"].as_u64(), Some(4));
-    assert_eq!(v["sched"].as_str(), Some("owner-computes"));
+    assert_eq!(v["cluster"]["message_steps"].as_u64(), Some(3));
+    assert_eq!(v["cluster"]["ranks"].as_u64(), Some(4));
+    // One rank per GPU, each under its own instance of the programs' default scheduler.
+    assert_eq!(v["sched"].as_str(), Some("prio"));
     // Host to host: only the middle step and the overheads: 3 + 202.5 + 4 = 209.5 µs.
     let v = run_json(
         &sc,
@@ -177,13 +178,13 @@ fn two_gpus_of_one_node_share_its_nic() {
             Default::default(),
         )
         .unwrap();
-    use hetsim::mpi::{Message, ProgramBuilder, RankId, exec};
+    use hetsim::mpi::{Message, ProgramBuilder, RankId};
     let one = |pairs: &[(u32, u32)]| {
         let mut b = ProgramBuilder::new(4);
         for &(s, d) in pairs {
             b.message(Message::device(RankId(s), RankId(d), 1e6), &[]);
         }
-        exec::run(&b.build(), &c, &exec::ExecOptions::default())
+        hetsim::programs::simulate_program_default(&b.build(), &c)
             .unwrap()
             .makespan_s
     };
@@ -206,8 +207,8 @@ fn binomial_broadcast_on_8_nodes_takes_3_rounds() {
     );
     let v = run_json(&sc, &[]);
     assert!(close(makespan(&v), 3.0 * 411.5e-6), "{v}");
-    assert_eq!(v["messages"].as_u64(), Some(7));
-    assert_eq!(v["nodes"].as_u64(), Some(8));
+    assert_eq!(v["cluster"]["messages"].as_u64(), Some(7));
+    assert_eq!(v["cluster"]["nodes"].as_u64(), Some(8));
 }
 
 #[test]
@@ -222,9 +223,9 @@ fn nodes_and_gpus_are_parameters() {
             "machine.gpus_per_node=1",
         ],
     );
-    assert_eq!(v["ranks"].as_u64(), Some(4));
+    assert_eq!(v["cluster"]["ranks"].as_u64(), Some(4));
     // A binomial tree over 4 ranks: 3 messages.
-    assert_eq!(v["messages"].as_u64(), Some(3));
+    assert_eq!(v["cluster"]["messages"].as_u64(), Some(3));
     let out = hetsim(&[
         "run",
         sc.to_str().unwrap(),
@@ -273,12 +274,9 @@ fn sweep_over_nodes() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(&csv).expect("csv");
-    // Header + 3 rows, owner computes.
+    // Header + 3 rows, under the programs' default scheduler.
     assert_eq!(text.lines().count(), 4, "{text}");
-    assert!(
-        text.lines().nth(1).unwrap().contains("owner-computes"),
-        "{text}"
-    );
+    assert!(text.lines().nth(1).unwrap().starts_with("prio,"), "{text}");
 }
 
 /// `hetsim run` on a scenario naming a cluster file with `from` replaced by `to`: exit 2, the
@@ -377,13 +375,42 @@ fn a_thousand_node_network_is_linear() {
     assert_eq!(links(2000), 12200);
 }
 
+/// A task-graph workload on several nodes runs as StarPU-MPI's distributed graph: the number of
+/// data messages equals what StarPU-MPI 1.4.12 itself sent (`STARPU_MPI_STATS`, summed over the
+/// ranks) for its distributed Cholesky on 2 and 4 mirage nodes at every size measured
+/// (docs/validation/starpu14-mpi-cholesky.csv).
 #[test]
-fn task_graph_kinds_refuse_multi_node_clusters() {
-    let sc = setup("graph", CLUSTER, "kind = \"cholesky\"\nn = 960\nnb = 960\n");
-    let out = hetsim(&["run", sc.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("task-graph workloads"), "{err}");
+fn distributed_cholesky_sends_what_starpu_mpi_sends() {
+    let mut checked = 0;
+    for c in crate::common::starpu_mpi_cells() {
+        if c.sched != "dmda" {
+            continue;
+        }
+        let out = hetsim(&[
+            "run",
+            "scenarios/cholesky-mirage-mpi.toml",
+            "--json",
+            "--set",
+            &format!("machine.nodes={}", c.nodes),
+            "--set",
+            &format!("workload.n={}", c.n),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v["cluster"]["messages"].as_u64().unwrap().to_string(),
+            c.mpi_sends,
+            "{} nodes, n = {}",
+            c.nodes,
+            c.n
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 6, "2 and 4 nodes at three sizes");
 }
 
 #[test]

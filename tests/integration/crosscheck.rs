@@ -10,7 +10,7 @@ use hetsim::analytic::mmgp::{MmgpParams, mmgp};
 use hetsim::cluster::Cluster;
 use hetsim::crosscheck::{Outcome, crosscheck, mmgp_params};
 use hetsim::machine::Machine;
-use hetsim::mpi::exec::{ExecOptions, run};
+use hetsim::programs::simulate_program_default as run;
 use hetsim::workload::{OffloadSpec, ProgramGenerator, ProgramWorkload};
 
 /// A node with `n` accelerators. Host → accelerator routes cross the accelerator's own link
@@ -54,9 +54,7 @@ fn pbpi(m: u64, p: u64) -> OffloadSpec {
 
 fn simulate(spec: &OffloadSpec, cluster: &Cluster) -> f64 {
     let program = spec.generate(cluster).expect("program");
-    run(&program, cluster, &ExecOptions::default())
-        .expect("run")
-        .makespan_s
+    run(&program, cluster).expect("run").makespan_s
 }
 
 fn rel(a: f64, b: f64) -> f64 {
@@ -261,9 +259,7 @@ fn network(nodes: u32) -> Cluster {
 fn one_message(cluster: &Cluster, m: Message) -> f64 {
     let mut b = ProgramBuilder::new(cluster.ranks());
     b.message(m, &[]);
-    run(&b.build(), cluster, &ExecOptions::default())
-        .unwrap()
-        .makespan_s
+    run(&b.build(), cluster).unwrap().makespan_s
 }
 
 #[test]
@@ -335,9 +331,7 @@ fn binomial_broadcast_agrees_on_2_to_8_nodes() {
                 algorithm: Some(BcastAlgorithm::Binomial),
             };
             bcast(&mut b, &spec, &vec![None; nodes as usize]);
-            let sim = run(&b.build(), &cluster, &ExecOptions::default())
-                .unwrap()
-                .makespan_s;
+            let sim = run(&b.build(), &cluster).unwrap().makespan_s;
             let p = loggp_params(&cluster, NodeId(0), NodeId(1), k).unwrap();
             let model = bcast_cost(
                 &BcastParams {

@@ -2,7 +2,7 @@
 //! multi-GPU runs.
 
 use hetsim::cluster::Cluster;
-use hetsim::mpi::exec::{ExecOptions, run};
+use hetsim::programs::simulate_program_default as run;
 use hetsim::workload::{HplSpec, ProgramGenerator};
 
 /// The scenario's `[workload]` with `n` replaced, and its cluster re-shaped.
@@ -24,7 +24,7 @@ fn setup(nodes: u32, gpus: u32, n: u64) -> (HplSpec, Cluster) {
 fn gflops(nodes: u32, gpus: u32, n: u64) -> f64 {
     let (spec, cluster) = setup(nodes, gpus, n);
     let prog = spec.generate(&cluster).unwrap();
-    let rep = run(&prog, &cluster, &ExecOptions::default()).unwrap();
+    let rep = run(&prog, &cluster).unwrap();
     spec.counted_flops() / rep.makespan_s / 1e9
 }
 
@@ -78,9 +78,7 @@ fn lookahead_hides_the_panel_and_runs_are_deterministic() {
         let (mut spec, cluster) = setup(2, 1, 30_720);
         spec.lookahead = la;
         let prog = spec.generate(&cluster).unwrap();
-        run(&prog, &cluster, &ExecOptions::default())
-            .unwrap()
-            .makespan_s
+        run(&prog, &cluster).unwrap().makespan_s
     };
     let (t0, t1) = (run_with(0), run_with(1));
     assert!(t1 < t0, "look-ahead 1: {t1} s, 0: {t0} s");

@@ -1,4 +1,4 @@
-//! Work stealing and HEFT on real runs: every scheduler of `sched::NAMES` completes Cholesky,
+//! Work stealing and HEFT on real runs: every registered scheduler (`sched::REGISTRY`) completes Cholesky,
 //! LU and GEMM with its queue drained; ws and lws steal; heft runs exactly its plan (each task
 //! on its planned worker, in planned order) and is deterministic.
 
@@ -55,7 +55,7 @@ fn every_scheduler_completes_every_workload_and_drains_its_queues() {
     ] {
         for kind in [Kernel::Cholesky, Kernel::Lu, Kernel::Gemm] {
             let g = kind.generate(6 * NB, NB, Precision::Single).unwrap();
-            for name in sched::NAMES {
+            for name in sched::names() {
                 let mut s = sched::by_name(name, 1).unwrap();
                 let r = simulate(&m, &g, &KERNELS, s.as_mut(), &config(1))
                     .unwrap_or_else(|e| panic!("{name} on {label} {kind:?}: {e}"));

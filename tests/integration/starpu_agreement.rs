@@ -1,4 +1,4 @@
-//! Agreement with StarPU itself (issue 4): hetsim's makespans against StarPU-SimGrid's, cell
+//! Agreement with StarPU itself: hetsim's makespans against StarPU-SimGrid's, cell
 //! by cell, for StarPU's Cholesky example (and, not an issue target, its LU example).
 //!
 //! - StarPU 1.4: `docs/validation/starpu14-simgrid-mirage-cholesky.csv`, with mirage as
@@ -69,7 +69,7 @@ struct Study {
     csv: PathBuf,
 }
 
-/// Issue 4's targets: 5 % for the dmda family, 10 % for the others.
+/// The targets: 5 % for the dmda family, 10 % for the others.
 fn target_pct(sched: &str) -> f64 {
     if sched.starts_with("dmda") { 5.0 } else { 10.0 }
 }

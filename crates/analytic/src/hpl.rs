@@ -314,6 +314,125 @@ pub fn mcl_hpl(params: &MclHplParams) -> Result<MclHplPrediction, InputError> {
     })
 }
 
+// ---- as registered models (`crate::MODELS`) ------------------------------------------------
+
+use crate::params::{Evaluation, ParamSpec, ParamType, Params, opt, req};
+
+/// The parameters of `hpl`.
+pub const HPL_PARAMS: &[ParamSpec] = &[
+    req("n", ParamType::Count, "matrix order N"),
+    req("nb", ParamType::Count, "block size NB"),
+    req("p", ParamType::Count, "process rows P"),
+    req("q", ParamType::Count, "process columns Q"),
+    req(
+        "gamma_flops_per_sec",
+        ParamType::Real,
+        "flop rate per process γ",
+    ),
+    req("alpha_s", ParamType::Real, "latency α"),
+    req(
+        "bandwidth_bytes_per_sec",
+        ParamType::Real,
+        "bandwidth (β = 8 B / bandwidth)",
+    ),
+];
+
+/// The parameters of `mcl-hpl`.
+pub const MCL_HPL_PARAMS: &[ParamSpec] = &[
+    req("n", ParamType::Count, "matrix order N"),
+    req("nb", ParamType::Count, "block size NB"),
+    req("p", ParamType::Count, "process rows P"),
+    req("q", ParamType::Count, "process columns Q"),
+    req(
+        "gamma_flops_per_sec",
+        ParamType::Real,
+        "flop rate per process γ (eq. 10)",
+    ),
+    req(
+        "l<k>_alpha_s",
+        ParamType::Real,
+        "latency of layer k = 1, 2, ... (innermost first)",
+    ),
+    req(
+        "l<k>_bandwidth_bytes_per_sec",
+        ParamType::Real,
+        "bandwidth of layer k (β = 8 B / bandwidth)",
+    ),
+    opt(
+        "l<k>_p",
+        ParamType::Count,
+        "process rows inside layer k; default 1, P for the last layer",
+    ),
+    opt(
+        "l<k>_q",
+        ParamType::Count,
+        "process columns inside layer k; default 1, Q for the last layer",
+    ),
+];
+
+/// `hpl`: [`hpl()`].
+pub fn evaluate_hpl(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let r = hpl(&HplParams {
+        n: p.count("n")?,
+        nb: p.count("nb")?,
+        p: p.count("p")?,
+        q: p.count("q")?,
+        gamma_flops_per_sec: p.real("gamma_flops_per_sec")?,
+        alpha_s: p.real("alpha_s")?,
+        bandwidth_bytes_per_sec: p.real("bandwidth_bytes_per_sec")?,
+    })?;
+    ev.term("flops_per_sec", r.flops_per_sec, "flop/s");
+    ev.term("total_s", r.total_s, "s");
+    ev.term("compute_s", r.compute_s, "s");
+    ev.term("bandwidth_s", r.bandwidth_s, "s");
+    ev.term("latency_s", r.latency_s, "s");
+    Ok(ev)
+}
+
+/// `mcl-hpl`: [`mcl_hpl`] over layers 1..=K, K the largest k of any `l<k>_` parameter given.
+pub fn evaluate_mcl_hpl(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let (pp, qq) = (p.count("p")?, p.count("q")?);
+    let k_max = p.max_family_index();
+    if k_max == 0 {
+        return Err(p.missing("l1_alpha_s"));
+    }
+    let mut layers = Vec::new();
+    for k in 1..=k_max {
+        let last = k == k_max;
+        let key = |f: &str| format!("l{k}_{f}");
+        layers.push(MclLayer {
+            name: format!("l{k}"),
+            alpha_s: p.real(&key("alpha_s"))?,
+            bandwidth_bytes_per_sec: p.real(&key("bandwidth_bytes_per_sec"))?,
+            grid_p: p.opt_count(&key("p"))?.unwrap_or(if last { pp } else { 1 }),
+            grid_q: p.opt_count(&key("q"))?.unwrap_or(if last { qq } else { 1 }),
+        });
+    }
+    let r = mcl_hpl(&MclHplParams {
+        n: p.count("n")?,
+        nb: p.count("nb")?,
+        p: pp,
+        q: qq,
+        gamma_flops_per_sec: p.real("gamma_flops_per_sec")?,
+        layers,
+    })?;
+    ev.term("flops_per_sec", r.flops_per_sec, "flop/s");
+    ev.term("total_s", r.total_s, "s");
+    ev.term("compute_s", r.compute_s, "s");
+    ev.term("comm_s", r.comm_s, "s");
+    for l in &r.layers {
+        ev.term(format!("{}_pivot_s", l.name), l.pivot_s, "s");
+        ev.term(format!("{}_broadcast_s", l.name), l.broadcast_s, "s");
+        ev.term(format!("{}_update_s", l.name), l.update_s, "s");
+        ev.term(format!("{}_comm_s", l.name), l.comm_s, "s");
+        ev.term(format!("{}_m_upper", l.name), l.m_bounds.1, "rows");
+    }
+    ev.term("n_new", r.n_new, "");
+    Ok(ev)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

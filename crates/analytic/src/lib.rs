@@ -12,6 +12,9 @@
 //! - [`stencil`]: the multi-GPU stencil scalability model, non-overlapping and overlapping
 //!   (Shimokawabe et al. 2013, eqs. 2-5), with the bandwidth model B(s) fitted by least squares.
 //!
+//! Each model registers in [`MODELS`] with its parameters as data ([`params`]), so a front end
+//! lists, checks and evaluates them without knowing any model.
+//!
 //! Units are in the names: `_s` seconds, `_bytes`, `_bytes_per_sec`, `_flops_per_sec`. Bad
 //! parameters (negative times, zero rates, inconsistent grids) are [`InputError`]s naming the
 //! parameter; nothing here panics on input. `docs/analytic.md` lists every equation, the papers'
@@ -22,8 +25,75 @@ use hetsim_core::InputError;
 pub mod hpl;
 pub mod loggp;
 pub mod mmgp;
+pub mod params;
 pub mod roofline;
 pub mod stencil;
+
+pub use params::{Evaluation, ModelEntry, ParamSpec, Params};
+
+/// Every model, in the order help texts list them. A model registers here with its name, a
+/// line of summary, its parameters and its evaluation (both beside the model, in its module).
+pub static MODELS: &[ModelEntry] = &[
+    ModelEntry {
+        name: "loggp",
+        summary: "LogP/LogGP point-to-point (Liu et al. 2012 eq. 1)",
+        params: loggp::LOGGP_PARAMS,
+        evaluate: loggp::evaluate_loggp,
+    },
+    ModelEntry {
+        name: "mhloggp",
+        summary: "mHLogGP CPU/GPU point-to-point, four cases (Liu et al. 2012 §3.1, Fig. 4)",
+        params: loggp::MHLOGGP_PARAMS,
+        evaluate: loggp::evaluate_mhloggp,
+    },
+    ModelEntry {
+        name: "bcast",
+        summary: "broadcast: binomial, recursive doubling, ring, MPICH2 rule (Liu et al. 2012 §3.2)",
+        params: loggp::BCAST_PARAMS,
+        evaluate: loggp::evaluate_bcast,
+    },
+    ModelEntry {
+        name: "hpl",
+        summary: "original HPL model (HPL scalability.html; Kim et al. 2021 eq. 3)",
+        params: hpl::HPL_PARAMS,
+        evaluate: hpl::evaluate_hpl,
+    },
+    ModelEntry {
+        name: "mcl-hpl",
+        summary: "multi-communication-layer HPL (Kim et al. 2021 eqs. 17-29)",
+        params: hpl::MCL_HPL_PARAMS,
+        evaluate: hpl::evaluate_mcl_hpl,
+    },
+    ModelEntry {
+        name: "mmgp",
+        summary: "MMGP T(m, p) (Blagojevic et al. 2008 eq. 11)",
+        params: mmgp::MMGP_PARAMS,
+        evaluate: mmgp::evaluate_mmgp,
+    },
+    ModelEntry {
+        name: "mmgp-search",
+        summary: "best (m, p) with m·p ≤ N_APU (Blagojevic et al. 2008 eq. 11)",
+        params: mmgp::MMGP_SEARCH_PARAMS,
+        evaluate: mmgp::evaluate_mmgp_search,
+    },
+    ModelEntry {
+        name: "roofline",
+        summary: "Improved Roofline (Shimokawabe et al. 2013 eq. 1)",
+        params: roofline::ROOFLINE_PARAMS,
+        evaluate: roofline::evaluate_roofline,
+    },
+    ModelEntry {
+        name: "stencil",
+        summary: "multi-GPU stencil scalability, 2-D decomposition (Shimokawabe et al. 2013 eqs. 2-5)",
+        params: stencil::STENCIL_PARAMS,
+        evaluate: stencil::evaluate_stencil,
+    },
+];
+
+/// The registered model called `name`.
+pub fn model(name: &str) -> Option<&'static ModelEntry> {
+    MODELS.iter().find(|m| m.name == name)
+}
 
 /// A value as a function of message size, linear between measured sizes (the calibration tables
 /// of Liu et al. 2012, Tables 1 and 2).

@@ -428,6 +428,251 @@ pub fn bcast_params_from_calibration(
     })
 }
 
+// ---- as registered models (`crate::MODELS`) ------------------------------------------------
+
+use crate::params::{Evaluation, ParamSpec, ParamType, Params, def, opt, req};
+
+const DEVICES: &[&str] = &["cpu", "gpu"];
+const BCAST_ALGOS: &[&str] = &["auto", "binomial", "recursive-doubling", "ring"];
+
+/// The parameters of `loggp`.
+pub const LOGGP_PARAMS: &[ParamSpec] = &[
+    req("bytes", ParamType::Real, "message size k"),
+    req("latency_s", ParamType::Real, "latency l (L)"),
+    req("send_overhead_s", ParamType::Real, "sender overhead o_s"),
+    req("recv_overhead_s", ParamType::Real, "receiver overhead o_r"),
+    def(
+        "gap_s",
+        ParamType::Real,
+        "0",
+        "gap g between consecutive messages",
+    ),
+    def(
+        "gap_per_byte_s",
+        ParamType::Real,
+        "0",
+        "gap per byte G (0: LogP)",
+    ),
+    def(
+        "messages",
+        ParamType::Count,
+        "1",
+        "consecutive messages of k bytes",
+    ),
+];
+
+/// The parameters of `mhloggp`.
+pub const MHLOGGP_PARAMS: &[ParamSpec] = &[
+    req(
+        "sender",
+        ParamType::Choice(DEVICES),
+        "where the data starts",
+    ),
+    req(
+        "receiver",
+        ParamType::Choice(DEVICES),
+        "where the data ends",
+    ),
+    req("bytes", ParamType::Real, "message size k"),
+    def(
+        "first",
+        ParamType::Count,
+        "1",
+        "1: the receiving GPU is initialised (o_rgb)",
+    ),
+    opt(
+        "overheads_csv",
+        ParamType::Path,
+        "overhead table (seed000_p2p_overheads_us.csv format); default: the paper's Table 1",
+    ),
+    opt(
+        "gaps_csv",
+        ParamType::Path,
+        "gap table (seed000_gap.csv format); default: the paper's Table 2",
+    ),
+];
+
+/// The parameters of `bcast`.
+pub const BCAST_PARAMS: &[ParamSpec] = &[
+    req("procs", ParamType::Count, "nodes P"),
+    req("bytes", ParamType::Real, "message size k"),
+    def(
+        "algorithm",
+        ParamType::Choice(BCAST_ALGOS),
+        "auto",
+        "auto: MPICH2's selection rule",
+    ),
+    opt(
+        "overhead_s",
+        ParamType::Real,
+        "o per step; default o_scn + o_rn from the paper's Table 1",
+    ),
+    opt(
+        "gap_per_byte_s",
+        ParamType::Real,
+        "G; default from the paper's Table 2",
+    ),
+    opt(
+        "latency_s",
+        ParamType::Real,
+        "l_nn of a k-byte message; default from the paper's Table 1",
+    ),
+    def(
+        "short_msg_bytes",
+        ParamType::Real,
+        "12288",
+        "MPICH2 MPIR_BCAST_SHORT_MSG",
+    ),
+    def(
+        "long_msg_bytes",
+        ParamType::Real,
+        "524288",
+        "MPICH2 MPIR_BCAST_LONG_MSG",
+    ),
+    def(
+        "min_procs",
+        ParamType::Count,
+        "8",
+        "MPICH2 MPIR_BCAST_MIN_PROCS",
+    ),
+];
+
+fn p2p_terms(ev: &mut Evaluation, c: &P2pCost) {
+    ev.term("total_s", c.total_s, "s");
+    ev.term("send_overhead_s", c.send_overhead_s, "s");
+    ev.term("transfer_s", c.transfer_s, "s");
+    ev.term("latency_s", c.latency_s, "s");
+    ev.term("recv_overhead_s", c.recv_overhead_s, "s");
+    ev.term("gaps_s", c.gaps_s, "s");
+}
+
+/// `loggp`: [`loggp_p2p`], and the bandwidth it implies.
+pub fn evaluate_loggp(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let params = LogGp {
+        latency_s: p.real("latency_s")?,
+        send_overhead_s: p.real("send_overhead_s")?,
+        recv_overhead_s: p.real("recv_overhead_s")?,
+        gap_s: p.real("gap_s")?,
+        gap_per_byte_s: p.real("gap_per_byte_s")?,
+    };
+    let bytes = p.real("bytes")?;
+    let n = p.count("messages")?;
+    let c = loggp_p2p(&params, bytes, n)?;
+    p2p_terms(&mut ev, &c);
+    if c.total_s > 0.0 {
+        ev.term(
+            "bandwidth_bytes_per_sec",
+            bytes * n as f64 / c.total_s,
+            "B/s",
+        );
+    }
+    Ok(ev)
+}
+
+/// The calibration the tables given name (both or neither), or the paper's; whether it is the
+/// paper's.
+fn calibration(p: &Params) -> Result<(MhLogGpCalibration, bool), InputError> {
+    let (ov, gaps) = ("overheads_csv", "gaps_csv");
+    match (p.given(ov).is_some(), p.given(gaps).is_some()) {
+        (false, false) => Ok((MhLogGpCalibration::dawning_tc3600(), true)),
+        (true, true) => {
+            let text = |k| p.file_text(k)?.ok_or_else(|| p.missing(k));
+            let (ov, gaps) = (text(ov)?, text(gaps)?);
+            Ok((MhLogGpCalibration::from_csv(ov, gaps)?, false))
+        }
+        _ => Err(
+            InputError::new("give both overheads_csv and gaps_csv, or neither")
+                .at_field("overheads_csv"),
+        ),
+    }
+}
+
+/// `mhloggp`: [`mhloggp_p2p`] in one of its four cases.
+pub fn evaluate_mhloggp(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let parse = |k: &str| -> Result<Device, InputError> {
+        let t = p.text(k)?;
+        Device::parse(&t)
+            .ok_or_else(|| InputError::new(format!("`{t}` is not cpu or gpu")).at_field(k))
+    };
+    let (s, r) = (parse("sender")?, parse("receiver")?);
+    let first = p.count("first")? != 0;
+    let (cal, builtin) = calibration(p)?;
+    let c = mhloggp_p2p(&cal, s, r, p.real("bytes")?, first)?;
+    p2p_terms(&mut ev, &c);
+    let case = match (s, r) {
+        (Device::Cpu, Device::Cpu) => "A (CPU to CPU)",
+        (Device::Cpu, Device::Gpu) => "B (CPU to GPU)",
+        (Device::Gpu, Device::Cpu) => "C (GPU to CPU)",
+        (Device::Gpu, Device::Gpu) => "D (GPU to GPU)",
+    };
+    ev.note("case", case);
+    if builtin {
+        ev.note("calibration", "Liu et al. 2012 Tables 1-2 (Dawning TC3600)");
+    }
+    Ok(ev)
+}
+
+/// `bcast`: [`bcast_cost`] under the algorithm given or MPICH2's choice, with the paper's
+/// CPU-to-CPU calibration for the parameters not given.
+pub fn evaluate_bcast(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let procs = p.count("procs")?;
+    let bytes = p.real("bytes")?;
+    let table = bcast_params_from_calibration(&MhLogGpCalibration::dawning_tc3600(), procs, bytes)?;
+    let mut defaulted = Vec::new();
+    let mut pick = |k: &'static str, d: f64| -> Result<f64, InputError> {
+        Ok(match p.opt_real(k)? {
+            Some(v) => v,
+            None => {
+                defaulted.push(k);
+                d
+            }
+        })
+    };
+    let params = BcastParams {
+        procs,
+        bytes,
+        overhead_s: pick("overhead_s", table.overhead_s)?,
+        gap_per_byte_s: pick("gap_per_byte_s", table.gap_per_byte_s)?,
+        latency_s: pick("latency_s", table.latency_s)?,
+    };
+    let algo = match p.text("algorithm")?.as_str() {
+        // The selection rule's thresholds are read only when the rule chooses: given with a
+        // fixed algorithm, they are unused (and the command says so).
+        "auto" => {
+            let thresholds = MpichBcastThresholds {
+                short_msg_bytes: p.real("short_msg_bytes")?,
+                long_msg_bytes: p.real("long_msg_bytes")?,
+                min_procs: p.count("min_procs")?,
+            };
+            mpich_bcast_algorithm(procs, bytes, &thresholds)
+        }
+        other => BcastAlgorithm::parse(other).ok_or_else(|| {
+            InputError::new(format!("unknown algorithm `{other}`")).at_field("algorithm")
+        })?,
+    };
+    let c = bcast_cost(&params, algo)?;
+    ev.term("total_s", c.total_s, "s");
+    ev.term("overhead_s", c.overhead_s, "s");
+    ev.term("network_s", c.network_s, "s");
+    ev.term("o_s", params.overhead_s, "s");
+    ev.term("gap_per_byte_s", params.gap_per_byte_s, "s/B");
+    ev.term("l_s", params.latency_s, "s");
+    ev.note("algorithm", algo.name());
+    if !defaulted.is_empty() {
+        ev.note(
+            "defaults",
+            format!(
+                "{} from Liu et al. 2012 Tables 1-2, CPU to CPU",
+                defaulted.join(", ")
+            ),
+        );
+    }
+    Ok(ev)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -558,5 +803,49 @@ mod tests {
         assert!(close(cal.lnn_s.at(4096.0), 149e-6));
         let bad = MhLogGpCalibration::from_csv("h\n1,2,x,4,5,6,7\n", gaps).unwrap_err();
         assert!(bad.to_string().contains("line 2"), "{bad}");
+    }
+
+    /// The registered `mhloggp` reads the tables its path parameters name from the text the
+    /// front end hands over: both or neither, and an unreadable file only if it is read.
+    #[test]
+    fn the_registered_model_reads_its_tables_from_the_front_end() {
+        let ov = "message_bytes,oscd_ord,org,oscn,orgb,orn,lnn\n\
+                  1,3,20,4,102055,3,141\n4096,45,22,4,103537,5,149\n";
+        let gaps = "message_bytes,G_us_per_byte,gg_us,gc_us\n1,141,4,0\n256,0.578125,4,0\n";
+        let model = crate::model("mhloggp").unwrap();
+        let mut p = Params::new(model);
+        for (k, v) in [("sender", "cpu"), ("receiver", "cpu"), ("bytes", "4096")] {
+            p.set(k, crate::params::Value::Text(v.into()), "").unwrap();
+        }
+        let builtin = evaluate_mhloggp(&p).unwrap();
+        p.set(
+            "overheads_csv",
+            crate::params::Value::Text("ov.csv".into()),
+            "",
+        )
+        .unwrap();
+        let e = evaluate_mhloggp(&p).unwrap_err();
+        assert!(e.message.contains("give both"), "{e}");
+        p.set("gaps_csv", crate::params::Value::Text("g.csv".into()), "")
+            .unwrap();
+        assert_eq!(p.files_to_read().len(), 2);
+        p.set_file_text("overheads_csv", Ok(ov.into()));
+        p.set_file_text("gaps_csv", Err(InputError::new("cannot read g.csv")));
+        let e = evaluate_mhloggp(&p).unwrap_err();
+        assert_eq!(e.message, "cannot read g.csv");
+        p.set_file_text("gaps_csv", Ok(gaps.into()));
+        let from_files = evaluate_mhloggp(&p).unwrap();
+        // Case A at k = 4096 B from the rows given (eq. 1): o_scn + (k − 1)·G + l_nn + o_rn
+        // = 4 + 4095 × 0.578125 + 149 + 5 µs (G beyond the gap table's last row is its last
+        // value; the built-in Table 2 has more rows, hence another G).
+        let want_s = (4.0 + 4095.0 * 0.578125 + 149.0 + 5.0) * 1e-6;
+        assert!(
+            close(from_files.terms[0].1, want_s),
+            "{:?}",
+            from_files.terms
+        );
+        assert_ne!(from_files.terms[0].1, builtin.terms[0].1);
+        assert!(builtin.notes.iter().any(|(n, _)| n == "calibration"));
+        assert!(!from_files.notes.iter().any(|(n, _)| n == "calibration"));
     }
 }

@@ -165,6 +165,123 @@ pub fn mmgp_search(params: &MmgpParams, n_apu: u64) -> Result<MmgpSearch, InputE
     Ok(MmgpSearch { best, all })
 }
 
+// ---- as registered models (`crate::MODELS`) ------------------------------------------------
+
+use crate::params::{Evaluation, ParamSpec, ParamType, Params, def, req};
+
+/// What `mmgp` and `mmgp-search` share.
+const MMGP_COMMON: [ParamSpec; 9] = [
+    req("t_hpu_s", ParamType::Real, "T_HPU(1,1), host part"),
+    req(
+        "t_apu_s",
+        ParamType::Real,
+        "T_APU(1,1), parallelisable accelerator part",
+    ),
+    req(
+        "c_apu_s",
+        ParamType::Real,
+        "C_APU, sequential accelerator part",
+    ),
+    req("g_s", ParamType::Real, "gap g between offloads"),
+    def("o_offload_s", ParamType::Real, "0", "O_offload per phase"),
+    def("t_csw_s", ParamType::Real, "0", "T_CSW, context switch"),
+    def(
+        "o_col_s",
+        ParamType::Real,
+        "0",
+        "O_COL, global synchronisation",
+    ),
+    def(
+        "alpha_m",
+        ParamType::Real,
+        "1",
+        "α_m, HPU contention factor",
+    ),
+    def(
+        "phases",
+        ParamType::Real,
+        "1",
+        "N, phases paying the per-phase terms",
+    ),
+];
+
+/// The parameters of `mmgp`.
+pub const MMGP_PARAMS: &[ParamSpec] = &[
+    MMGP_COMMON[0],
+    MMGP_COMMON[1],
+    MMGP_COMMON[2],
+    MMGP_COMMON[3],
+    MMGP_COMMON[4],
+    MMGP_COMMON[5],
+    MMGP_COMMON[6],
+    MMGP_COMMON[7],
+    MMGP_COMMON[8],
+    req("m", ParamType::Count, "HPU threads"),
+    req("p", ParamType::Count, "APUs per HPU thread"),
+];
+
+/// The parameters of `mmgp-search`.
+pub const MMGP_SEARCH_PARAMS: &[ParamSpec] = &[
+    MMGP_COMMON[0],
+    MMGP_COMMON[1],
+    MMGP_COMMON[2],
+    MMGP_COMMON[3],
+    MMGP_COMMON[4],
+    MMGP_COMMON[5],
+    MMGP_COMMON[6],
+    MMGP_COMMON[7],
+    MMGP_COMMON[8],
+    req(
+        "n_apu",
+        ParamType::Count,
+        "available APUs; the search covers m·p ≤ n_apu",
+    ),
+];
+
+fn mmgp_params(p: &Params) -> Result<MmgpParams, InputError> {
+    Ok(MmgpParams {
+        t_hpu_s: p.real("t_hpu_s")?,
+        t_apu_s: p.real("t_apu_s")?,
+        c_apu_s: p.real("c_apu_s")?,
+        o_offload_s: p.real("o_offload_s")?,
+        g_s: p.real("g_s")?,
+        t_csw_s: p.real("t_csw_s")?,
+        o_col_s: p.real("o_col_s")?,
+        alpha_m: p.real("alpha_m")?,
+        phases: p.real("phases")?,
+    })
+}
+
+fn mmgp_terms(ev: &mut Evaluation, r: &MmgpPrediction) {
+    ev.term("total_s", r.total_s, "s");
+    ev.term("hpu_s", r.hpu_s, "s");
+    ev.term("apu_parallel_s", r.apu_parallel_s, "s");
+    ev.term("apu_serial_s", r.apu_serial_s, "s");
+    ev.term("overhead_s", r.overhead_s, "s");
+    ev.term("gap_s", r.gap_s, "s");
+}
+
+/// `mmgp`: [`mmgp()`] at the given (m, p).
+pub fn evaluate_mmgp(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let r = mmgp(&mmgp_params(p)?, p.count("m")?, p.count("p")?)?;
+    mmgp_terms(&mut ev, &r);
+    Ok(ev)
+}
+
+/// `mmgp-search`: [`mmgp_search`], the best (m, p) and every candidate's time.
+pub fn evaluate_mmgp_search(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let s = mmgp_search(&mmgp_params(p)?, p.count("n_apu")?)?;
+    ev.term("best_m", s.best.m as f64, "");
+    ev.term("best_p", s.best.p as f64, "");
+    mmgp_terms(&mut ev, &s.best);
+    for c in &s.all {
+        ev.term(format!("total_s[m={},p={}]", c.m, c.p), c.total_s, "s");
+    }
+    Ok(ev)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

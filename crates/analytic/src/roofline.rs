@@ -60,6 +60,75 @@ pub fn roofline_flops_per_sec(
     Ok(device.peak_flops_per_sec.min(i * device.peak_bytes_per_sec))
 }
 
+// ---- as a registered model (`crate::MODELS`) ------------------------------------------------
+
+use crate::params::{Evaluation, ParamSpec, ParamType, Params, def, opt, req};
+
+/// The parameters of `roofline`.
+pub const ROOFLINE_PARAMS: &[ParamSpec] = &[
+    req("peak_flops_per_sec", ParamType::Real, "F_peak"),
+    req("peak_bytes_per_sec", ParamType::Real, "B_peak"),
+    opt(
+        "intensity_flops_per_byte",
+        ParamType::Real,
+        "F/B; or give flops and bytes",
+    ),
+    opt("flops", ParamType::Real, "F per unit of work"),
+    opt("bytes", ParamType::Real, "B per unit of work"),
+    def(
+        "other_s",
+        ParamType::Real,
+        "0",
+        "α, time of other operations per unit of work",
+    ),
+];
+
+/// The device from `peak_flops_per_sec` and `peak_bytes_per_sec`.
+pub(crate) fn device_of(p: &Params) -> Result<Device, InputError> {
+    Ok(Device {
+        peak_flops_per_sec: p.real("peak_flops_per_sec")?,
+        peak_bytes_per_sec: p.real("peak_bytes_per_sec")?,
+    })
+}
+
+/// `roofline`: the Improved Roofline from an intensity, or from flops, bytes and other time.
+pub fn evaluate_roofline(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let dev = device_of(p)?;
+    let intensity = p.opt_real("intensity_flops_per_byte")?;
+    let (f, b) = (p.opt_real("flops")?, p.opt_real("bytes")?);
+    let other = p.real("other_s")?;
+    let (improved, i) = match (intensity, f, b) {
+        (Some(i), None, None) if other == 0.0 => (improved_roofline_from_intensity(&dev, i)?, i),
+        (None, Some(f), Some(b)) => (
+            improved_roofline_flops_per_sec(&dev, f, b, other)?,
+            if b > 0.0 { f / b } else { f64::INFINITY },
+        ),
+        (Some(_), None, None) => {
+            return Err(InputError::new(
+                "other_s needs flops and bytes (eq. 1, first form), not an intensity",
+            )
+            .at_field("other_s"));
+        }
+        _ => {
+            return Err(InputError::new(
+                "give either intensity_flops_per_byte, or flops and bytes",
+            )
+            .at_field("intensity_flops_per_byte"));
+        }
+    };
+    ev.term("improved_flops_per_sec", improved, "flop/s");
+    if i.is_finite() {
+        ev.term(
+            "roofline_flops_per_sec",
+            roofline_flops_per_sec(&dev, i)?,
+            "flop/s",
+        );
+        ev.term("intensity_flops_per_byte", i, "flop/B");
+    }
+    Ok(ev)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -250,6 +250,130 @@ impl Mesh2d {
     }
 }
 
+// ---- as a registered model (`crate::MODELS`) ------------------------------------------------
+
+use crate::params::{Evaluation, ParamSpec, ParamType, Params, opt, req};
+
+/// The parameters of `stencil`.
+pub const STENCIL_PARAMS: &[ParamSpec] = &[
+    req(
+        "nx",
+        ParamType::Count,
+        "mesh points along x (not decomposed)",
+    ),
+    req("ny", ParamType::Count, "mesh points along y"),
+    req("nz", ParamType::Count, "mesh points along z"),
+    req("py", ParamType::Count, "GPUs along y"),
+    req("pz", ParamType::Count, "GPUs along z"),
+    req(
+        "flops_per_point",
+        ParamType::Real,
+        "flops per point per step (diffusion 13, LBM 476)",
+    ),
+    req(
+        "bytes_per_boundary_point",
+        ParamType::Real,
+        "bytes sent per boundary point per step (diffusion 4, LBM 52)",
+    ),
+    req(
+        "gpus_per_node",
+        ParamType::Count,
+        "g, GPUs sharing a node's network link",
+    ),
+    opt(
+        "single_gpu_flops_per_sec",
+        ParamType::Real,
+        "P; default: Improved Roofline from the three parameters below",
+    ),
+    opt("peak_flops_per_sec", ParamType::Real, "F_peak of one GPU"),
+    opt("peak_bytes_per_sec", ParamType::Real, "B_peak of one GPU"),
+    opt(
+        "intensity_flops_per_byte",
+        ParamType::Real,
+        "F/B of the kernel",
+    ),
+    req(
+        "ib_b0_bytes_per_sec",
+        ParamType::Real,
+        "inter-node B0 (eq. 5)",
+    ),
+    req("ib_t0_s", ParamType::Real, "inter-node t0"),
+    req("pcie_b0_bytes_per_sec", ParamType::Real, "GPU-CPU B0"),
+    req("pcie_t0_s", ParamType::Real, "GPU-CPU t0"),
+];
+
+/// `stencil`: [`stencil()`] on a [`Mesh2d`], the single-GPU rate given or from the Improved
+/// Roofline.
+pub fn evaluate_stencil(p: &Params) -> Result<Evaluation, InputError> {
+    let mut ev = Evaluation::default();
+    let mesh = Mesh2d {
+        nx: p.count("nx")?,
+        ny: p.count("ny")?,
+        nz: p.count("nz")?,
+        py: p.count("py")?,
+        pz: p.count("pz")?,
+        flops_per_point: p.real("flops_per_point")?,
+        bytes_per_boundary_point: p.real("bytes_per_boundary_point")?,
+    };
+    mesh.check()?;
+    let single = match p.opt_real("single_gpu_flops_per_sec")? {
+        Some(v) => v,
+        None => {
+            let dev = crate::roofline::device_of(p).map_err(|e| {
+                InputError::new(format!(
+                    "{}; give single_gpu_flops_per_sec, or peak_flops_per_sec, \
+                     peak_bytes_per_sec and intensity_flops_per_byte",
+                    e.message
+                ))
+                .at_field(e.location.field.unwrap_or_default())
+            })?;
+            ev.note(
+                "single_gpu",
+                "Improved Roofline (Shimokawabe et al. 2013 eq. 1)",
+            );
+            crate::roofline::improved_roofline_from_intensity(
+                &dev,
+                p.real("intensity_flops_per_byte")?,
+            )?
+        }
+    };
+    let params = StencilParams {
+        flops_per_subdomain: mesh.flops_per_subdomain(),
+        single_gpu_flops_per_sec: single,
+        subdomains: mesh.subdomains(),
+        gpus_per_node: p.count("gpus_per_node")?,
+        messages_bytes: mesh.messages_bytes(),
+        inter_node: BandwidthModel {
+            peak_bytes_per_sec: p.real("ib_b0_bytes_per_sec")?,
+            latency_s: p.real("ib_t0_s")?,
+        },
+        pcie: BandwidthModel {
+            peak_bytes_per_sec: p.real("pcie_b0_bytes_per_sec")?,
+            latency_s: p.real("pcie_t0_s")?,
+        },
+    };
+    let r = stencil(&params)?;
+    ev.term("overlap_flops_per_sec", r.overlap_flops_per_sec, "flop/s");
+    ev.term(
+        "non_overlap_flops_per_sec",
+        r.non_overlap_flops_per_sec,
+        "flop/s",
+    );
+    ev.term("compute_s", r.compute_s, "s");
+    ev.term("comm_s", r.comm_s, "s");
+    ev.term("inter_node_s", r.inter_node_s, "s");
+    ev.term("pcie_s", r.pcie_s, "s");
+    ev.term("single_gpu_flops_per_sec", single, "flop/s");
+    ev.term("subdomains", params.subdomains as f64, "");
+    ev.term("messages", params.messages_bytes.len() as f64, "");
+    ev.term(
+        "message_bytes_max",
+        params.messages_bytes.iter().copied().fold(0.0, f64::max),
+        "B",
+    );
+    Ok(ev)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

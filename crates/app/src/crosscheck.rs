@@ -19,12 +19,13 @@
 use serde::Serialize;
 
 use hetsim_analytic::mmgp::{MmgpParams, mmgp, mmgp_search};
+use hetsim_core::Error;
 use hetsim_core::error::InputError;
 use hetsim_mpi::RankId;
-use hetsim_mpi::exec::{ExecOptions, ProgramReport, run};
 use hetsim_mpi::workload::{OffloadSpec, ProgramGenerator, ProgramWorkload};
 use hetsim_platform::cluster::Cluster;
 use hetsim_platform::machine::{Direction, LinkId, Sharing};
+use hetsim_runtime::RunReport;
 
 /// One term of a prediction, with the simulation's matching measurement where there is one.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -78,7 +79,7 @@ pub struct Comparison {
     pub violations: Vec<Violation>,
     /// The simulation's report.
     #[serde(skip)]
-    pub report: ProgramReport,
+    pub report: RunReport,
 }
 
 /// What a cross-check found.
@@ -99,7 +100,7 @@ pub enum Outcome {
 }
 
 /// Cross-check `workload` on `cluster`: simulate it and evaluate its model.
-pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outcome, InputError> {
+pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outcome, Error> {
     match workload {
         ProgramWorkload::Offload(spec) => {
             offload(spec, cluster).map(|c| Outcome::Compared(c.into()))
@@ -114,6 +115,11 @@ pub fn crosscheck(workload: &ProgramWorkload, cluster: &Cluster) -> Result<Outco
             reason: "none of the seeds' analytic models describes the matmul workload".into(),
         }),
     }
+}
+
+/// The simulation of `program` on `cluster` (the program scheduler, seed 1).
+fn simulate(program: &hetsim_mpi::Program, cluster: &Cluster) -> Result<RunReport, Error> {
+    crate::programs::simulate_program_default(program, cluster)
 }
 
 /// The analytic model that matches a workload kind (`workload.kind`).
@@ -197,18 +203,19 @@ pub fn relative_difference(simulated_s: f64, model_s: f64) -> f64 {
     }
 }
 
-fn offload(spec: &OffloadSpec, cluster: &Cluster) -> Result<Comparison, InputError> {
+fn offload(spec: &OffloadSpec, cluster: &Cluster) -> Result<Comparison, Error> {
     let q = spec.params()?;
     let params = mmgp_params(spec)?;
     let program = spec.generate(cluster)?;
-    let report = run(&program, cluster, &ExecOptions::default())?;
+    let report = simulate(&program, cluster)?;
     let pred = mmgp(&params, q.m, q.p)?;
     let n_apu = u64::from(cluster.ranks());
     let best = mmgp_search(&params, n_apu)?.best;
     // The host kernels all run on rank 0's CPU, the one HPU; rank 0's GPU is thread 0's first
     // APU, which also runs the serial part C_APU.
-    let hpu_busy = report.cpu_busy_s.first().copied();
-    let apu0_busy = report.gpu_busy_s.first().copied();
+    let (gpu_busy, cpu_busy) = crate::programs::busy_by_rank(&report);
+    let hpu_busy = cpu_busy.first().copied();
+    let apu0_busy = gpu_busy.first().copied();
     let terms = vec![
         Term {
             name: "α_m·T_HPU(1,1) (host work on the HPU)".into(),
@@ -261,7 +268,7 @@ fn staging_violation(cluster: &Cluster, device_ends: usize) -> Option<Violation>
     })
 }
 
-fn p2p(spec: &hetsim_mpi::workload::P2pSpec, cluster: &Cluster) -> Result<Outcome, InputError> {
+fn p2p(spec: &hetsim_mpi::workload::P2pSpec, cluster: &Cluster) -> Result<Outcome, Error> {
     use hetsim_analytic::loggp::loggp_p2p;
     use hetsim_mpi::workload::BufferSpec;
     let program = spec.generate(cluster)?;
@@ -288,7 +295,7 @@ fn p2p(spec: &hetsim_mpi::workload::P2pSpec, cluster: &Cluster) -> Result<Outcom
             reason: "the machine has no network".into(),
         });
     };
-    let report = run(&program, cluster, &ExecOptions::default())?;
+    let report = simulate(&program, cluster)?;
     let one = loggp_p2p(&params, k, 1)?;
     // mHLogGP (Liu et al. 2012 §3.1, Fig. 4): a GPU buffer adds o_sg (GPU → host) to o_s and o_rd
     // (host → GPU) to o_r. Here they are the copies over the node's route between the GPU and
@@ -405,7 +412,7 @@ fn p2p(spec: &hetsim_mpi::workload::P2pSpec, cluster: &Cluster) -> Result<Outcom
 fn bcast_check(
     spec: &hetsim_mpi::workload::BcastSpec,
     cluster: &Cluster,
-) -> Result<Outcome, InputError> {
+) -> Result<Outcome, Error> {
     use hetsim_analytic::loggp::{
         BcastAlgorithm, BcastParams, MpichBcastThresholds, bcast_cost, mpich_bcast_algorithm,
     };
@@ -436,7 +443,7 @@ fn bcast_check(
     let Some(p) = loggp_params(cluster, root_node, other, k) else {
         unreachable!("a cluster with a NIC has LogGP parameters")
     };
-    let report = run(&program, cluster, &ExecOptions::default())?;
+    let report = simulate(&program, cluster)?;
     let cost = bcast_cost(
         &BcastParams {
             procs,
@@ -650,7 +657,7 @@ pub fn shared_host_links(cluster: &Cluster, ranks: &[u32]) -> Vec<(String, Vec<u
 fn stencil_check(
     spec: &hetsim_mpi::workload::StencilSpec,
     cluster: &Cluster,
-) -> Result<Outcome, InputError> {
+) -> Result<Outcome, Error> {
     use hetsim_analytic::stencil::{BandwidthModel, StencilParams, stencil};
     use hetsim_mpi::workload::StencilMethod;
     let machine = cluster.node_machine();
@@ -734,7 +741,7 @@ fn stencil_check(
         pcie,
     };
     let pred = stencil(&params)?;
-    let report = run(&program, cluster, &ExecOptions::default())?;
+    let report = simulate(&program, cluster)?;
     let steps = spec.steps as f64;
     let (step_s, eq) = match spec.method {
         StencilMethod::NonOverlapping => (pred.non_overlap_step_s, "eq. 2, non-overlapping"),
@@ -852,7 +859,10 @@ fn stencil_check(
             Term {
                 name: "steps·V/P (compute)".into(),
                 model_s: steps * pred.compute_s,
-                simulated_s: report.gpu_busy_s.iter().copied().reduce(f64::max),
+                simulated_s: crate::programs::busy_by_rank(&report)
+                    .0
+                    .into_iter()
+                    .reduce(f64::max),
             },
             Term::model("steps·Σ s·2g/B_IB(s) (network)", steps * pred.inter_node_s),
             Term::model("steps·Σ 2s/B_PCIe(s) (PCIe)", steps * pred.pcie_s),
@@ -866,10 +876,7 @@ fn stencil_check(
     })))
 }
 
-fn hpl_check(
-    spec: &hetsim_mpi::workload::HplSpec,
-    cluster: &Cluster,
-) -> Result<Outcome, InputError> {
+fn hpl_check(spec: &hetsim_mpi::workload::HplSpec, cluster: &Cluster) -> Result<Outcome, Error> {
     use hetsim_analytic::hpl::{HplParams, MclHplParams, MclLayer, hpl, mcl_hpl};
     let plan = spec.plan(cluster)?;
     let nodes = cluster.nodes();
@@ -935,7 +942,7 @@ fn hpl_check(
         })?),
         None => None,
     };
-    let report = run(&program, cluster, &ExecOptions::default())?;
+    let report = simulate(&program, cluster)?;
     let mut violations = Vec::new();
     if plan.gpu.s_half > 0.0 {
         violations.push(Violation {
@@ -1016,7 +1023,10 @@ fn hpl_check(
             Term {
                 name: "2N³/(3PQγ) (compute; simulated: busiest GPU)".into(),
                 model_s: base.compute_s,
-                simulated_s: report.gpu_busy_s.iter().copied().reduce(f64::max),
+                simulated_s: crate::programs::busy_by_rank(&report)
+                    .0
+                    .into_iter()
+                    .reduce(f64::max),
             },
             Term::model("β·N²(3P+Q)/(2PQ) (bandwidth)", base.bandwidth_s),
             Term::model("α·N((NB+1)·log P + P)/NB (latency)", base.latency_s),

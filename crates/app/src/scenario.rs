@@ -30,6 +30,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -38,7 +39,6 @@ use toml::de::{DeArray, DeTable, DeValue};
 use hetsim_core::error::{Error, InputError, Location, line_of_offset, read_input};
 use hetsim_core::fluid::SharingMode;
 use hetsim_models::Noise;
-use hetsim_mpi::exec::{ExecOptions, ProgramReport};
 use hetsim_mpi::workload::{
     BcastSpec, HplSpec, MatmulSpec, OffloadSpec, P2pSpec, ProgramWorkload, StencilSpec,
 };
@@ -47,7 +47,8 @@ use hetsim_platform::machine::{Machine, MemKind};
 use hetsim_runtime::Scheduler;
 use hetsim_runtime::{RunConfig, RunReport};
 use hetsim_sched as sched;
-use hetsim_sched::{Params, TransferEstimate};
+use hetsim_sched::{SchedulerConfig, SchedulerEntry};
+use hetsim_taskgraph::distributed::BlockCyclic;
 use hetsim_taskgraph::{Kernel, Precision, TaskGraph};
 
 /// One override of a scenario value by dotted path, from the command line.
@@ -154,6 +155,11 @@ pub struct WorkloadSpec {
     pub nb: u64,
     /// Element precision.
     pub precision: Precision,
+    /// On a cluster: the P × Q grid of ranks the tiles are dealt over block-cyclically
+    /// (`workload.grid = "PxQ"`); `None`: StarPU-MPI's examples' grid for the rank count.
+    pub grid: Option<(u32, u32)>,
+    /// On a cluster: StarPU-MPI's cache of received data (`workload.mpi_cache`, default on).
+    pub mpi_cache: bool,
 }
 
 impl WorkloadSpec {
@@ -182,106 +188,28 @@ impl WorkloadSpec {
     }
 }
 
-/// Options of the dmda family of schedulers (StarPU's `STARPU_SCHED_ALPHA`, ...). Giving one
-/// to a scheduler that does not take it is an error naming the scheduler.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct SchedulerOptions {
-    /// Weight of the predicted task length (`STARPU_SCHED_ALPHA`, default 1).
-    pub alpha: Option<f64>,
-    /// Weight of the predicted transfer time (`STARPU_SCHED_BETA`, default 1).
-    pub beta: Option<f64>,
-    /// Weight of the energy term (`STARPU_SCHED_GAMMA`, default 1000).
-    pub gamma: Option<f64>,
-    /// Idle power of the machine, W (`STARPU_IDLE_POWER`, default 0).
-    pub idle_power: Option<f64>,
-    /// Which transfer prediction the scheduler uses: `starpu` (default) or `nominal`.
-    pub transfer_estimate: Option<TransferEstimate>,
-    /// Whether dmdar/dmdas/dmdasd pop ready tasks first (default true; false to see what that
-    /// rule decides).
-    pub ready_first: Option<bool>,
-}
-
-impl SchedulerOptions {
-    /// The dmda family's parameters: StarPU's defaults where an option is not set.
-    pub fn params(&self) -> Params {
-        let d = Params::default();
-        Params {
-            alpha: self.alpha.unwrap_or(d.alpha),
-            beta: self.beta.unwrap_or(d.beta),
-            gamma: self.gamma.unwrap_or(d.gamma),
-            idle_power: self.idle_power.unwrap_or(d.idle_power),
-            transfer_estimate: self.transfer_estimate.unwrap_or(d.transfer_estimate),
-            ready_first: self.ready_first.unwrap_or(d.ready_first),
-            ..d
-        }
-    }
-}
-
-impl SchedulerOptions {
-    /// Names of the options that are set, in declaration order.
-    pub fn set_names(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.alpha.is_some() {
-            v.push("alpha");
-        }
-        if self.beta.is_some() {
-            v.push("beta");
-        }
-        if self.gamma.is_some() {
-            v.push("gamma");
-        }
-        if self.idle_power.is_some() {
-            v.push("idle_power");
-        }
-        if self.transfer_estimate.is_some() {
-            v.push("transfer_estimate");
-        }
-        if self.ready_first.is_some() {
-            v.push("ready_first");
-        }
-        v
-    }
-}
-
-/// Every option name `[scheduler]` accepts besides `name`.
-pub const SCHEDULER_OPTIONS: &[&str] = READY_OPTIONS;
-
-/// The options scheduler `name` takes, among [`SCHEDULER_OPTIONS`]. A scheduler that gains
-/// options adds itself here (and reads them from [`SchedulerOptions`] when it is built).
-pub fn options_of(name: &str) -> &'static [&'static str] {
-    OPTIONS_BY_SCHEDULER
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(&[], |(_, opts)| opts)
-}
-
-/// (scheduler, options it takes). eager, prio and random take none.
-const OPTIONS_BY_SCHEDULER: &[(&str, &[&str])] = &[
-    ("dm", DM_OPTIONS),
-    ("dmda", DMDA_OPTIONS),
-    ("dmdap", DMDA_OPTIONS),
-    ("dmdar", READY_OPTIONS),
-    ("dmdas", READY_OPTIONS),
-    ("dmdasd", READY_OPTIONS),
-];
-const DM_OPTIONS: &[&str] = &["alpha"];
-const DMDA_OPTIONS: &[&str] = &["alpha", "beta", "gamma", "idle_power", "transfer_estimate"];
-const READY_OPTIONS: &[&str] = &[
-    "alpha",
-    "beta",
-    "gamma",
-    "idle_power",
-    "transfer_estimate",
-    "ready_first",
-];
-
-/// `[scheduler]`: the policy and its options.
-#[derive(Debug, Clone, PartialEq)]
+/// `[scheduler]`: the policy and its options, read by the policy's registry entry
+/// ([`sched::REGISTRY`]).
+#[derive(Debug, Clone)]
 pub struct SchedulerSpec {
-    /// One of [`sched::NAMES`].
-    pub name: String,
-    /// Its options.
-    pub options: SchedulerOptions,
+    /// The registered scheduler.
+    pub entry: &'static SchedulerEntry,
+    /// The policy with its options, ready to build.
+    pub config: Arc<dyn SchedulerConfig>,
+}
+
+impl SchedulerSpec {
+    /// The scheduler's name.
+    pub fn name(&self) -> &'static str {
+        self.entry.name
+    }
+}
+
+impl PartialEq for SchedulerSpec {
+    /// Same policy, same options (an options type's `Debug` shows every field).
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name() && format!("{:?}", self.config) == format!("{:?}", other.config)
+    }
 }
 
 /// A loaded, checked scenario.
@@ -299,6 +227,9 @@ pub struct Scenario {
     pub nodes: Option<u32>,
     /// `[machine] gpus_per_node`: overrides the cluster file's GPUs per node.
     pub gpus_per_node: Option<u32>,
+    /// `[machine] ranks_per_node`: StarPU-MPI processes per node for task-graph workloads on a
+    /// cluster (default 1), each with its share of the node's GPUs and cores.
+    pub ranks_per_node: u32,
     /// `[workload]` of a task-graph kind (cholesky, lu, gemm); `None` for program kinds.
     pub workload: Option<WorkloadSpec>,
     /// `[workload]` of a program kind ([`ProgramWorkload::KINDS`]); `None` for task graphs.
@@ -310,6 +241,10 @@ pub struct Scenario {
     /// `run.noise`: the kernel-time noise of every codelet, replacing the machine file's
     /// (`None`: the machine file's own).
     pub noise: Option<Noise>,
+    /// `run.runtime_costs`: whether StarPU's simulated runtime costs of the machine file apply
+    /// (allocation, request and kernel queueing, push). Default on for task graphs, off for
+    /// program workloads (MPI programs, not StarPU ones).
+    pub runtime_costs: bool,
     /// The overrides applied, in order.
     pub overrides: Vec<Override>,
     /// Where each field's value came from, for errors found after loading.
@@ -347,9 +282,17 @@ pub fn from_str<'i>(
         next += len + 1;
     }
     let program = take_program_workload(&src, &mut table)?;
+    // A program's kernels are placed by the program; among a rank's ready kernels the one of
+    // highest priority goes first, as MPI programs order them.
+    let default = if program.is_some() {
+        PROGRAM_SCHEDULER
+    } else {
+        DEFAULT_SCHEDULER
+    };
+    let scheduler = take_scheduler(&src, &mut table, default)?;
     let de = toml::de::Deserializer::from(Spanned::new(span, table));
     let raw = RawScenario::deserialize(de).map_err(|e| src.toml_error(&e))?;
-    build(&src, raw, program, overrides)
+    build(&src, raw, program, scheduler, overrides)
 }
 
 /// A machine or cluster file given where a scenario is expected (`hetsim run mirage.toml`) is
@@ -432,6 +375,100 @@ fn take_program_workload<'i>(
 
 /// A program workload, the span of its `kind`, and its parameters' spans.
 type ProgramWithSpans = (ProgramWorkload, Range<usize>, Vec<(String, Range<usize>)>);
+
+/// The scheduler read from `[scheduler]`, and the spans of its name and options.
+type SchedulerWithSpans = (SchedulerSpec, Vec<(String, Range<usize>)>);
+
+/// Take `[scheduler]` out of the tree and read it through the registry: `name` picks the
+/// entry (default [`DEFAULT_SCHEDULER`]), whose own options type reads the rest of the table.
+/// An option the scheduler does not take is refused at its value's line (or `--set`), naming
+/// the scheduler, the options it takes and the schedulers that take that option.
+fn take_scheduler(
+    src: &Source<'_>,
+    table: &mut DeTable<'_>,
+    default: &str,
+) -> Result<SchedulerWithSpans, InputError> {
+    let (span, mut t) = match table.remove_entry("scheduler") {
+        None => (0..0, DeTable::new()),
+        Some((_, v)) => {
+            let span = v.span();
+            match v.into_inner() {
+                DeValue::Table(t) => (span, t),
+                other => {
+                    return Err(src.err(
+                        &span,
+                        "scheduler",
+                        format!("invalid type: {}, expected a table", other.type_str()),
+                    ));
+                }
+            }
+        }
+    };
+    let mut spans = Vec::new();
+    let entry = match t.remove_entry("name") {
+        None => sched::lookup(default).expect("the default schedulers are registered"),
+        Some((_, v)) => {
+            let vspan = v.span();
+            spans.push(("scheduler.name".to_string(), vspan.clone()));
+            let DeValue::String(name) = v.get_ref() else {
+                return Err(src.err(
+                    &vspan,
+                    "scheduler.name",
+                    format!(
+                        "invalid type: {}, expected a string",
+                        v.get_ref().type_str()
+                    ),
+                ));
+            };
+            let name = name.trim();
+            sched::lookup(name).ok_or_else(|| {
+                src.err(
+                    &vspan,
+                    "scheduler.name",
+                    format!(
+                        "unknown scheduler `{name}`: expected one of {}",
+                        sched::names().collect::<Vec<_>>().join(", ")
+                    ),
+                )
+            })?
+        }
+    };
+    for (k, v) in t.iter() {
+        let (key, field) = (k.get_ref(), format!("scheduler.{}", k.get_ref()));
+        if entry.option(key).is_none() {
+            return Err(src.err(&v.span(), &field, not_an_option(entry, key)));
+        }
+        spans.push((field, v.span()));
+    }
+    let de = toml::de::Deserializer::from(Spanned::new(span, t));
+    let config = (entry.configure)(de).map_err(|e| src.toml_error(&e))?;
+    let spec = SchedulerSpec { entry, config };
+    Ok((spec, spans))
+}
+
+/// Why `key` is refused in the `[scheduler]` table of `entry`.
+fn not_an_option(entry: &SchedulerEntry, key: &str) -> String {
+    let its = if entry.options.is_empty() {
+        "it takes none".to_string()
+    } else {
+        let names: Vec<&str> = entry.options.iter().map(|o| o.name).collect();
+        format!("its options: {}", names.join(", "))
+    };
+    let takers: Vec<&str> = sched::REGISTRY
+        .iter()
+        .filter(|e| e.option(key).is_some())
+        .map(|e| e.name)
+        .collect();
+    let elsewhere = if takers.is_empty() {
+        String::new()
+    } else {
+        format!("; `{key}` is an option of {}", takers.join(", "))
+    };
+    format!(
+        "scheduler `{}` has no option `{key}` ({its}){elsewhere}",
+        entry.name
+    )
+}
 
 /// The override's value as a spanned TOML value whose spans start at `base`, and the length of
 /// the region it occupies.
@@ -676,8 +713,6 @@ struct RawScenario {
     #[serde(default)]
     workload: Option<Spanned<RawWorkload>>,
     #[serde(default)]
-    scheduler: Option<RawScheduler>,
-    #[serde(default)]
     run: Option<RawRun>,
 }
 
@@ -698,6 +733,8 @@ struct RawShape {
     nodes: Option<Spanned<u32>>,
     #[serde(default)]
     gpus_per_node: Option<Spanned<u32>>,
+    #[serde(default)]
+    ranks_per_node: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -708,25 +745,10 @@ struct RawWorkload {
     nb: Spanned<u64>,
     #[serde(default)]
     precision: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawScheduler {
     #[serde(default)]
-    name: Option<Spanned<String>>,
+    grid: Option<Spanned<String>>,
     #[serde(default)]
-    alpha: Option<Spanned<f64>>,
-    #[serde(default)]
-    beta: Option<Spanned<f64>>,
-    #[serde(default)]
-    gamma: Option<Spanned<f64>>,
-    #[serde(default)]
-    idle_power: Option<Spanned<f64>>,
-    #[serde(default)]
-    transfer_estimate: Option<Spanned<String>>,
-    #[serde(default)]
-    ready_first: Option<Spanned<bool>>,
+    mpi_cache: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -748,15 +770,20 @@ struct RawRun {
     gpu_sync: Option<Spanned<bool>>,
     #[serde(default)]
     noise: Option<Spanned<String>>,
+    #[serde(default)]
+    runtime_costs: Option<Spanned<bool>>,
 }
 
 /// Default scheduler when `[scheduler]` names none.
 pub const DEFAULT_SCHEDULER: &str = "eager";
 
+pub use crate::programs::PROGRAM_SCHEDULER;
+
 fn build(
     src: &Source<'_>,
     raw: RawScenario,
     program: Option<ProgramWithSpans>,
+    (scheduler, scheduler_spans): SchedulerWithSpans,
     overrides: &[Override],
 ) -> Result<Scenario, InputError> {
     let mut origins = BTreeMap::new();
@@ -794,8 +821,19 @@ fn build(
     };
 
     // [machine]
-    let (mut nodes, mut gpus_per_node) = (None, None);
+    let (mut nodes, mut gpus_per_node, mut ranks_per_node) = (None, None, 1);
     if let Some(m) = &raw.machine {
+        if let Some(v) = &m.ranks_per_node {
+            note!("machine.ranks_per_node", &v.span());
+            if *v.get_ref() == 0 {
+                return Err(src.err(
+                    &v.span(),
+                    "machine.ranks_per_node",
+                    "expected at least 1 rank per node",
+                ));
+            }
+            ranks_per_node = *v.get_ref();
+        }
         if let Some(v) = &m.nodes {
             note!("machine.nodes", &v.span());
             if *v.get_ref() == 0 {
@@ -839,93 +877,20 @@ fn build(
         (Some(ws), None) => Some(graph_workload(src, ws, &mut origins)?),
     };
 
-    // [scheduler]
-    let s = raw.scheduler.unwrap_or_default();
-    let name = match &s.name {
-        Some(n) => {
-            note!("scheduler.name", &n.span());
-            let name = n.get_ref().trim().to_string();
-            if sched::by_name(&name, 0).is_none() {
-                return Err(src.err(
-                    &n.span(),
-                    "scheduler.name",
-                    format!(
-                        "unknown scheduler `{name}`: expected one of {}",
-                        sched::NAMES.join(", ")
-                    ),
-                ));
-            }
-            name
-        }
-        None => DEFAULT_SCHEDULER.to_string(),
-    };
-    let known = options_of(&name);
-    let check_option = |opt: &'static str, span: Range<usize>| -> Result<(), InputError> {
-        let field = format!("scheduler.{opt}");
-        if known.contains(&opt) {
-            Ok(())
-        } else {
-            Err(src.err(
-                &span,
-                &field,
-                format!(
-                    "scheduler `{name}` has no option `{opt}` ({}); `{opt}` is reserved for the \
-                     dmda family of schedulers",
-                    if known.is_empty() {
-                        "it takes none".to_string()
-                    } else {
-                        format!("its options: {}", known.join(", "))
-                    }
-                ),
-            ))
-        }
-    };
-    let mut options = SchedulerOptions::default();
-    let floats = [
-        ("alpha", &s.alpha, &mut options.alpha),
-        ("beta", &s.beta, &mut options.beta),
-        ("gamma", &s.gamma, &mut options.gamma),
-        ("idle_power", &s.idle_power, &mut options.idle_power),
-    ];
-    for (opt, raw, slot) in floats {
-        if let Some(v) = raw {
-            note!(format!("scheduler.{opt}"), &v.span());
-            check_option(opt, v.span())?;
-            if !(v.get_ref().is_finite() && *v.get_ref() >= 0.0) {
-                return Err(src.err(
-                    &v.span(),
-                    &format!("scheduler.{opt}"),
-                    format!("expected a finite number >= 0, found {}", v.get_ref()),
-                ));
-            }
-            *slot = Some(*v.get_ref());
-        }
-    }
-    if let Some(v) = &s.transfer_estimate {
-        note!("scheduler.transfer_estimate", &v.span());
-        check_option("transfer_estimate", v.span())?;
-        options.transfer_estimate = Some(match v.get_ref().as_str() {
-            "starpu" => TransferEstimate::Starpu,
-            "nominal" => TransferEstimate::Nominal,
-            other => {
-                return Err(src.err(
-                    &v.span(),
-                    "scheduler.transfer_estimate",
-                    format!("unknown transfer estimate `{other}`: expected `starpu` or `nominal`"),
-                ));
-            }
-        });
-    }
-    if let Some(v) = &s.ready_first {
-        note!("scheduler.ready_first", &v.span());
-        check_option("ready_first", v.span())?;
-        options.ready_first = Some(*v.get_ref());
+    // [scheduler], read by take_scheduler
+    for (f, span) in &scheduler_spans {
+        note!(f, span);
     }
 
     // [run]
     let mut run = RunConfig::default();
     let mut noise = None;
+    let mut runtime_costs = program.is_none();
     if let Some(r) = raw.run {
+        if let Some(v) = &r.runtime_costs {
+            note!("run.runtime_costs", &v.span());
+            runtime_costs = *v.get_ref();
+        }
         if let Some(v) = &r.seed {
             note!("run.seed", &v.span());
             run.seed = *v.get_ref();
@@ -991,11 +956,13 @@ fn build(
         machine_file,
         nodes,
         gpus_per_node,
+        ranks_per_node,
         workload,
         program: program.map(|(p, _, _)| p),
-        scheduler: SchedulerSpec { name, options },
+        scheduler,
         run,
         noise,
+        runtime_costs,
         overrides: overrides.to_vec(),
         origins,
     })
@@ -1032,16 +999,45 @@ fn graph_workload(
         }
         None => Precision::Single,
     };
+    let grid = match &w.grid {
+        Some(g) => {
+            note!("workload.grid", &g.span());
+            Some(parse_grid(g.get_ref()).map_err(|m| src.err(&g.span(), "workload.grid", m))?)
+        }
+        None => None,
+    };
+    let mpi_cache = match &w.mpi_cache {
+        Some(c) => {
+            note!("workload.mpi_cache", &c.span());
+            *c.get_ref()
+        }
+        None => true,
+    };
     let workload = WorkloadSpec {
         kind,
         n: *w.n.get_ref(),
         nb: *w.nb.get_ref(),
         precision,
+        grid,
+        mpi_cache,
     };
     // The generators check n and nb; do it now, so that a bad scenario fails before the
     // machine is loaded, with the line of the offending value.
     check_tiling(&workload).map_err(|e| locate_with(origins, src.file, e))?;
     Ok(workload)
+}
+
+/// A process grid `"PxQ"` (rows x columns of ranks), both at least 1.
+fn parse_grid(text: &str) -> Result<(u32, u32), String> {
+    let bad =
+        || format!("grid `{text}`: expected rows x columns of ranks such as \"2x2\" (both >= 1)");
+    let (p, q) = text.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let p: u32 = p.trim().parse().map_err(|_| bad())?;
+    let q: u32 = q.trim().parse().map_err(|_| bad())?;
+    if p == 0 || q == 0 {
+        return Err(bad());
+    }
+    Ok((p, q))
 }
 
 /// Check n and nb as the generators do, without building the graph.
@@ -1155,7 +1151,10 @@ impl Scenario {
                 .at_field("scenario.machine"),
             ));
         }
-        let c = hetsim_platform::cluster::load(&self.machine_file)?;
+        let mut c = hetsim_platform::cluster::load(&self.machine_file)?;
+        if !self.runtime_costs {
+            c = c.map_node_machine(Machine::clear_runtime_costs);
+        }
         if self.nodes.is_none() && self.gpus_per_node.is_none() {
             return Ok(c);
         }
@@ -1202,75 +1201,22 @@ impl Scenario {
             .map_err(|e| self.locate(e))
     }
 
-    /// Load the cluster, generate the program and execute it (program scenarios).
-    pub fn run_program(&self) -> Result<(Cluster, ProgramReport), Error> {
-        let Some(p) = &self.program else {
-            return Err(self
-                .locate(
-                    InputError::new("this scenario's workload is a task graph, not a program")
-                        .at_field("workload.kind"),
-                )
-                .into());
-        };
-        let cluster = self.load_cluster()?;
-        let program = p
-            .generator()
-            .generate(&cluster)
-            .map_err(|e| self.locate(e))?;
-        let opts = ExecOptions {
-            sharing: self.run.sharing,
-        };
-        let report =
-            hetsim_mpi::exec::run(&program, &cluster, &opts).map_err(|e| self.locate(e))?;
-        Ok((cluster, report))
-    }
-
-    /// The `--json` object of a program run: `hetsim_version`, `scenario`, `workload`,
-    /// `overrides`, `machine`, `sched` ("owner-computes"), `seed`, `gpus_per_node`, `gflops`
-    /// (counted flops / makespan), then every field of the [`ProgramReport`].
-    pub fn program_json(
-        &self,
-        cluster: &Cluster,
-        report: &ProgramReport,
-    ) -> Result<serde_json::Value, Error> {
-        use serde_json::json;
-        let p = self
-            .program
+    /// The flops the application counts for its GFlop/s figure (HPL: 2N³/3 + 3N²/2) on
+    /// `cluster`, for program workloads; `None` for task-graph workloads (their tasks' flops).
+    pub fn counted_flops_on(&self, cluster: &Cluster) -> Option<f64> {
+        self.program
             .as_ref()
-            .ok_or_else(|| Error::Internal("program_json on a task-graph scenario".into()))?;
-        let flops = p.generator().counted_flops_on(cluster);
-        let gflops = if report.makespan_s > 0.0 {
-            flops / report.makespan_s / 1e9
-        } else {
-            0.0
-        };
-        let mut obj = self.json_head(json!({ "kind": p.kind_name() }));
-        obj.insert("machine".into(), json!(cluster.name()));
-        obj.insert("sched".into(), json!("owner-computes"));
-        obj.insert("seed".into(), json!(self.run.seed));
-        obj.insert("gpus_per_node".into(), json!(cluster.gpus_per_node()));
-        obj.insert("counted_flops".into(), json!(flops));
-        obj.insert("gflops".into(), json!(gflops));
-        with_report_fields(obj, report, "program report")
+            .map(|p| p.generator().counted_flops_on(cluster))
     }
 
     /// Build the scheduler, seeded from the run's seed.
-    pub fn build_scheduler(&self) -> Result<Box<dyn Scheduler>, InputError> {
-        sched::build(
-            &self.scheduler.name,
-            self.run.seed,
-            &self.scheduler.options.params(),
-        )
-        .ok_or_else(|| {
-            self.locate(
-                InputError::new(format!(
-                    "unknown scheduler `{}`: expected one of {}",
-                    self.scheduler.name,
-                    sched::NAMES.join(", ")
-                ))
-                .at_field("scheduler.name"),
-            )
-        })
+    pub fn build_scheduler(&self) -> Box<dyn Scheduler> {
+        self.build_scheduler_seeded(self.run.seed)
+    }
+
+    /// Build the scheduler, seeded from `seed`.
+    fn build_scheduler_seeded(&self, seed: u64) -> Box<dyn Scheduler> {
+        self.scheduler.config.build(seed)
     }
 
     /// Load the machine, generate the workload, build the scheduler and simulate.
@@ -1283,6 +1229,13 @@ impl Scenario {
         &self,
         observer: &mut dyn hetsim_runtime::Observer,
     ) -> Result<RunReport, Error> {
+        let cluster = self.load_cluster()?;
+        if let Some(p) = &self.program {
+            return self.run_program(cluster, p, observer);
+        }
+        if cluster.nodes() > 1 || self.ranks_per_node > 1 {
+            return self.run_distributed(cluster, observer);
+        }
         let machine = self.load_machine()?;
         let kernels = hetsim_runtime::kernels_for(&machine).map_err(|e| {
             let e = e.at_field("scenario.machine");
@@ -1290,7 +1243,7 @@ impl Scenario {
         })?;
         self.check_data_fits(&machine)?;
         let graph = self.generate()?;
-        let mut sched = self.build_scheduler()?;
+        let mut sched = self.build_scheduler();
         let report = hetsim_runtime::simulate_observed(
             &machine,
             &graph,
@@ -1306,16 +1259,105 @@ impl Scenario {
         Ok(report)
     }
 
+    /// A program workload: its operations as a distributed task graph, one rank per GPU, each
+    /// under its own instance of the scheduler.
+    fn run_program(
+        &self,
+        cluster: Cluster,
+        p: &ProgramWorkload,
+        observer: &mut dyn hetsim_runtime::Observer,
+    ) -> Result<RunReport, Error> {
+        // The program is as large as its graph: only the graph stays for the run.
+        let graph = p
+            .generator()
+            .generate(&cluster)
+            .and_then(|program| program.into_task_graph())
+            .map_err(|e| self.locate(e))?;
+        let sched = |r: u32| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r)));
+        crate::programs::simulate_program_graph(&graph, &cluster, &sched, &self.run, observer)
+            .map_err(|e| match e {
+                Error::Input(e) => Error::Input(self.locate_run_error(e)),
+                other => other,
+            })
+    }
+
+    /// A task-graph workload on a cluster: StarPU-MPI's distributed graph over the ranks
+    /// (`ranks_per_node` per node), each rank under its own instance of the scheduler.
+    fn run_distributed(
+        &self,
+        cluster: Cluster,
+        observer: &mut dyn hetsim_runtime::Observer,
+    ) -> Result<RunReport, Error> {
+        let w = self.graph_workload()?;
+        let cluster = match &self.noise {
+            Some(noise) => cluster.map_node_machine(|m| m.set_noise_everywhere(noise.clone())),
+            None => cluster,
+        };
+        let ranks = cluster.nodes() * self.ranks_per_node;
+        let grid = match w.grid {
+            Some((p, q)) => BlockCyclic::new(p, q).map_err(|e| self.locate(e))?,
+            None => BlockCyclic::for_nodes(ranks),
+        };
+        if grid.nodes() != ranks {
+            return Err(self
+                .locate(
+                    InputError::new(format!(
+                        "grid {}x{} has {} ranks, but the run has {ranks} ({} node(s), {} per \
+                         node)",
+                        grid.p,
+                        grid.q,
+                        grid.nodes(),
+                        cluster.nodes(),
+                        self.ranks_per_node
+                    ))
+                    .at_field("workload.grid"),
+                )
+                .into());
+        }
+        let machine = cluster.node_machine();
+        let kernels = hetsim_runtime::kernels_for(machine).map_err(|e| {
+            let e = e.at_field("scenario.machine");
+            self.locate(e)
+        })?;
+        self.check_data_fits_on(machine, u64::from(cluster.nodes()))?;
+        let graph = w
+            .kind
+            .generate_distributed(w.n, w.nb, w.precision, grid, w.mpi_cache)
+            .map_err(|e| self.locate(e))?;
+        let mut scheds: Vec<_> = (0..ranks)
+            .map(|r| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r))))
+            .collect();
+        hetsim_runtime::simulate_cluster(
+            &cluster,
+            self.ranks_per_node,
+            &graph,
+            kernels.as_ref(),
+            &mut scheds,
+            &self.run,
+            observer,
+        )
+        .map_err(|e| match e {
+            Error::Input(e) => Error::Input(self.locate_run_error(e)),
+            other => other,
+        })
+    }
+
     /// Refuse, before building the graph, a workload whose data cannot fit in the machine's RAM
     /// (the runtime would refuse it too, after building gigabytes of graph).
     fn check_data_fits(&self, machine: &Machine) -> Result<(), InputError> {
+        self.check_data_fits_on(machine, 1)
+    }
+
+    /// [`Self::check_data_fits`] on `nodes` copies of `machine`.
+    fn check_data_fits_on(&self, machine: &Machine, nodes: u64) -> Result<(), InputError> {
         let w = self.graph_workload()?;
         let ram: u64 = machine
             .memory_nodes()
             .iter()
             .filter(|m| m.kind == MemKind::Ram)
             .map(|m| m.capacity_bytes)
-            .sum();
+            .sum::<u64>()
+            .saturating_mul(nodes);
         let need = w.data_bytes();
         if need > ram {
             return Err(self.locate(
@@ -1359,13 +1401,19 @@ impl Scenario {
     /// every field of the [`RunReport`].
     pub fn json(&self, report: &RunReport) -> Result<serde_json::Value, Error> {
         use serde_json::json;
-        let w = self.graph_workload()?;
-        let mut obj = self.json_head(json!({
-            "kind": w.kind_name(),
-            "n": w.n,
-            "nb": w.nb,
-            "precision": w.precision.to_string(),
-        }));
+        let workload = match &self.program {
+            Some(p) => json!({ "kind": p.kind_name() }),
+            None => {
+                let w = self.graph_workload()?;
+                json!({
+                    "kind": w.kind_name(),
+                    "n": w.n,
+                    "nb": w.nb,
+                    "precision": w.precision.to_string(),
+                })
+            }
+        };
+        let mut obj = self.json_head(workload);
         obj.insert(
             "run".into(),
             json!({
@@ -1378,7 +1426,19 @@ impl Scenario {
                 "noise": self.noise.as_ref().map(|n| n.kind_name()),
             }),
         );
-        with_report_fields(obj, report, "run report")
+        let mut v = with_report_fields(obj, report, "run report")?;
+        if self.program.is_some() {
+            // The application's own count: GFlop/s as it reports them.
+            let cluster = self.load_cluster()?;
+            let flops = self.counted_flops_on(&cluster).unwrap_or(0.0);
+            v["counted_flops"] = json!(flops);
+            v["gflops"] = json!(if report.makespan_s > 0.0 {
+                flops / report.makespan_s / 1e9
+            } else {
+                0.0
+            });
+        }
+        Ok(v)
     }
 
     /// The fields every `--json` object starts with: `hetsim_version`, `scenario`, `workload`
@@ -1506,7 +1566,7 @@ from = \"host\"
         assert_eq!(s.workload.unwrap().kind, Kernel::Cholesky);
         assert_eq!(s.workload.unwrap().n, 960);
         assert_eq!(s.run.seed, 4);
-        assert_eq!(s.scheduler.name, "eager");
+        assert_eq!(s.scheduler.name(), "eager");
     }
 
     #[test]
@@ -1522,7 +1582,7 @@ from = \"host\"
         )
         .unwrap();
         assert_eq!(s.workload.unwrap().n, 1920);
-        assert_eq!(s.scheduler.name, "prio");
+        assert_eq!(s.scheduler.name(), "prio");
         assert_eq!(s.run.ncpu, Some(2));
         assert_eq!(s.workload.unwrap().precision, Precision::Double);
         // A missing table is created.
@@ -1593,11 +1653,62 @@ from = \"host\"
     }
 
     #[test]
-    fn scheduler_options_are_reserved() {
+    fn scheduler_options_are_read_by_the_scheduler() {
         let e = load_with(BASE, &["scheduler.alpha=0.5"]).unwrap_err();
-        assert!(e.message.contains("no option `alpha`"), "{e}");
+        assert_eq!(
+            e.message,
+            "scheduler `eager` has no option `alpha` (it takes none); `alpha` is an option of \
+             dm, dmda, dmdap, dmdar, dmdas, dmdasd"
+        );
+        assert_eq!(e.location.field.as_deref(), Some("scheduler.alpha"));
         let e = load_with(BASE, &["scheduler.delta=0.5"]).unwrap_err();
-        assert!(e.message.contains("unknown field `delta`"), "{e}");
+        assert_eq!(
+            e.message,
+            "scheduler `eager` has no option `delta` (it takes none)"
+        );
+        // In the file: the line of the value, the options the scheduler does take.
+        let file = BASE.replace("name = \"eager\"", "name = \"dm\"\nbeta = 2");
+        let e = load_with(&file, &[]).unwrap_err();
+        assert_eq!(e.location.line, Some(13), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("scheduler.beta"), "{e}");
+        assert!(e.message.starts_with("scheduler `dm` has no option `beta` (its options: alpha); `beta` is an option of dmda,"), "{e}");
+        // --sched changes which options are taken.
+        let file = BASE.replace("name = \"eager\"", "name = \"dmdar\"\nready_first = false");
+        assert!(load_with(&file, &[]).is_ok());
+        let e = load_with(&file, &["scheduler.name=dmda"]).unwrap_err();
+        assert!(
+            e.message
+                .contains("its options: alpha, beta, gamma, idle_power, transfer_estimate"),
+            "{e}"
+        );
+        assert_eq!(e.location.line, Some(13), "{e}");
+        // Values are checked by the options' type, located.
+        let e = load_with(BASE, &["scheduler.name=dmda", "scheduler.gamma=-2"]).unwrap_err();
+        assert_eq!(e.message, "expected a finite number >= 0, found -2");
+        assert_eq!(
+            e.location.file.as_deref(),
+            Some(Path::new("--set scheduler.gamma=-2"))
+        );
+        let e = load_with(&file.replace("false", "\"no\""), &[]).unwrap_err();
+        assert!(e.message.contains("expected true or false"), "{e}");
+        assert_eq!(e.location.line, Some(13), "{e}");
+        let e = load_with(BASE, &["scheduler=3"]).unwrap_err();
+        assert!(e.message.contains("expected a table"), "{e}");
+        let e = load_with(BASE, &["scheduler.name=3"]).unwrap_err();
+        assert!(e.message.contains("expected a string"), "{e}");
+    }
+
+    #[test]
+    fn scheduler_options_reach_the_scheduler() {
+        let a = load_with(
+            BASE,
+            &["scheduler.name=dmdas", "scheduler.ready_first=false"],
+        )
+        .unwrap();
+        let b = load_with(BASE, &["scheduler.name=dmdas"]).unwrap();
+        assert_ne!(a.scheduler, b.scheduler);
+        assert!(format!("{:?}", a.scheduler.config).contains("ready_first: Some(false)"));
+        assert_eq!(a.build_scheduler().name(), "dmdas");
     }
 
     #[test]

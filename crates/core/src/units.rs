@@ -24,8 +24,8 @@
 
 use std::fmt;
 
-use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 
 /// What a quantity measures. Decides the accepted units and the wording of error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,6 +168,16 @@ impl<'de> Deserialize<'de> for RawQuantity {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// Written as read: a bare number, or the string with its unit.
+impl Serialize for RawQuantity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RawQuantity::Number(v) => s.serialize_f64(*v),
+            RawQuantity::Text(t) => s.serialize_str(t),
+        }
     }
 }
 

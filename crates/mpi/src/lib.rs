@@ -1,9 +1,9 @@
-//! MPI-style programs on clusters: ranks that run kernels and exchange messages through the
-//! cluster's fluid network ([`exec`]), collectives by MPICH's algorithms ([`collective`]), and
-//! the program generators of the cluster workloads ([`workload`]).
+//! The cluster workloads written as MPI-style programs: ranks that run kernels and exchange
+//! messages ([`program`]; each becomes a distributed task graph the runtime runs,
+//! [`Program::to_task_graph`]), collectives by MPICH's algorithms ([`collective`]), and the
+//! program generators ([`workload`]).
 
 pub mod collective;
-pub mod exec;
 pub mod program;
 pub mod workload;
 

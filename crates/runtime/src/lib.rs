@@ -1,6 +1,11 @@
 //! The StarPU-like runtime: workers, data replicas, memory, transfers, and the simulation loop
 //! that executes a task graph on a machine under a scheduler.
 //!
+//! Parts that own their state: the workers' pipelines and wake-up order (`workers`), the data
+//! manager (`data`: replicas, requests, allocation, eviction, write-backs, waiters; it returns
+//! effects rather than acting on the engine), the statistics (`stats`, an observer of the
+//! event stream), and the loop that joins them (`sim`).
+//!
 //! Semantics (`starpu-reference.md`, Stanisic et al. 2015 §5-7):
 //!
 //! - **Workers.** One per GPU and one per CPU core used for computing; by default each GPU
@@ -41,21 +46,29 @@ use hetsim_platform::machine::{MemKind, MemNodeId};
 use hetsim_taskgraph::{HandleId, TaskGraph, TaskId};
 
 pub mod bounds;
+mod data;
 mod kernels;
+pub mod layout;
 mod memory;
 pub mod observe;
 pub mod report;
+mod runnable;
 pub mod sched;
 mod sim;
+mod stats;
 mod suballoc;
 mod transfer;
+mod workers;
 
 pub use bounds::{Bounds, bounds, bounds_from_means};
 pub use kernels::CalibratedKernels;
+pub use layout::{Layout, MemoryInfo, RankInfo};
 pub use observe::{Observer, SimEvent};
-pub use report::{CodeletReport, LinkReport, MemoryReport, RunReport, WorkerReport};
+pub use report::{
+    ClusterReport, CodeletReport, LinkReport, MemoryReport, NodeReport, RunReport, WorkerReport,
+};
 pub use sched::{Decision, Scheduler};
-pub use sim::{simulate, simulate_observed};
+pub use sim::{simulate, simulate_cluster, simulate_observed};
 pub use transfer::TransferKind;
 
 pub use hetsim_core::rng::SimRng;
@@ -81,6 +94,14 @@ pub enum WorkerKind {
 }
 
 impl WorkerKind {
+    /// The unit a task's fixed durations name for this kind of worker.
+    pub fn unit(self) -> hetsim_taskgraph::Unit {
+        match self {
+            WorkerKind::Cpu => hetsim_taskgraph::Unit::Cpu,
+            WorkerKind::Gpu => hetsim_taskgraph::Unit::Gpu,
+        }
+    }
+
     /// "cpu" or "gpu".
     pub fn as_str(self) -> &'static str {
         match self {
@@ -239,21 +260,40 @@ pub struct View<'a> {
     pub(crate) graph: &'a TaskGraph,
     pub(crate) workers: &'a [Worker],
     pub(crate) loads: &'a [WorkerLoad],
-    pub(crate) runnable: &'a sim::Runnable,
+    pub(crate) runnable: &'a runnable::Runnable,
+    /// Per worker of this rank, its class in `runnable`.
+    pub(crate) cols: &'a [usize],
     pub(crate) memory: &'a memory::Memory,
     pub(crate) estimates: &'a transfer::Estimates,
     pub(crate) released_by: Option<WorkerId>,
+    pub(crate) rank: u32,
 }
 
 impl<'a> View<'a> {
     /// Simulated time now, seconds.
+    #[inline]
     pub fn now_s(&self) -> f64 {
         self.now_s
     }
 
-    /// The task graph.
+    /// The task graph. On a cluster it holds every rank's tasks and the messages between
+    /// ranks; this scheduler is given only its own rank's tasks ([`View::is_local`]).
+    #[inline]
     pub fn graph(&self) -> &'a TaskGraph {
         self.graph
+    }
+
+    /// The rank this scheduler serves (0 on one machine).
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Whether `task` is one this scheduler may be given: a computation of its rank. Other
+    /// ranks' tasks and messages between ranks run elsewhere.
+    #[inline]
+    pub fn is_local(&self, task: TaskId) -> bool {
+        let t = self.graph.task(task);
+        t.is_compute() && t.node.0 == self.rank
     }
 
     /// All workers, in id order.
@@ -308,26 +348,36 @@ impl<'a> View<'a> {
 
     /// Whether `worker` can run `task` (it has a kernel model and the task's data fits in its
     /// memory).
+    #[inline]
     pub fn can_run(&self, task: TaskId, worker: WorkerId) -> bool {
-        self.runnable.mean_s(task, worker).is_some()
+        self.predicted_length_s(task, worker).is_some()
     }
 
-    /// Predicted (mean) duration of `task` on `worker`, if it can run it.
+    /// Predicted (mean) duration of `task` on `worker`, if it can run it (never for a task
+    /// of another rank or a message).
+    #[inline]
     pub fn predicted_length_s(&self, task: TaskId, worker: WorkerId) -> Option<f64> {
-        self.runnable.mean_s(task, worker)
+        if !self.is_local(task) {
+            return None;
+        }
+        self.runnable
+            .mean_s(self.graph, task, self.cols[worker.index()])
     }
 
     /// Whether `handle` has a valid replica in memory node `node`.
+    #[inline]
     pub fn is_valid_on(&self, handle: HandleId, node: MemNodeId) -> bool {
         self.memory.is_valid(handle, node)
     }
 
     /// Whether a transfer of `handle` into `node` is under way.
+    #[inline]
     pub fn is_loading_on(&self, handle: HandleId, node: MemNodeId) -> bool {
         self.memory.is_loading(handle, node)
     }
 
     /// Whether `handle` has memory allocated in `node`.
+    #[inline]
     pub fn is_allocated_on(&self, handle: HandleId, node: MemNodeId) -> bool {
         self.memory.is_allocated(handle, node)
     }
@@ -404,7 +454,8 @@ pub mod fixture {
         pub workers: Vec<Worker>,
         /// What each worker holds (all empty at first).
         pub loads: Vec<WorkerLoad>,
-        runnable: sim::Runnable,
+        runnable: runnable::Runnable,
+        cols: Vec<usize>,
         memory: memory::Memory,
         estimates: transfer::Estimates,
     }
@@ -417,8 +468,10 @@ pub mod fixture {
             kernels: &dyn KernelTimes,
             config: &RunConfig,
         ) -> Self {
-            let workers = sim::workers_of(machine, config).unwrap();
-            let runnable = sim::runnable_of(graph, kernels, &workers, machine).unwrap();
+            let workers = runnable::workers_of(machine, config).unwrap();
+            let (runnable, mut cols) =
+                runnable::runnable_of(graph, kernels, &[&workers], machine).unwrap();
+            let cols = cols.pop().expect("one rank");
             let kinds: Vec<MemKind> = machine.memory_nodes().iter().map(|m| m.kind).collect();
             let caps = machine
                 .memory_nodes()
@@ -426,20 +479,30 @@ pub mod fixture {
                 .map(|m| m.capacity_bytes)
                 .collect();
             let ram = MemNodeId(0);
-            let gpus = workers.iter().filter(|w| w.kind == WorkerKind::Gpu).count();
+            let gpus: Vec<MemNodeId> = workers
+                .iter()
+                .filter(|w| w.kind == WorkerKind::Gpu)
+                .map(|w| w.memory)
+                .collect();
+            let (handles, slots) = memory::Memory::all_handles(graph);
+            let memory = memory::Memory::new(
+                kinds,
+                caps,
+                ram,
+                &gpus,
+                graph,
+                handles,
+                slots,
+                machine.runtime().suballocator,
+            );
             Fixture {
                 graph,
                 loads: vec![WorkerLoad::default(); workers.len()],
                 workers,
                 runnable,
-                memory: memory::Memory::new(
-                    kinds,
-                    caps,
-                    ram,
-                    graph,
-                    machine.runtime().suballocator,
-                ),
-                estimates: transfer::Estimates::new(machine, ram, gpus),
+                cols,
+                memory,
+                estimates: transfer::Estimates::new(machine, ram, gpus.len()),
             }
         }
 
@@ -451,9 +514,11 @@ pub mod fixture {
                 workers: &self.workers,
                 loads: &self.loads,
                 runnable: &self.runnable,
+                cols: &self.cols,
                 memory: &self.memory,
                 estimates: &self.estimates,
                 released_by: None,
+                rank: 0,
             }
         }
 

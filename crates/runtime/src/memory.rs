@@ -7,9 +7,10 @@
 //! eviction takes the least recently used clean replica first, as StarPU's `memalloc.c` does.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use hetsim_platform::machine::{MemKind, MemNodeId};
-use hetsim_taskgraph::{HandleId, TaskGraph};
+use hetsim_taskgraph::{HandleId, Home, TaskGraph};
 
 use super::suballoc::{ChunkId, Suballocator};
 use super::transfer::Estimates;
@@ -64,33 +65,65 @@ pub(crate) struct Memory {
     suballoc: Vec<Option<Suballocator>>,
     /// Replicas evicted by the last allocations, for the observer (drained by the caller).
     pub evicted: Vec<(MemNodeId, HandleId)>,
+    /// Per slot, its global handle.
+    handles: Vec<HandleId>,
+    /// Per global handle, its slot here (`u32::MAX` if it is another runtime's).
+    slots: Rc<[u32]>,
+    /// Whether changes of replicas' state are recorded in `changes`.
+    record: bool,
+    /// Replicas whose valid, loading or allocated state changed, in order, while `record`
+    /// holds (drained by the caller; a replica may appear more than once).
+    pub changes: Vec<(HandleId, MemNodeId)>,
 }
 
 impl Memory {
-    /// Every handle valid and allocated in `ram`. With `suballocator`, GPU nodes carve small
-    /// allocations out of chunks ([`Suballocator`]).
+    /// The replicas of `handles` (global ids, this runtime's, in slot order; `slots` maps every
+    /// global handle to its slot here) on memory nodes of these kinds and capacities. Every
+    /// handle has room in `ram`; one holding data at the start is valid in its home: `ram`, or
+    /// for [`Home::Gpu`]`(i)` the memory node `gpus[i]`, where it is allocated (the caller
+    /// checks that `i` is in range and that the room suffices). With `suballocator`, GPU nodes
+    /// carve small allocations out of chunks ([`Suballocator`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         kinds: Vec<MemKind>,
         capacity: Vec<u64>,
         ram: MemNodeId,
+        gpus: &[MemNodeId],
         graph: &TaskGraph,
+        handles: Vec<HandleId>,
+        slots: Rc<[u32]>,
         suballocator: bool,
     ) -> Self {
         let nnodes = kinds.len();
-        let sizes: Vec<u64> = graph.handles().iter().map(|h| h.size_bytes).collect();
+        let sizes: Vec<u64> = handles
+            .iter()
+            .map(|&h| graph.handle(h).size_bytes)
+            .collect();
         let mut replicas = vec![Replica::default(); sizes.len() * nnodes];
-        for h in 0..sizes.len() {
-            let r = &mut replicas[h * nnodes + ram.index()];
-            r.allocated = true;
-            r.valid = true;
-        }
         let mut used = vec![0; nnodes];
+        let mut on_device = Vec::new();
+        for (i, &h) in handles.iter().enumerate() {
+            let handle = graph.handle(h);
+            let r = &mut replicas[i * nnodes + ram.index()];
+            r.allocated = true;
+            match handle.home {
+                Home::Ram => r.valid = handle.starts_valid,
+                Home::Gpu(g) => {
+                    let n = gpus[g as usize];
+                    let r = &mut replicas[i * nnodes + n.index()];
+                    r.allocated = true;
+                    r.valid = handle.starts_valid;
+                    used[n.index()] += sizes[i];
+                    on_device.push((h, n));
+                }
+            }
+        }
         used[ram.index()] = sizes.iter().sum();
         let suballoc = kinds
             .iter()
             .map(|&k| (suballocator && k == MemKind::Gpu).then(Suballocator::default))
             .collect();
-        Memory {
+        let mut memory = Memory {
             suballoc,
             nnodes,
             kinds,
@@ -106,11 +139,40 @@ impl Memory {
             dirty: vec![BTreeSet::new(); nnodes],
             tick: 0,
             evicted: Vec::new(),
+            handles,
+            slots,
+            record: false,
+            changes: Vec::new(),
+        };
+        // Device replicas held from the start can be evicted like any other.
+        for (h, n) in on_device {
+            memory.tick += 1;
+            let tick = memory.tick;
+            memory.lru_insert(h, n, tick);
         }
+        memory
+    }
+
+    /// Every handle of `graph` in one runtime: slots are handle ids.
+    #[cfg(any(test, feature = "fixtures"))]
+    pub fn all_handles(graph: &TaskGraph) -> (Vec<HandleId>, Rc<[u32]>) {
+        let n = graph.handles().len() as u32;
+        ((0..n).map(HandleId).collect(), (0..n).collect())
+    }
+
+    /// This runtime's slot of `h`.
+    fn slot(&self, h: HandleId) -> usize {
+        self.slots[h.index()] as usize
+    }
+
+    /// A key unique to the replica of `h` on `n` among this runtime's, below
+    /// handles × memory nodes.
+    pub fn key(&self, h: HandleId, n: MemNodeId) -> usize {
+        self.slot(h) * self.nnodes + n.index()
     }
 
     fn idx(&self, h: HandleId, n: MemNodeId) -> usize {
-        h.index() * self.nnodes + n.index()
+        self.key(h, n)
     }
 
     fn rep(&self, h: HandleId, n: MemNodeId) -> &Replica {
@@ -134,7 +196,7 @@ impl Memory {
 
     /// Size of a handle.
     pub fn size(&self, h: HandleId) -> u64 {
-        self.sizes[h.index()]
+        self.sizes[self.slot(h)]
     }
 
     /// Whether `h` has a valid replica on `n`.
@@ -154,7 +216,7 @@ impl Memory {
 
     /// Latest version of `h` (incremented by every write).
     pub fn version(&self, h: HandleId) -> u32 {
-        self.versions[h.index()]
+        self.versions[self.slot(h)]
     }
 
     /// Version held by the replica `(h, n)`.
@@ -300,20 +362,37 @@ impl Memory {
         }
     }
 
+    /// Record, from now on, which replicas change state ([`Memory::changes`]).
+    pub fn record_changes(&mut self) {
+        self.record = true;
+    }
+
+    fn changed(&mut self, h: HandleId, n: MemNodeId) {
+        if self.record {
+            self.changes.push((h, n));
+        }
+    }
+
     /// Mark a transfer into `(h, n)` as under way or not.
     pub fn set_loading(&mut self, h: HandleId, n: MemNodeId, loading: bool) {
         let i = self.idx(h, n);
-        self.replicas[i].loading = loading;
+        if self.replicas[i].loading != loading {
+            self.replicas[i].loading = loading;
+            self.changed(h, n);
+        }
     }
 
     /// A copy of version `version` of `h` arrived on `n`. Returns false (and changes nothing)
     /// if `h` was written since the copy started: the data is stale.
     pub fn arrive(&mut self, h: HandleId, n: MemNodeId, version: u32) -> bool {
-        if version != self.versions[h.index()] {
+        if version != self.versions[self.slot(h)] {
             return false;
         }
         let i = self.idx(h, n);
-        self.replicas[i].valid = true;
+        if !self.replicas[i].valid {
+            self.replicas[i].valid = true;
+            self.changed(h, n);
+        }
         self.replicas[i].version = version;
         self.reclassify(h);
         true
@@ -321,11 +400,16 @@ impl Memory {
 
     /// A task on `n` wrote `h`: a new version, valid only there.
     pub fn write(&mut self, h: HandleId, n: MemNodeId) {
-        self.versions[h.index()] += 1;
-        let v = self.versions[h.index()];
+        let slot = self.slot(h);
+        self.versions[slot] += 1;
+        let v = self.versions[slot];
         for m in 0..self.nnodes {
-            let i = h.index() * self.nnodes + m;
-            self.replicas[i].valid = m == n.index();
+            let i = slot * self.nnodes + m;
+            let valid = m == n.index();
+            if self.replicas[i].valid != valid {
+                self.replicas[i].valid = valid;
+                self.changed(h, MemNodeId(m as u32));
+            }
         }
         let i = self.idx(h, n);
         self.replicas[i].version = v;
@@ -348,6 +432,7 @@ impl Memory {
                 self.peak[ni] = self.peak[ni].max(self.used[ni]);
                 let i = self.idx(h, n);
                 self.replicas[i].allocated = true;
+                self.changed(h, n);
                 let malloc = match &mut self.suballoc[ni] {
                     Some(s) if Suballocator::serves(size) => {
                         let (chunk, new) = s.carve(size);
@@ -375,6 +460,7 @@ impl Memory {
             self.replicas[vi].allocated = false;
             self.replicas[vi].valid = false;
             self.replicas[vi].wont_use = false;
+            self.changed(victim, n);
             let chunk = self.replicas[vi].chunk.take();
             self.evictions[ni] += 1;
             self.evicted.push((n, victim));
@@ -385,6 +471,7 @@ impl Memory {
                 let i = self.idx(h, n);
                 self.replicas[i].allocated = true;
                 self.replicas[i].chunk = chunk;
+                self.changed(h, n);
                 return Alloc::Done {
                     malloc: false,
                     frees,
@@ -400,16 +487,19 @@ impl Memory {
     }
 
     /// Handles not valid in RAM (they need a final write-back).
+    /// The handles holding data (valid somewhere) but not valid in RAM.
     pub fn not_in_ram(&self) -> impl Iterator<Item = HandleId> + '_ {
-        (0..self.sizes.len())
-            .map(|h| HandleId(h as u32))
-            .filter(|&h| !self.is_valid(h, self.ram))
+        self.handles
+            .iter()
+            .copied()
+            .filter(|&h| !self.is_valid(h, self.ram) && self.valid_nodes(h).next().is_some())
     }
 
     /// Replicas on `n` that are allocated and pinned, for diagnoses.
     pub fn pinned_on(&self, n: MemNodeId) -> Vec<HandleId> {
-        (0..self.sizes.len())
-            .map(|h| HandleId(h as u32))
+        self.handles
+            .iter()
+            .copied()
             .filter(|&h| {
                 let r = self.rep(h, n);
                 r.allocated && r.pins > 0
@@ -430,11 +520,15 @@ mod tests {
             b.add_handle(Handle::bytes(1000)).unwrap();
         }
         let g = b.build().unwrap();
+        let (handles, slots) = Memory::all_handles(&g);
         Memory::new(
             vec![MemKind::Ram, MemKind::Gpu],
             vec![1 << 20, 2000],
             MemNodeId(0),
+            &[MemNodeId(1)],
             &g,
+            handles,
+            slots,
             false,
         )
     }

@@ -50,11 +50,12 @@ impl WorkerStatus {
 pub enum SimEvent<'a> {
     /// The run starts (date 0), before any other event.
     RunStart {
-        /// The machine.
+        /// The machine (on a cluster, the machine every node is a copy of).
         machine: &'a Machine,
         /// The task graph.
         graph: &'a TaskGraph,
-        /// The workers, in id order (GPUs first, then CPU cores).
+        /// The workers, in id order (on one machine GPUs first, then CPU cores; on a cluster
+        /// rank by rank).
         workers: &'a [Worker],
         /// Names of the runtime's links, indexed by [`SimEvent::LinkLoads`]' link indices: the
         /// machine's links in order, a split-duplex link giving two (`NAME_UP`, `NAME_DOWN`).
@@ -66,6 +67,9 @@ pub enum SimEvent<'a> {
         /// Lower bounds on the makespan (critical path, area bound), e.g. to choose a time
         /// resolution before the run's length is known.
         bounds: crate::bounds::Bounds,
+        /// Nodes, memory nodes, ranks and workers with the global ids events carry (on one
+        /// machine: its memory nodes and `workers`).
+        layout: &'a crate::layout::Layout,
     },
     /// The run is over: the last task ended at `makespan_s` and the final write-back at the
     /// date of this event. No event follows.
@@ -126,8 +130,9 @@ pub enum SimEvent<'a> {
         /// Version of the data copied.
         version: u32,
         /// Identifies the transfer among those in flight (pairs this event with its
-        /// [`SimEvent::TransferEnd`]); reused by later transfers once this one ended. Small:
-        /// below the largest number of transfers ever queued or in flight at once.
+        /// [`SimEvent::TransferEnd`]) across all ranks; reused by later transfers once this
+        /// one ended. Small: below the ranks × the largest number of transfers one rank ever
+        /// had queued or in flight at once.
         id: u32,
     },
     /// A transfer's last byte arrived.
@@ -155,6 +160,9 @@ pub enum SimEvent<'a> {
         handle: HandleId,
         /// Bytes allocated on the node after this allocation.
         used_bytes: u64,
+        /// Whether it was paid for with a device allocation (cudaMalloc); false when it came
+        /// out of a chunk already allocated or reused an evicted replica's.
+        malloc: bool,
     },
     /// A replica was evicted from a device to make room (reported just before the
     /// [`SimEvent::Allocate`] it made room for). Its chunk is reused for the new replica if
@@ -174,6 +182,42 @@ pub enum SimEvent<'a> {
         /// The links whose load changed: (index into [`SimEvent::RunStart`]'s `links`, sum of
         /// the rates of the flows on the link in bytes per second), in link order.
         changed: &'a [(u32, f64)],
+    },
+    /// A message between ranks starts moving its bytes over the network (StarPU-MPI's send of
+    /// one piece of data): after the sender's overhead, and for a rendezvous message once the
+    /// receive is posted.
+    MessageStart {
+        /// The message task.
+        task: TaskId,
+        /// Sending rank.
+        from_rank: u32,
+        /// Receiving rank.
+        to_rank: u32,
+        /// Where the bytes leave (global memory node id).
+        src: MemNodeId,
+        /// Where they land (global memory node id).
+        dst: MemNodeId,
+        /// Payload.
+        bytes: f64,
+        /// Store-and-forward steps of its route (flows, or transfer-model times, one after the
+        /// other); 0 between ranks sharing host memory.
+        steps: u32,
+    },
+    /// A message is received: its bytes arrived and the receiver's overhead is paid; the data
+    /// is valid in the receiver's memory.
+    MessageEnd {
+        /// The message task.
+        task: TaskId,
+        /// Sending rank.
+        from_rank: u32,
+        /// Receiving rank.
+        to_rank: u32,
+        /// Where the bytes left (global memory node id).
+        src: MemNodeId,
+        /// Where they landed (global memory node id).
+        dst: MemNodeId,
+        /// Payload.
+        bytes: f64,
     },
     /// A task moved from one worker's queue to another's. Reserved for work-stealing
     /// schedulers: no scheduler emits it yet.

@@ -54,6 +54,50 @@ pub struct RunReport {
     pub area_bound_s: f64,
     /// makespan_s / max(critical_path_s, area_bound_s): 1 is as good as the bounds allow.
     pub bound_ratio: f64,
+    /// On a cluster: its shape, the messages between ranks and each node's share (absent on
+    /// one machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterReport>,
+}
+
+/// What a run on a cluster adds to its report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClusterReport {
+    /// Nodes.
+    pub nodes: u32,
+    /// Ranks (runtime instances; StarPU-MPI processes).
+    pub ranks: u32,
+    /// Messages between ranks.
+    pub messages: u64,
+    /// Their payload, bytes.
+    pub message_bytes: f64,
+    /// Store-and-forward steps the messages took (flows, or transfer-model times).
+    pub message_steps: u64,
+    /// Per node, in node order.
+    pub per_node: Vec<NodeReport>,
+}
+
+/// One node's share of a cluster run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeReport {
+    /// "n0", "n1", ...
+    pub name: String,
+    /// Tasks its workers ran (messages excluded).
+    pub tasks: u64,
+    /// Their flops.
+    pub flops: f64,
+    /// flops / makespan, GFlop/s.
+    pub gflops: f64,
+    /// Time its workers spent executing tasks, summed over them.
+    pub busy_s: f64,
+    /// Messages its ranks sent.
+    pub messages_sent: u64,
+    /// Their payload, bytes.
+    pub bytes_sent: f64,
+    /// Messages its ranks received.
+    pub messages_received: u64,
+    /// Their payload, bytes.
+    pub bytes_received: f64,
 }
 
 /// One worker's time and work.
@@ -73,6 +117,9 @@ pub struct WorkerReport {
     pub waiting_s: f64,
     /// Time with no task.
     pub idle_s: f64,
+    /// Its rank, on a cluster (absent on one machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
 }
 
 /// One link's traffic.

@@ -30,6 +30,9 @@ pub(crate) struct Suballocator {
 }
 
 impl Suballocator {
+    /// Bytes of one chunk.
+    pub const CHUNK_BYTES: u64 = CHUNK_BYTES;
+
     /// Whether an allocation of `bytes` is carved out of chunks (otherwise it has its own
     /// cudaMalloc).
     pub fn serves(bytes: u64) -> bool {

@@ -16,23 +16,23 @@ pub(crate) enum Path {
     Model(TransferModel),
 }
 
-/// The network of a machine as the runtime uses it: the fluid links (split-duplex links
-/// become two) with their names, and one direct path per pair that has a route.
+/// How the runtime reaches each pair of its memory nodes: the machine's links added to the
+/// engine's fluid network (split-duplex links become two), with their names, and one direct
+/// path per pair that has a route.
 #[derive(Debug)]
-pub(crate) struct Platform {
-    pub net: FluidNetwork,
+pub(crate) struct Paths {
     pub link_names: Vec<String>,
-    pub paths: Vec<Option<Path>>,
-    pub nnodes: usize,
+    paths: Vec<Option<Path>>,
+    nnodes: usize,
 }
 
-impl Platform {
-    pub fn new(machine: &Machine, mode: fluid::SharingMode) -> Self {
-        let mut net = FluidNetwork::new(mode);
+impl Paths {
+    /// Add `machine`'s links to `net` and compute its paths.
+    pub fn new(machine: &Machine, net: &mut FluidNetwork) -> Self {
         let mut link_names = Vec::new();
         // Fluid link of each machine link: (shared-or-up, down).
         let map = hetsim_platform::cluster::network::add_machine_links(
-            &mut net,
+            net,
             machine,
             Some(&mut link_names),
         );
@@ -45,9 +45,31 @@ impl Platform {
             };
             paths[r.src.index() * nnodes + r.dst.index()] = Some(path);
         }
-        Platform {
-            net,
+        Paths {
             link_names,
+            paths,
+            nnodes,
+        }
+    }
+
+    /// The paths inside node `node` of a cluster, over that node's copy of the links.
+    pub fn of_node(
+        machine: &Machine,
+        net: &hetsim_platform::cluster::ClusterNetwork,
+        node: hetsim_platform::cluster::NodeId,
+    ) -> Self {
+        use hetsim_platform::cluster::Segment;
+        let nnodes = machine.memory_nodes().len();
+        let mut paths = vec![None; nnodes * nnodes];
+        for r in machine.routes() {
+            paths[r.src.index() * nnodes + r.dst.index()] =
+                net.intra(node, r.src, r.dst).map(|s| match s {
+                    Segment::Fluid(links) => Path::Fluid(links),
+                    Segment::Model(m) => Path::Model(m),
+                });
+        }
+        Paths {
+            link_names: Vec::new(),
             paths,
             nnodes,
         }

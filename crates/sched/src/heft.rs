@@ -2,395 +2,100 @@
 //! comparison with StarPU's dynamic policies. (StarPU itself maps the name `heft` to `dmda`;
 //! this is the textbook algorithm.)
 //!
-//! **Planning**, once, at the first push, over the whole graph ([`View::graph`]):
+//! **Planning**, once, at the first push, over the whole graph ([`View::graph`]), with the
+//! costs, placement and execution of `crate::list` (mean cost `w̄` of a task over the workers
+//! that can run it; edge cost `c̄ = L̄ + bytes / B̄` between distinct memory nodes, free within
+//! one; earliest finish time with insertion):
 //!
-//! - *Costs.* A task's mean cost `w̄` is the mean of its predicted lengths over the workers that
-//!   can run it. The data on an edge `p → s` is the bytes of the handles `s` reads whose last
-//!   writer before `s` is `p` (0 for pure ordering edges such as write-after-read). Moving `b`
-//!   bytes between two distinct memory nodes costs `L̄ + b / B̄`, where `L̄` and `B̄` are the
-//!   means, over the ordered pairs of distinct memory nodes among the workers' nodes and RAM, of
-//!   the route's nominal (contention-free) latency and bandwidth; within one node it is free.
-//!   Data no predecessor wrote (the matrix as registered) is in RAM at the start.
 //! - *Upward rank.* `rank(t) = w̄(t) + max over successors s of (c̄(t, s) + rank(s))`, with
-//!   `c̄(t, s)` the cost above of the edge's bytes (0 without bytes).
+//!   `c̄(t, s)` the cost of the edge's bytes (0 without bytes).
 //! - *Assignment.* Tasks by decreasing rank (ties: topological position, which is submission
 //!   order for generated workloads). Each goes to the worker with the earliest finish time
 //!   `EFT = EST + length`, where `EST` is the start of the earliest idle slot of the worker, at
-//!   or after the data-ready time, long enough for the task (insertion policy). The data-ready
-//!   time on worker `w` is the latest of, over predecessors `p`, `finish(p)` plus the transfer
-//!   cost of the edge's bytes if `p`'s worker is in another memory node than `w`, and the cost
-//!   of bringing the initial data from RAM. Ties go to the lowest worker id.
+//!   or after the data-ready time, long enough for the task (insertion policy). Ties go to the
+//!   lowest worker id.
 //!
 //! **Execution.** Each worker runs its planned tasks in planned start order: it pops only its
 //! next planned task, and only once that task is ready (pushed); otherwise nothing. The runtime
 //! then times everything itself (real transfers with contention, drawn kernel durations); the
-//! plan fixes only who runs what, in which order. No prefetch. The plan's per-worker order
-//! never waits for a later task, since a task's planned start is after its predecessors'
-//! planned finishes.
+//! plan fixes only who runs what, in which order. No prefetch.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
-
-use super::{Decision, Scheduler};
-use hetsim_platform::machine::MemNodeId;
+use crate::list::{Costs, ListPlanner, ListScheduler, Placement};
+pub use crate::list::{Plan, Slot};
 use hetsim_runtime::{View, WorkerId};
 use hetsim_taskgraph::TaskId;
 
-/// Where and when the plan puts one task (seconds from the first push).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Slot {
-    /// The worker.
-    pub worker: WorkerId,
-    /// Planned start.
-    pub start_s: f64,
-    /// Planned finish.
-    pub finish_s: f64,
-}
-
-/// The static schedule HEFT computed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// Upward rank of each task, seconds.
-    pub rank_s: Vec<f64>,
-    /// Tasks in the order they were placed (decreasing rank).
-    pub order: Vec<TaskId>,
-    /// Each task's slot.
-    pub slots: Vec<Slot>,
-    /// Mean latency `L̄` and bandwidth `B̄` (bytes/s) of the communication cost.
-    pub mean_latency_s: f64,
-    /// See `mean_latency_s`.
-    pub mean_bandwidth: f64,
-}
-
-impl Plan {
-    /// The planned finish of the last task.
-    pub fn makespan_s(&self) -> f64 {
-        self.slots.iter().map(|s| s.finish_s).fold(0.0, f64::max)
-    }
-}
-
 /// The HEFT policy: plans at the first push, then executes the plan.
-#[derive(Debug, Default)]
-pub struct Heft {
-    plan: Option<Plan>,
-    /// Per worker: planned tasks not yet popped, in planned start order.
-    next: Vec<VecDeque<TaskId>>,
-    ready: Vec<bool>,
-    queued: usize,
-}
+pub type Heft = ListScheduler<HeftRule>;
 
-/// Per task: its predecessors with the bytes it reads from what each wrote, and the bytes it
-/// reads that no predecessor wrote (initially in RAM).
-struct Inputs {
-    preds: Vec<Vec<(TaskId, u64)>>,
-    initial: Vec<u64>,
-}
+/// HEFT's planning rule.
+#[derive(Debug)]
+pub struct HeftRule;
 
-fn inputs(view: &View<'_>) -> Inputs {
-    let g = view.graph();
-    let n = g.num_tasks();
-    let mut preds: Vec<Vec<(TaskId, u64)>> = vec![Vec::new(); n];
-    for t in g.task_ids() {
-        for &s in g.successors(t) {
-            preds[s.index()].push((t, 0));
-        }
-    }
-    // Last writer of each handle, in submission order (as the graph's implicit dependencies).
-    let mut last_writer: Vec<Option<TaskId>> = vec![None; g.handles().len()];
-    let mut initial = vec![0u64; n];
-    for t in g.task_ids() {
-        let accesses = g.accesses(t);
-        for (i, a) in accesses.iter().enumerate() {
-            // A handle accessed twice by one task counts once.
-            if !a.mode.reads() || accesses[..i].iter().any(|b| b.handle == a.handle) {
-                continue;
-            }
-            let bytes = g.handle(a.handle).size_bytes;
-            let from = last_writer[a.handle.index()]
-                .and_then(|w| preds[t.index()].iter_mut().find(|(p, _)| *p == w));
-            match from {
-                Some((_, b)) => *b += bytes,
-                None => initial[t.index()] += bytes,
-            }
-        }
-        for a in accesses.iter().filter(|a| a.mode.writes()) {
-            last_writer[a.handle.index()] = Some(t);
-        }
-    }
-    Inputs { preds, initial }
-}
+impl ListPlanner for HeftRule {
+    const NAME: &'static str = "heft";
+    type Output = Plan;
 
-/// Topological order, smallest task id first among the available ones.
-fn topological(view: &View<'_>) -> Vec<TaskId> {
-    let g = view.graph();
-    let mut left: Vec<u32> = g.task_ids().map(|t| g.predecessor_count(t)).collect();
-    let mut heap: BinaryHeap<Reverse<TaskId>> = g.roots().map(Reverse).collect();
-    let mut order = Vec::with_capacity(g.num_tasks());
-    while let Some(Reverse(t)) = heap.pop() {
-        order.push(t);
-        for &s in g.successors(t) {
-            left[s.index()] -= 1;
-            if left[s.index()] == 0 {
-                heap.push(Reverse(s));
-            }
-        }
-    }
-    assert_eq!(order.len(), g.num_tasks(), "task graphs are acyclic");
-    order
-}
-
-/// `L̄` and `B̄` over ordered pairs of distinct memory nodes among the workers' and RAM.
-fn mean_link(view: &View<'_>) -> (f64, f64) {
-    let mut nodes: Vec<MemNodeId> = view.workers().iter().map(|w| w.memory).collect();
-    nodes.push(view.ram_node());
-    nodes.sort();
-    nodes.dedup();
-    const PROBE: f64 = 1e9;
-    let (mut lat, mut bw, mut pairs) = (0.0, 0.0, 0u32);
-    for &a in &nodes {
-        for &b in &nodes {
-            if a == b {
-                continue;
-            }
-            let l = view.nominal_transfer_s(a, b, 0.0);
-            let t = view.nominal_transfer_s(a, b, PROBE);
-            if !(l.is_finite() && t.is_finite() && t > l) {
-                continue;
-            }
-            lat += l;
-            bw += PROBE / (t - l);
-            pairs += 1;
-        }
-    }
-    if pairs == 0 {
-        (0.0, f64::INFINITY)
-    } else {
-        (lat / f64::from(pairs), bw / f64::from(pairs))
-    }
-}
-
-/// Idle intervals of one worker, sorted; the last one is open-ended.
-struct Gaps {
-    gaps: Vec<(f64, f64)>,
-    /// Gaps shorter than this (the shortest task the worker can run) are dropped.
-    min_len: f64,
-}
-
-impl Gaps {
-    /// The earliest start ≥ `ready` of an idle interval of length `len`, and its gap.
-    fn find(&self, ready: f64, len: f64) -> (f64, usize) {
-        let first = self.gaps.partition_point(|g| g.1 <= ready);
-        for (i, &(a, b)) in self.gaps.iter().enumerate().skip(first) {
-            let st = ready.max(a);
-            if st + len <= b {
-                return (st, i);
-            }
-        }
-        unreachable!("the last gap is open-ended")
+    fn schedule(output: &Plan) -> &Plan {
+        output
     }
 
-    fn book(&mut self, i: usize, start: f64, end: f64) {
-        let (a, b) = self.gaps[i];
-        let mut keep = Vec::with_capacity(2);
-        if start - a >= self.min_len && start > a {
-            keep.push((a, start));
-        }
-        if b == f64::INFINITY || (b > end && b - end >= self.min_len) {
-            keep.push((end, b));
-        }
-        self.gaps.splice(i..=i, keep);
-    }
-}
-
-impl Heft {
-    /// A policy that will plan at its first push.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The plan, once computed.
-    pub fn plan(&self) -> Option<&Plan> {
-        self.plan.as_ref()
-    }
-
-    /// Compute the HEFT plan of the whole graph.
-    pub fn compute_plan(view: &View<'_>) -> Plan {
+    /// The HEFT plan of the whole graph.
+    fn compute_plan(view: &View<'_>) -> Plan {
         let g = view.graph();
         let n = g.num_tasks();
         let workers = view.workers();
-        let nw = workers.len();
-        // Predicted lengths, NaN where a worker cannot run the task.
-        let mut len = vec![f64::NAN; n * nw];
-        let mut mean = vec![0.0; n];
-        let mut min_len = vec![f64::INFINITY; nw];
-        for t in g.task_ids() {
-            let (mut sum, mut k) = (0.0, 0u32);
-            for w in workers {
-                if let Some(l) = view.predicted_length_s(t, w.id) {
-                    len[t.index() * nw + w.id.index()] = l;
-                    min_len[w.id.index()] = min_len[w.id.index()].min(l);
-                    sum += l;
-                    k += 1;
-                }
-            }
-            assert!(k > 0, "the runtime refuses tasks no worker can run");
-            mean[t.index()] = sum / f64::from(k);
-        }
-        let (lat, bw) = mean_link(view);
-        let cost = |bytes: u64| {
-            if bytes == 0 {
-                0.0
-            } else {
-                lat + bytes as f64 / bw
-            }
-        };
-        let inputs = inputs(view);
-        let topo = topological(view);
+        let costs = Costs::of(view);
 
         // Upward ranks, successors first.
         let mut rank = vec![0.0; n];
-        for &t in topo.iter().rev() {
+        for &t in costs.topo.iter().rev() {
             let mut tail: f64 = 0.0;
             for &s in g.successors(t) {
-                let bytes = inputs.preds[s.index()]
-                    .iter()
-                    .find(|(p, _)| *p == t)
-                    .map_or(0, |&(_, b)| b);
-                tail = tail.max(cost(bytes) + rank[s.index()]);
+                tail = tail.max(costs.transfer_s(costs.edge_bytes(t, s)) + rank[s.index()]);
             }
-            rank[t.index()] = mean[t.index()] + tail;
+            rank[t.index()] = costs.mean[t.index()] + tail;
         }
-        let mut pos = vec![0usize; n];
-        for (i, &t) in topo.iter().enumerate() {
-            pos[t.index()] = i;
-        }
-        let mut order: Vec<TaskId> = topo;
+        let mut order: Vec<TaskId> = costs.topo.clone();
         order.sort_by(|a, b| {
             rank[b.index()]
                 .total_cmp(&rank[a.index()])
-                .then(pos[a.index()].cmp(&pos[b.index()]))
+                .then(costs.pos[a.index()].cmp(&costs.pos[b.index()]))
         });
 
         // Earliest finish time with insertion.
-        let ram = view.ram_node();
-        let mut gaps: Vec<Gaps> = min_len
-            .iter()
-            .map(|&m| Gaps {
-                gaps: vec![(0.0, f64::INFINITY)],
-                min_len: if m.is_finite() { m } else { 0.0 },
-            })
-            .collect();
-        let placeholder = Slot {
-            worker: WorkerId(0),
-            start_s: f64::NAN,
-            finish_s: f64::NAN,
-        };
-        let mut slots = vec![placeholder; n];
+        let mut placed = Placement::new(&costs, view);
         for &t in &order {
-            let mut best: Option<(f64, f64, WorkerId, usize)> = None; // (eft, est, w, gap)
+            if !view.is_local(t) {
+                placed.place_elsewhere(&costs, t);
+                continue;
+            }
+            let mut best: Option<(WorkerId, crate::list::Fit)> = None;
             for w in workers {
-                let l = len[t.index() * nw + w.id.index()];
-                if l.is_nan() {
+                let Some(fit) = placed.fit(&costs, workers, t, w) else {
                     continue;
-                }
-                let node = w.memory;
-                let mut ready = if node == ram {
-                    0.0
-                } else {
-                    cost(inputs.initial[t.index()])
                 };
-                for &(p, bytes) in &inputs.preds[t.index()] {
-                    let ps = slots[p.index()];
-                    debug_assert!(!ps.finish_s.is_nan(), "predecessors are placed first");
-                    let moved = if workers[ps.worker.index()].memory == node {
-                        0.0
-                    } else {
-                        cost(bytes)
-                    };
-                    ready = ready.max(ps.finish_s + moved);
-                }
-                let (est, gap) = gaps[w.id.index()].find(ready, l);
-                if best.is_none_or(|b| est + l < b.0) {
-                    best = Some((est + l, est, w.id, gap));
+                if best.is_none_or(|b| fit.finish_s < b.1.finish_s) {
+                    best = Some((w.id, fit));
                 }
             }
-            let (eft, est, w, gap) = best.expect("some worker can run the task");
-            gaps[w.index()].book(gap, est, eft);
-            slots[t.index()] = Slot {
-                worker: w,
-                start_s: est,
-                finish_s: eft,
-            };
+            let (w, fit) = best.expect("some worker can run the task");
+            placed.place(t, w, fit);
         }
         Plan {
             rank_s: rank,
             order,
-            slots,
-            mean_latency_s: lat,
-            mean_bandwidth: bw,
+            slots: placed.into_slots(),
+            mean_latency_s: costs.lat,
+            mean_bandwidth: costs.bw,
         }
-    }
-
-    fn ensure_plan(&mut self, view: &View<'_>) {
-        if self.plan.is_some() {
-            return;
-        }
-        let plan = Self::compute_plan(view);
-        let nw = view.workers().len();
-        let mut per: Vec<Vec<(f64, usize, TaskId)>> = vec![Vec::new(); nw];
-        for (i, &t) in plan.order.iter().enumerate() {
-            let s = plan.slots[t.index()];
-            per[s.worker.index()].push((s.start_s, i, t));
-        }
-        self.next = per
-            .into_iter()
-            .map(|mut v| {
-                v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                v.into_iter().map(|(_, _, t)| t).collect()
-            })
-            .collect();
-        self.ready = vec![false; view.graph().num_tasks()];
-        self.plan = Some(plan);
-    }
-
-    /// `worker`'s planned tasks not yet popped, in order.
-    pub fn planned(&self, worker: WorkerId) -> Vec<TaskId> {
-        self.next
-            .get(worker.index())
-            .map_or_else(Vec::new, |q| q.iter().copied().collect())
-    }
-}
-
-impl Scheduler for Heft {
-    fn name(&self) -> &'static str {
-        "heft"
-    }
-
-    fn push(&mut self, task: TaskId, view: &View<'_>, _decisions: &mut Vec<Decision>) {
-        self.ensure_plan(view);
-        self.ready[task.index()] = true;
-        self.queued += 1;
-    }
-
-    fn pop(&mut self, worker: WorkerId, _view: &View<'_>) -> Option<TaskId> {
-        let q = self.next.get_mut(worker.index())?;
-        let &t = q.front()?;
-        if !self.ready[t.index()] {
-            return None;
-        }
-        q.pop_front();
-        self.queued -= 1;
-        Some(t)
-    }
-
-    fn queued(&self) -> usize {
-        self.queued
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Scheduler;
     use hetsim_platform::machine;
     use hetsim_runtime::fixture::Fixture;
     use hetsim_runtime::{FlopRate, RunConfig};

@@ -6,8 +6,8 @@ use hetsim_runtime::fixture::{RATES, star_machine, workers};
 use hetsim_runtime::{Observer, RunConfig, SimEvent, TransferKind, WorkerId, simulate_observed};
 use hetsim_taskgraph::{self as workload, HandleId, Precision, TaskGraph, TaskId};
 
-/// Records which worker started each task.
-struct WhoRan(Vec<(TaskId, WorkerId)>);
+/// Records which worker started each task (for the policies' tests too).
+pub(crate) struct WhoRan(pub Vec<(TaskId, WorkerId)>);
 
 impl Observer for WhoRan {
     fn event(&mut self, _at_s: f64, event: &SimEvent<'_>) {

@@ -21,8 +21,8 @@
 use hetsim_core::InputError;
 
 use super::graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, NodeId, TaskGraph, TaskGraphBuilder, TaskId,
-    TaskKind,
+    Access, AccessMode, CodeletId, Handle, HandleId, NodeId, Place, TaskGraph, TaskGraphBuilder,
+    TaskId, TaskKind,
 };
 
 /// The codelet name messages carry (in traces and per-codelet counts).
@@ -340,7 +340,12 @@ impl DistributedBuilder {
                 Access::new(dst, AccessMode::W),
             ],
             to,
-            TaskKind::Message { from, to },
+            TaskKind::Message {
+                from,
+                to,
+                src: Place::Host,
+                dst: Place::Host,
+            },
         )?;
         self.messages += 1;
         Ok(())
@@ -625,7 +630,9 @@ mod tests {
             g.task(TaskId(0)).kind,
             TaskKind::Message {
                 from: NodeId(0),
-                to: NodeId(1)
+                to: NodeId(1),
+                src: Place::Host,
+                dst: Place::Host,
             }
         );
         assert_eq!(g.task(t0).node, NodeId(1));
@@ -743,12 +750,16 @@ mod tests {
             [
                 TaskKind::Message {
                     from: NodeId(0),
-                    to: NodeId(1)
+                    to: NodeId(1),
+                    src: Place::Host,
+                    dst: Place::Host,
                 },
                 TaskKind::Compute,
                 TaskKind::Message {
                     from: NodeId(1),
-                    to: NodeId(0)
+                    to: NodeId(0),
+                    src: Place::Host,
+                    dst: Place::Host,
                 },
             ]
         );

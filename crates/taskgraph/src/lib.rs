@@ -27,8 +27,8 @@ pub use cholesky::{
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, NodeId, Task, TaskGraph, TaskGraphBuilder,
-    TaskId, TaskKind, Tile, WontUse,
+    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Place, Task, TaskGraph,
+    TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
 
@@ -106,6 +106,23 @@ impl Kernel {
             Kernel::Cholesky => cholesky(n, nb, precision),
             Kernel::Lu => lu(n, nb, precision),
             Kernel::Gemm => gemm(n, nb, precision),
+        }
+    }
+
+    /// The distributed graph over a `grid` of ranks, as StarPU-MPI's examples submit it
+    /// ([`distributed`]); `cache` is StarPU-MPI's `STARPU_MPI_CACHE`.
+    pub fn generate_distributed(
+        self,
+        n: u64,
+        nb: u64,
+        precision: Precision,
+        grid: distributed::BlockCyclic,
+        cache: bool,
+    ) -> Result<TaskGraph, InputError> {
+        match self {
+            Kernel::Cholesky => distributed::cholesky(n, nb, precision, grid, cache),
+            Kernel::Lu => distributed::lu(n, nb, precision, grid, cache),
+            Kernel::Gemm => distributed::gemm(n, nb, precision, grid, cache),
         }
     }
 }

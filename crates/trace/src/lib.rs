@@ -7,6 +7,8 @@
 //!   `pj_dump`, StarPU's R and Python tools);
 //! - [`ChromeWriter`]: a Chrome Trace Event JSON file (ui.perfetto.dev, chrome://tracing);
 //! - [`GanttWriter`]: an SVG Gantt chart, one row per worker and one per transfer direction;
+//! - [`formats::FORMATS`]: the registry of the trace formats, each with its name, extension,
+//!   help and options, from which the command line offers `--paje FILE` and the like;
 //! - [`stats::bounds`]: the critical path and the area bound of a task graph on a set of
 //!   workers, which [`RunReport`](hetsim_runtime::RunReport) carries.
 //!
@@ -48,10 +50,12 @@
 //! ```
 
 mod chrome;
+pub mod formats;
 mod gantt;
 mod paje;
 
 pub use chrome::ChromeWriter;
+pub use formats::{FORMATS, TraceFormat, TraceOptions, TraceWriter};
 pub use gantt::{GanttGroup, GanttOptions, GanttRows, GanttWriter};
 pub use hetsim_runtime::bounds::{Bounds, bounds, bounds_from_means};
 pub use paje::PajeWriter;
@@ -389,6 +393,29 @@ pub(crate) fn push_fixed(buf: &mut Vec<u8>, x: f64, decimals: u32) {
         buf.push(b'-');
     }
     push_scaled(buf, v.unsigned_abs(), decimals);
+}
+
+/// Bytes in use on each memory node of the run at its start: a node's RAM holds that node's
+/// handles (every handle on one machine), device memories nothing.
+pub(crate) fn initial_memory_use(
+    graph: &hetsim_taskgraph::TaskGraph,
+    layout: &hetsim_runtime::Layout,
+) -> Vec<u64> {
+    let mut ram = vec![0u64; layout.nodes.len()];
+    for h in graph.handles() {
+        if let Some(u) = ram.get_mut(h.node.0 as usize) {
+            *u += h.size_bytes;
+        }
+    }
+    layout
+        .memories
+        .iter()
+        .map(|m| match m.kind {
+            hetsim_platform::machine::MemKind::Ram => ram.get(m.node as usize).copied(),
+            _ => None,
+        })
+        .map(|u| u.unwrap_or(0))
+        .collect()
 }
 
 /// A display name for a handle: its tile (`A(1,0)`) or `h<id>`.

@@ -1,44 +1,45 @@
 //! Writing an [`Imported`] calibration as a hetsim machine file (`docs/machine-format.md`).
 //!
-//! The output is deterministic (same input, same bytes), quotes every figure as StarPU wrote it
-//! with its unit, and says in comments which file and line each one comes from.
+//! The file is the reader's own schema, [`RawMachineFile`], filled from StarPU's figures and
+//! serialised by [`RawMachineFile::to_document`]; the comments saying which file and line each
+//! figure comes from are then attached to its tables and values as `toml_edit` decor. Every
+//! figure keeps the text StarPU wrote, with its unit; the output is deterministic (same input,
+//! same bytes).
 
 use std::collections::BTreeSet;
-use std::fmt::Write;
 
-use super::starpu_bus::AffinityUnit;
-use super::starpu_codelets::{HistoryLine, StarpuDevice};
-use super::{DEFAULT_RAM, Imported};
-use hetsim_core::error::InputError;
+use super::notes::{Notes, Place};
+use super::starpu_bus::{AffinityUnit, Matrix};
+use super::starpu_codelets::{ArchModel, HistoryLine, StarpuDevice};
+use super::{DEFAULT_RAM, Imported, ImportedCodelet};
+use hetsim_core::error::{Error, InputError};
 use hetsim_models::Regression;
+use hetsim_platform::machine::format::{
+    RawAffinity, RawCodelet, RawCpus, RawDeviceModel, RawGpu, RawHeader, RawHistoryEntry, RawLink,
+    RawMachineFile, RawMemNode, RawQuantity, RawRegression, RawRoute, unspanned,
+};
 
-/// A TOML basic string.
-fn q(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
+/// The machine file for an import. Fails as bad input only if the platform lacks a route
+/// between RAM and a GPU; any other failure is a bug of this writer.
+pub fn machine_toml(im: &Imported) -> Result<String, Error> {
+    let mut notes = Notes::default();
+    let raw = machine_file(im, &mut notes)?;
+    let mut doc = raw
+        .to_document()
+        .map_err(|e| Error::Internal(format!("cannot serialise the machine file: {e}")))?;
+    notes.attach(&mut doc)?;
+    Ok(doc.to_string())
 }
 
-/// Text safe for a one-line comment.
-fn c(s: &str) -> String {
-    s.chars()
-        .map(|ch| if ch.is_control() { ' ' } else { ch })
-        .collect()
+// ---------------------------------------------------------------------------------------------
+// The file's values, with the notes saying where they come from.
+
+fn text(s: impl Into<String>) -> toml::Spanned<RawQuantity> {
+    unspanned(RawQuantity::Text(s.into()))
 }
 
-/// A float for TOML: StarPU's `%e` text when it is a valid TOML float, else Rust's `{:?}`.
-fn toml_float(text: &str, value: f64) -> String {
-    let ok = {
-        let t = text.strip_prefix('-').unwrap_or(text);
-        let (mant, exp) = t.split_once(['e', 'E']).unwrap_or((t, "0"));
-        let (int, frac) = mant.split_once('.').unwrap_or((mant, "0"));
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
-        digits(int) && digits(frac) && digits(exp) && !(int.len() > 1 && int.starts_with('0'))
-    };
-    if ok {
-        text.to_string()
-    } else {
-        format!("{value:?}")
-    }
+fn name(s: impl Into<String>) -> toml::Spanned<String> {
+    unspanned(s.into())
 }
 
 fn device_name(d: StarpuDevice) -> String {
@@ -46,21 +47,6 @@ fn device_name(d: StarpuDevice) -> String {
         StarpuDevice::Cpu => "cpu".to_string(),
         StarpuDevice::Cuda(i) => format!("CUDA{i}"),
     }
-}
-
-fn history_entry(h: &HistoryLine) -> String {
-    let mut s = format!(
-        "{{ size = {}, mean = {}, stddev = {}, samples = {}",
-        q(&format!("{} B", h.size)),
-        q(&format!("{} us", h.mean_text)),
-        q(&format!("{} us", h.dev_text)),
-        h.samples
-    );
-    if h.flops.is_finite() && h.flops >= 0.0 {
-        let _ = write!(s, ", flops = {}", toml_float(&h.flops_text, h.flops));
-    }
-    let _ = write!(s, " }},  # line {}, footprint {}", h.line, h.footprint);
-    s
 }
 
 /// Memory nodes kept: RAM and the CUDA devices of the configuration.
@@ -72,73 +58,148 @@ fn kept_node(im: &Imported, id: &str) -> bool {
             .is_some_and(|n| n < im.config.cuda && format!("CUDA{n}") == id)
 }
 
-/// One route to write: (src, dst, links, source line, generated from a symmetrical route).
-type OutRoute = (String, String, Vec<String>, usize, bool);
+/// One route to write.
+struct OutRoute {
+    src: String,
+    dst: String,
+    links: Vec<String>,
+    /// Line of the `<route>` element.
+    line: usize,
+    /// Made as the reverse of a symmetrical route.
+    reversed: bool,
+}
 
 fn routes(im: &Imported) -> Vec<OutRoute> {
+    let kept = |r: &super::starpu_platform::Route| {
+        kept_node(im, &r.src) && kept_node(im, &r.dst) && r.src != r.dst
+    };
     let mut out: Vec<OutRoute> = Vec::new();
-    for r in &im.platform.routes {
-        if kept_node(im, &r.src) && kept_node(im, &r.dst) && r.src != r.dst {
-            out.push((r.src.clone(), r.dst.clone(), r.links.clone(), r.line, false));
-        }
+    for r in im.platform.routes.iter().filter(|r| kept(r)) {
+        out.push(OutRoute {
+            src: r.src.clone(),
+            dst: r.dst.clone(),
+            links: r.links.clone(),
+            line: r.line,
+            reversed: false,
+        });
     }
-    for r in &im.platform.routes {
-        if r.symmetrical
-            && kept_node(im, &r.src)
-            && kept_node(im, &r.dst)
-            && r.src != r.dst
-            && !out.iter().any(|o| o.0 == r.dst && o.1 == r.src)
-        {
-            let mut links = r.links.clone();
-            links.reverse();
-            out.push((r.dst.clone(), r.src.clone(), links, r.line, true));
+    for r in im
+        .platform
+        .routes
+        .iter()
+        .filter(|r| r.symmetrical && kept(r))
+    {
+        if !out.iter().any(|o| o.src == r.dst && o.dst == r.src) {
+            out.push(OutRoute {
+                src: r.dst.clone(),
+                dst: r.src.clone(),
+                links: r.links.iter().rev().cloned().collect(),
+                line: r.line,
+                reversed: true,
+            });
         }
     }
     out
 }
 
-/// The machine file for an import. Fails (as bad input) only if the platform lacks a route
-/// between RAM and a GPU.
-pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
+/// The links the routes cross.
+fn used_links(routes: &[OutRoute]) -> BTreeSet<&str> {
+    routes
+        .iter()
+        .flat_map(|r| r.links.iter().map(String::as_str))
+        .collect()
+}
+
+/// The GPU model of CUDA device `i`, and a comment when the platform does not give it.
+fn gpu_model(im: &Imported, i: u32) -> (String, Option<&'static str>) {
+    let prop = im
+        .platform
+        .host(&format!("CUDA{i}"))
+        .and_then(|h| h.props.get("model"));
+    match (prop, &im.options.gpu_model) {
+        (Some(m), _) => (m.clone(), None),
+        (None, Some(m)) => (
+            m.clone(),
+            Some("no `model` property in the platform: given with --gpu-model"),
+        ),
+        (None, None) => (
+            "unknown".to_string(),
+            Some("no `model` property in the platform"),
+        ),
+    }
+}
+
+fn machine_file(im: &Imported, notes: &mut Notes) -> Result<RawMachineFile, InputError> {
+    let cfg = &im.config;
+    let routes = routes(im);
+    for i in 0..cfg.cuda {
+        let g = format!("CUDA{i}");
+        for (a, b) in [("RAM", g.as_str()), (g.as_str(), "RAM")] {
+            if !routes.iter().any(|r| r.src == a && r.dst == b) {
+                return Err(InputError::new(format!(
+                    "the platform has no route {a} -> {b}; every GPU needs a route from RAM and \
+                     one back"
+                ))
+                .in_file(im.options.dir.join("bus").join(&im.platform_file)));
+            }
+        }
+    }
+    // The notes are taken in document order: a comment above a table that is not written
+    // moves on to the next one.
+    header(im, &routes, notes);
+    let memory_nodes = memory_nodes(im, notes);
+    let cpus = cpus(im, notes);
+    let gpus = gpus(im, notes);
+    let links = links(im, &routes, notes);
+    let routes = out_routes(im, &routes, notes);
+    let affinity = affinity(im, notes);
+    let codelets = codelets(im, notes)?;
+    Ok(RawMachineFile {
+        machine: unspanned(RawHeader {
+            name: name(im.name()),
+            description: Some(format!(
+                "{} CPU cores, {}x {}; imported from StarPU's calibration of host {}",
+                cfg.cpus,
+                cfg.cuda,
+                gpu_model(im, 0).0,
+                im.options.host
+            )),
+        }),
+        memory_nodes,
+        cpus,
+        gpus,
+        links,
+        routes,
+        runtime: None,
+        perfmodels: None,
+        codelets,
+        affinity,
+    })
+}
+
+/// The header's attribution and licence.
+const LICENCE: [&str; 6] = [
+    "StarPU's calibration data is (C) University of Bordeaux, CNRS (LaBRI UMR 5800), Inria,",
+    "under the GNU LGPL version 2.1 or later (COPYING.starpu); this file is a derived work",
+    "under the same licence.",
+    "",
+    "Figures are copied as written, with their units (SimGrid's Bps and s on links, us for",
+    "kernel times, bytes for sizes), never recomputed.",
+];
+
+/// The header: what was read, the licence, what was left out.
+fn header(im: &Imported, routes: &[OutRoute], notes: &mut Notes) {
     let o = &im.options;
     let host = &o.host;
-    let name = im.name();
     let cfg = &im.config;
     let pf = &im.platform_file;
-    let mut s = String::new();
-    let w = &mut s;
-
-    let gpu_model = |i: u32| -> (String, &'static str) {
-        match im
-            .platform
-            .host(&format!("CUDA{i}"))
-            .and_then(|h| h.props.get("model"))
-        {
-            Some(m) => (m.clone(), "platform"),
-            None => match &o.gpu_model {
-                Some(m) => (m.clone(), "option"),
-                None => ("unknown".to_string(), "none"),
-            },
-        }
-    };
-    let routes = routes(im);
-    let used: BTreeSet<&str> = routes
-        .iter()
-        .flat_map(|r| r.2.iter().map(String::as_str))
-        .collect();
-    let links: Vec<_> = im
-        .platform
-        .links
-        .iter()
-        .filter(|l| used.contains(l.id.as_str()))
-        .collect();
-    let dropped_links: Vec<&str> = im
+    let used = used_links(routes);
+    let dropped_links = im
         .platform
         .links
         .iter()
         .filter(|l| !used.contains(l.id.as_str()))
-        .map(|l| l.id.as_str())
-        .collect();
+        .count();
     let dropped_hosts: Vec<&str> = im
         .platform
         .hosts
@@ -146,407 +207,505 @@ pub fn machine_toml(im: &Imported) -> Result<String, InputError> {
         .map(|h| h.id.as_str())
         .filter(|h| !kept_node(im, h) && *h != "MAIN" && !h.starts_with("CPU"))
         .collect();
-    let dropped_routes =
-        im.platform.routes.len() + routes.iter().filter(|r| r.4).count() - routes.len();
+    let reversed = routes.iter().filter(|r| r.reversed).count();
+    let dropped_routes = im.platform.routes.len() + reversed - routes.len();
 
-    // Header.
-    let _ = writeln!(
-        w,
-        "# {}: imported by `hetsim calibrate import-starpu` from StarPU's calibration files.",
-        c(name)
-    );
-    let _ = writeln!(w, "#   directory: {}", c(&o.dir.display().to_string()));
-    let _ = writeln!(w, "#   host:      {}", c(host));
-    let _ = writeln!(w, "# Files read:");
-    let _ = writeln!(
-        w,
-        "#   bus/{h}.config          device counts ({} CPUs, {} CUDA, {} OpenCL{})",
-        cfg.cpus,
-        cfg.cuda,
-        cfg.opencl,
-        if cfg.has_numa_line {
-            format!(", {} NUMA nodes", cfg.numa)
-        } else {
-            String::new()
-        },
-        h = c(host)
-    );
-    let _ = writeln!(
-        w,
-        "#   bus/{pf}  GPU models and memsize, links, routes (SimGrid v{} syntax)",
-        c(&im.platform.version)
-    );
-    let _ = writeln!(
-        w,
-        "#   bus/{h}.bandwidth, .latency  measured matrices (MB/s, us), quoted at [[links]]",
-        h = c(host)
-    );
+    let mut h = vec![
+        format!(
+            "{}: imported by `hetsim calibrate import-starpu` from StarPU's calibration files.",
+            im.name()
+        ),
+        format!("  directory: {}", o.dir.display()),
+        format!("  host:      {host}"),
+        "Files read:".to_string(),
+        format!(
+            "  bus/{host}.config          device counts ({} CPUs, {} CUDA, {} OpenCL{})",
+            cfg.cpus,
+            cfg.cuda,
+            cfg.opencl,
+            if cfg.has_numa_line {
+                format!(", {} NUMA nodes", cfg.numa)
+            } else {
+                String::new()
+            }
+        ),
+        format!(
+            "  bus/{pf}  GPU models and memsize, links, routes (SimGrid v{} syntax)",
+            im.platform.version
+        ),
+        format!(
+            "  bus/{host}.bandwidth, .latency  measured matrices (MB/s, us), quoted at [[links]]"
+        ),
+    ];
     if im.affinity.is_some() {
-        let _ = writeln!(
-            w,
-            "#   bus/{h}.affinity        CPU cores nearest each GPU ([affinity])",
-            h = c(host)
-        );
+        h.push(format!(
+            "  bus/{host}.affinity        CPU cores nearest each GPU ([affinity])"
+        ));
     }
-    for (h, n) in &im.files_per_host {
-        let _ = writeln!(
-            w,
-            "#   codelets/45/*.{}  {n} files: kernel history per codelet and device ([[codelets]])",
-            c(h)
-        );
+    for (host, n) in &im.files_per_host {
+        h.push(format!(
+            "  codelets/45/*.{host}  {n} files: kernel history per codelet and device ([[codelets]])"
+        ));
     }
-    for n in &o.notes {
-        let _ = writeln!(w, "# {}", c(n));
-    }
-    let _ = writeln!(
-        w,
-        "# StarPU's calibration data is (C) University of Bordeaux, CNRS (LaBRI UMR 5800), Inria,\n\
-         # under the GNU LGPL version 2.1 or later (COPYING.starpu); this file is a derived work\n\
-         # under the same licence.\n\
-         #\n\
-         # Figures are copied as written, with their units (SimGrid's Bps and s on links, us for\n\
-         # kernel times, bytes for sizes), never recomputed."
-    );
-    let _ = writeln!(
-        w,
-        "# Left out: OpenCL devices (StarPU's OpenCL view of the same GPUs) and DISK nodes: hosts {},\n\
-         # with {} links and {} routes of theirs; MAIN and the CPU hosts carry no links (cores are\n\
-         # [[cpus]]). [runtime] is omitted: StarPU-SimGrid's defaults apply.",
-        if dropped_hosts.is_empty() {
-            "none".to_string()
-        } else {
-            dropped_hosts.join(", ")
+    h.extend(o.notes.iter().cloned());
+    h.extend(LICENCE.iter().map(|l| l.to_string()));
+    let dropped_hosts = if dropped_hosts.is_empty() {
+        "none".to_string()
+    } else {
+        dropped_hosts.join(", ")
+    };
+    h.extend([
+        format!(
+            "Left out: OpenCL devices (StarPU's OpenCL view of the same GPUs) and DISK nodes: \
+             hosts {dropped_hosts},"
+        ),
+        format!(
+            "with {dropped_links} links and {dropped_routes} routes of theirs; MAIN and the CPU \
+             hosts carry no links (cores are"
+        ),
+        "[[cpus]]). [runtime] is omitted: StarPU-SimGrid's defaults apply.".to_string(),
+    ]);
+    notes.header = h.join("\n");
+}
+
+/// RAM (its capacity is not in StarPU's files), then each GPU's memory.
+fn memory_nodes(im: &Imported, notes: &mut Notes) -> Vec<toml::Spanned<RawMemNode>> {
+    let o = &im.options;
+    let place = Place::default().key("memory_nodes");
+    notes.before(
+        place.index(0),
+        match (&o.ram, &o.ram_source) {
+            (Some(_), Some(src)) => {
+                format!("Host memory: StarPU's bus files do not record it; {src}.")
+            }
+            (Some(_), None) => {
+                "Host memory: StarPU's bus files do not record it; given with --ram.".to_string()
+            }
+            (None, _) => [
+                &format!(
+                    "Host memory: StarPU's bus files do not record it. {DEFAULT_RAM} is a \
+                     PLACEHOLDER, not a"
+                ),
+                "measurement (import with --ram to set it).",
+            ]
+            .join("\n"),
         },
-        dropped_links.len(),
-        dropped_routes
     );
-    let _ = writeln!(w);
-
-    // [machine]
-    let (model0, _) = gpu_model(0);
-    let _ = writeln!(w, "[machine]\nname = {}", q(name));
-    let _ = writeln!(
-        w,
-        "description = {}",
-        q(&format!(
-            "{} CPU cores, {}x {}; imported from StarPU's calibration of host {}",
-            cfg.cpus, cfg.cuda, model0, host
-        ))
+    let mut nodes = vec![unspanned(RawMemNode {
+        name: name("RAM"),
+        kind: name("ram"),
+        capacity: text(o.ram.as_deref().unwrap_or(DEFAULT_RAM)),
+    })];
+    notes.before(
+        place.index(1),
+        format!(
+            "GPU memories: the `memsize` property of each CUDA host of {}, in bytes.",
+            im.platform_file
+        ),
     );
-    let _ = writeln!(w);
-
-    // Memory nodes.
-    match (&o.ram, &o.ram_source) {
-        (Some(_), Some(src)) => {
-            let _ = writeln!(
-                w,
-                "# Host memory: StarPU's bus files do not record it; {}.",
-                c(src)
-            );
-        }
-        (Some(_), None) => {
-            let _ = writeln!(
-                w,
-                "# Host memory: StarPU's bus files do not record it; given with --ram."
-            );
-        }
-        (None, _) => {
-            let _ = writeln!(
-                w,
-                "# Host memory: StarPU's bus files do not record it. {DEFAULT_RAM} is a \
-                 PLACEHOLDER, not a\n# measurement (import with --ram to set it)."
-            );
-        }
-    }
-    let ram = o.ram.as_deref().unwrap_or(DEFAULT_RAM);
-    let _ = writeln!(
-        w,
-        "[[memory_nodes]]\nname = \"RAM\"\nkind = \"ram\"\ncapacity = {}\n",
-        q(ram)
-    );
-    let _ = writeln!(
-        w,
-        "# GPU memories: the `memsize` property of each CUDA host of {pf}, in bytes."
-    );
-    for i in 0..cfg.cuda {
+    for i in 0..im.config.cuda {
         let h = im.platform.host(&format!("CUDA{i}"));
         let mem = h.and_then(|h| h.props.get("memsize")).map_or("0", |m| m);
-        let cap = mem
+        let capacity = mem
             .trim()
             .parse::<u64>()
-            .map_or_else(|_| q(mem), |v| q(&format!("{v} B")));
-        let _ = writeln!(
-            w,
-            "[[memory_nodes]]\nname = \"CUDA{i}\"\nkind = \"gpu\"\ncapacity = {cap}  # line {}\n",
-            h.map_or(0, |h| h.line)
+            .map_or_else(|_| mem.to_string(), |v| format!("{v} B"));
+        notes.after(
+            place.index(nodes.len()).key("capacity"),
+            format!("line {}", h.map_or(0, |h| h.line)),
         );
+        nodes.push(unspanned(RawMemNode {
+            name: name(format!("CUDA{i}")),
+            kind: name("gpu"),
+            capacity: text(capacity),
+        }));
     }
+    nodes
+}
 
-    // CPUs and GPUs.
-    let _ = writeln!(
-        w,
-        "# {host}.config: \"{} # Number of CPUs\".{}",
-        cfg.cpus,
-        match &o.cpu_model {
-            Some(_) =>
-                " Processor model: given with --cpu-model (StarPU's files do not record it).",
-            None => " StarPU's files do not record the processor model.",
-        },
-        host = c(host)
+fn cpus(im: &Imported, notes: &mut Notes) -> Vec<toml::Spanned<RawCpus>> {
+    let o = &im.options;
+    notes.before(
+        Place::default().key("cpus").index(0),
+        format!(
+            "{}.config: \"{} # Number of CPUs\".{}",
+            o.host,
+            im.config.cpus,
+            match &o.cpu_model {
+                Some(_) =>
+                    " Processor model: given with --cpu-model (StarPU's files do not record it).",
+                None => " StarPU's files do not record the processor model.",
+            }
+        ),
     );
-    let _ = writeln!(
-        w,
-        "[[cpus]]\ncount = {}\nmodel = {}\nmemory = \"RAM\"\n",
-        cfg.cpus,
-        q(o.cpu_model.as_deref().unwrap_or("unknown"))
-    );
-    let _ = writeln!(
-        w,
-        "# {}.config: \"{} # Number of CUDA devices\"; models from the `model` property of {pf}.",
-        c(host),
-        cfg.cuda
-    );
-    for i in 0..cfg.cuda {
-        let (m, from) = gpu_model(i);
-        let note = match from {
-            "option" => "  # no `model` property in the platform: given with --gpu-model",
-            "none" => "  # no `model` property in the platform",
-            _ => "",
-        };
-        let _ = writeln!(
-            w,
-            "[[gpus]]\nname = \"CUDA{i}\"\nmodel = {}{note}\nmemory = \"CUDA{i}\"\n",
-            q(&m)
-        );
-    }
+    vec![unspanned(RawCpus {
+        count: unspanned(i64::from(im.config.cpus)),
+        model: o.cpu_model.clone().unwrap_or_else(|| "unknown".to_string()),
+        memory: name("RAM"),
+        flops_per_core: None,
+    })]
+}
 
-    // Links.
-    let _ = writeln!(
-        w,
-        "# Links used by the routes between RAM and the GPUs, in {pf}'s order, with its figures.\n\
-         # All are SimGrid SHARED links unless marked. PCI `through` links have twice the\n\
-         # bandwidth of their bridge because StarPU models PCI hubs as full duplex.\n\
-         # Measured, for comparison (rows of {h}.bandwidth in MB/s and {h}.latency in us; memory\n\
-         # node 0 is RAM, node {} + i is CUDAi). The platform keeps the best measured bandwidth\n\
-         # per direction and latencies to the microsecond.",
-        cfg.numa,
-        h = c(host)
+fn gpus(im: &Imported, notes: &mut Notes) -> Vec<toml::Spanned<RawGpu>> {
+    let gpus = Place::default().key("gpus");
+    notes.before(
+        gpus.index(0),
+        format!(
+            "{}.config: \"{} # Number of CUDA devices\"; models from the `model` property of {}.",
+            im.options.host, im.config.cuda, im.platform_file
+        ),
     );
-    let numa = cfg.numa as usize;
+    (0..im.config.cuda)
+        .map(|i| {
+            let (model, comment) = gpu_model(im, i);
+            if let Some(c) = comment {
+                notes.after(gpus.index(i as usize).key("model"), c);
+            }
+            unspanned(RawGpu {
+                name: name(format!("CUDA{i}")),
+                model,
+                memory: name(format!("CUDA{i}")),
+                peak_flops: None,
+                memory_bandwidth: None,
+            })
+        })
+        .collect()
+}
+
+/// The links crossed by the routes written, in the platform's order, with the measured
+/// bandwidths and latencies quoted for comparison.
+fn links(im: &Imported, routes: &[OutRoute], notes: &mut Notes) -> Vec<toml::Spanned<RawLink>> {
+    let host = &im.options.host;
+    let cfg = &im.config;
+    let pf = &im.platform_file;
+    let mut before = vec![
+        format!(
+            "Links used by the routes between RAM and the GPUs, in {pf}'s order, with its figures."
+        ),
+        "All are SimGrid SHARED links unless marked. PCI `through` links have twice the".into(),
+        "bandwidth of their bridge because StarPU models PCI hubs as full duplex.".into(),
+        format!(
+            "Measured, for comparison (rows of {host}.bandwidth in MB/s and {host}.latency in us; \
+             memory"
+        ),
+        format!(
+            "node 0 is RAM, node {} + i is CUDAi). The platform keeps the best measured bandwidth",
+            cfg.numa
+        ),
+        "per direction and latencies to the microsecond.".into(),
+    ];
+    let cell = |m: &Matrix, a: usize, b: usize| m.text(a, b).unwrap_or("missing").to_string();
     for i in 0..cfg.cuda as usize {
-        let g = numa + i;
-        let cell = |m: &super::starpu_bus::Matrix, a: usize, b: usize| {
-            m.text(a, b).unwrap_or("missing").to_string()
-        };
-        let _ = writeln!(
-            w,
-            "#   RAM->CUDA{i}: {} MB/s, {} us (line {});  CUDA{i}->RAM: {} MB/s, {} us (line {})",
+        let g = cfg.numa as usize + i;
+        before.push(format!(
+            "  RAM->CUDA{i}: {} MB/s, {} us (line {});  CUDA{i}->RAM: {} MB/s, {} us (line {})",
             cell(&im.bandwidth, 0, g),
             cell(&im.latency, 0, g),
             im.bandwidth.lines.first().copied().unwrap_or(0),
             cell(&im.bandwidth, g, 0),
             cell(&im.latency, g, 0),
             im.bandwidth.lines.get(g).copied().unwrap_or(0),
-        );
+        ));
     }
-    for l in &links {
-        let _ = writeln!(
-            w,
-            "[[links]]\nname = {}  # line {}\nbandwidth = {}\nlatency = {}{}\n",
-            q(&l.id),
-            l.line,
-            q(&l.bandwidth),
-            q(&l.latency),
+    let links = Place::default().key("links");
+    notes.before(links.index(0), before.join("\n"));
+    let used = used_links(routes);
+    im.platform
+        .links
+        .iter()
+        .filter(|l| used.contains(l.id.as_str()))
+        .enumerate()
+        .map(|(i, l)| {
+            notes.after(links.index(i).key("name"), format!("line {}", l.line));
             if l.fatpipe {
-                "\nsharing = \"fatpipe\"  # sharing_policy=\"FATPIPE\""
-            } else {
-                ""
+                notes.after(links.index(i).key("sharing"), "sharing_policy=\"FATPIPE\"");
             }
-        );
-    }
-
-    // Routes.
-    for i in 0..cfg.cuda {
-        let g = format!("CUDA{i}");
-        for (a, b) in [("RAM", g.as_str()), (g.as_str(), "RAM")] {
-            if !routes.iter().any(|r| r.0 == a && r.1 == b) {
-                return Err(InputError::new(format!(
-                    "the platform has no route {a} -> {b}; every GPU needs a route from RAM and \
-                     one back"
-                ))
-                .in_file(im.options.dir.join("bus").join(pf)));
-            }
-        }
-    }
-    let _ = writeln!(
-        w,
-        "# Routes, as in {pf} (symmetrical=\"NO\": each direction is listed). GPU-GPU routes cross\n\
-         # `Host` twice when they go through the host bridge, as StarPU wrote them; GPU pairs\n\
-         # without a route are staged through RAM by the runtime."
-    );
-    for (src, dst, links, line, generated) in &routes {
-        let _ = writeln!(
-            w,
-            "[[routes]]  # line {line}{}\nsrc = {}\ndst = {}\nlinks = [",
-            if *generated {
-                " (the reverse of a symmetrical route)"
-            } else {
-                ""
-            },
-            q(src),
-            q(dst)
-        );
-        for l in links {
-            let _ = writeln!(w, "  {},", q(l));
-        }
-        let _ = writeln!(w, "]\n");
-    }
-
-    // Affinity.
-    if let Some(a) = &im.affinity {
-        let cores: Vec<Vec<u32>> = match a.unit {
-            AffinityUnit::Cores => a.cuda.iter().map(|(_, v)| v.clone()).collect(),
-            AffinityUnit::Numa if cfg.numa == 1 => {
-                a.cuda.iter().map(|_| (0..cfg.cpus).collect()).collect()
-            }
-            AffinityUnit::Numa => Vec::new(),
-        };
-        if cores.is_empty() {
-            let _ = writeln!(
-                w,
-                "# {}.affinity lists NUMA nodes, and the bus files do not say which cores each of\n\
-                 # the {} NUMA nodes holds: no [affinity] written.\n",
-                c(host),
-                cfg.numa
-            );
-        } else {
-            let _ = writeln!(
-                w,
-                "# {}.affinity: for each GPU, the CPU cores sorted by proximity (nearest first).{}",
-                c(host),
-                if a.unit == AffinityUnit::Numa {
-                    "\n# The file lists NUMA nodes; with a single NUMA node every core is as near."
-                } else {
-                    ""
-                }
-            );
-            let _ = writeln!(w, "[affinity]");
-            for (i, (line, _)) in a.cuda.iter().enumerate() {
-                let list: Vec<String> = cores[i].iter().map(u32::to_string).collect();
-                let _ = writeln!(w, "CUDA{i} = [{}]  # line {line}", list.join(", "));
-            }
-            let _ = writeln!(w);
-        }
-    }
-
-    // Codelets.
-    let _ = writeln!(
-        w,
-        "# Kernel models: one [[codelets]] per codelet file, one model per device (StarPU's\n\
-         # cpu0_impl0 is `cpu`, every core; cudaN_impl0 is `CUDAN`). Each history entry is a line\n\
-         # of the file: size (bytes), mean and deviation (us), samples, flops. Where several\n\
-         # footprints have the same size, the one with the most samples is kept (the others are\n\
-         # listed in a comment). StarPU's NL regression a*size^b + c is kept when StarPU would use\n\
-         # it (a, b, c not nan, n >= 10, minx < 0.9*maxx), on [0.9*minx, 1.1*maxx].{}",
-        if im.empty_codelets.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "\n# Files without any usable model (no combination, or only OpenCL/empty entries): {}.",
-                c(&im.empty_codelets.join(", "))
-            )
-        }
-    );
-    for cl in &im.codelets {
-        let f = &cl.file;
-        let _ = writeln!(w);
-        let _ = writeln!(w, "# {}", c(&f.file_name));
-        if let Some(n) = &cl.note {
-            let _ = writeln!(w, "# Note: {}", c(n));
-        }
-        if !f.skipped.is_empty() {
-            let _ = writeln!(w, "# Skipped combinations: {}", c(&f.skipped.join(", ")));
-        }
-        let _ = writeln!(w, "[[codelets]]\nname = {}", q(&cl.name));
-        let mut models: Vec<_> = f.models.iter().collect();
-        models.sort_by_key(|m| m.device);
-        for m in models {
-            let regression = m.regression.as_ref().and_then(|r| {
-                let lo = 0.9 * r.minx as f64;
-                let hi = 1.1 * r.maxx as f64;
-                match Regression::new(r.a.1 * 1e-6, r.b.1, r.c.1 * 1e-6, Some(lo), Some(hi)) {
-                    Ok(_) => Some(format!(
-                        "regression = {{ a = {}, b = {}, c = {}, min_size = {}, max_size = {} }}  # line {}, n = {}, minx = {}, maxx = {}",
-                        q(&format!("{} us", r.a.0)),
-                        toml_float(&r.b.0, r.b.1),
-                        q(&format!("{} us", r.c.0)),
-                        q(&format!("{lo:?} B")),
-                        q(&format!("{hi:?} B")),
-                        r.line,
-                        r.samples,
-                        r.minx,
-                        r.maxx
-                    )),
-                    Err(e) => {
-                        tracing::warn!(
-                            "{}:line {}: NL regression not imported: {e}",
-                            f.file_name,
-                            r.line
-                        );
-                        None
-                    }
-                }
-            });
-            if m.entries.is_empty() && regression.is_none() {
-                continue;
-            }
-            let _ = writeln!(
-                w,
-                "\n[[codelets.models]]\ndevice = {}  # {}, line {}",
-                q(&device_name(m.device)),
-                m.device.arch_name(),
-                m.line
-            );
-            if !m.entries.is_empty() {
-                let _ = writeln!(w, "history = [");
-                for h in &m.entries {
-                    let _ = writeln!(w, "  {}", history_entry(h));
-                }
-                let _ = writeln!(w, "]");
-            }
-            for (d, kept) in &m.dropped_duplicates {
-                let _ = writeln!(
-                    w,
-                    "# dropped line {} (footprint {}, size {}, mean {} us, {} samples): same size as line {kept}, fewer samples",
-                    d.line, d.footprint, d.size, d.mean_text, d.samples
-                );
-            }
-            if !m.skipped_empty.is_empty() {
-                let lines: Vec<String> = m.skipped_empty.iter().map(usize::to_string).collect();
-                let _ = writeln!(
-                    w,
-                    "# skipped lines {} (no samples or a zero mean: StarPU ignores them)",
-                    lines.join(", ")
-                );
-            }
-            if let Some(r) = regression {
-                let _ = writeln!(w, "{r}");
-            }
-        }
-    }
-    Ok(s)
+            unspanned(RawLink {
+                name: name(&l.id),
+                bandwidth: text(&l.bandwidth),
+                latency: Some(text(&l.latency)),
+                sharing: l.fatpipe.then(|| name("fatpipe")),
+            })
+        })
+        .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+fn out_routes(
+    im: &Imported,
+    routes: &[OutRoute],
+    notes: &mut Notes,
+) -> Vec<toml::Spanned<RawRoute>> {
+    let place = Place::default().key("routes");
+    notes.before(
+        place.index(0),
+        [
+            &format!(
+                "Routes, as in {} (symmetrical=\"NO\": each direction is listed). GPU-GPU \
+                 routes cross",
+                im.platform_file
+            ),
+            "`Host` twice when they go through the host bridge, as StarPU wrote them; GPU pairs",
+            "without a route are staged through RAM by the runtime.",
+        ]
+        .join("\n"),
+    );
+    routes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            notes.header(
+                place.index(i),
+                format!(
+                    "line {}{}",
+                    r.line,
+                    if r.reversed {
+                        " (the reverse of a symmetrical route)"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+            notes.one_per_line(place.index(i).key("links"), vec![None; r.links.len()]);
+            unspanned(RawRoute {
+                src: name(&r.src),
+                dst: name(&r.dst),
+                links: Some(unspanned(r.links.iter().map(name).collect())),
+                symmetric: None,
+                model: None,
+            })
+        })
+        .collect()
+}
 
-    #[test]
-    fn floats_stay_as_written_when_toml_accepts_them() {
-        assert_eq!(toml_float("1.769472e+09", 1.769472e9), "1.769472e+09");
-        assert_eq!(toml_float("0.000000e+00", 0.0), "0.000000e+00");
-        assert_eq!(toml_float("5.", 5.0), "5.0");
-        assert_eq!(toml_float("1e5", 1e5), "1e5");
-        assert_eq!(q("PCI:0000:[00-0f] up"), "\"PCI:0000:[00-0f] up\"");
+/// `[affinity]`: for each GPU, the cores nearest first; none when the file lists NUMA nodes of
+/// a machine with several (the bus files do not say which cores each holds).
+fn affinity(im: &Imported, notes: &mut Notes) -> Option<toml::Spanned<RawAffinity>> {
+    let a = im.affinity.as_ref()?;
+    let cfg = &im.config;
+    let host = &im.options.host;
+    let place = Place::default().key("affinity");
+    let cores: Vec<Vec<u32>> = match a.unit {
+        AffinityUnit::Cores => a.cuda.iter().map(|(_, v)| v.clone()).collect(),
+        AffinityUnit::Numa if cfg.numa == 1 => {
+            a.cuda.iter().map(|_| (0..cfg.cpus).collect()).collect()
+        }
+        AffinityUnit::Numa => {
+            notes.before(
+                place,
+                format!(
+                    "{host}.affinity lists NUMA nodes, and the bus files do not say which cores \
+                     each of\nthe {} NUMA nodes holds: no [affinity] written.",
+                    cfg.numa
+                ),
+            );
+            return None;
+        }
+    };
+    notes.before(
+        place.clone(),
+        format!(
+            "{host}.affinity: for each GPU, the CPU cores sorted by proximity (nearest first).{}",
+            if a.unit == AffinityUnit::Numa {
+                "\nThe file lists NUMA nodes; with a single NUMA node every core is as near."
+            } else {
+                ""
+            }
+        ),
+    );
+    let mut table = RawAffinity::new();
+    for (i, ((line, _), cores)) in a.cuda.iter().zip(cores).enumerate() {
+        let gpu = format!("CUDA{i}");
+        notes.after(place.key(&gpu), format!("line {line}"));
+        let cores = cores.into_iter().map(|c| unspanned(i64::from(c))).collect();
+        table.insert(gpu, unspanned(cores));
     }
+    Some(unspanned(table))
+}
+
+/// The comment above the kernel models: how StarPU's files become them.
+const KERNEL_MODELS: [&str; 6] = [
+    "Kernel models: one [[codelets]] per codelet file, one model per device (StarPU's",
+    "cpu0_impl0 is `cpu`, every core; cudaN_impl0 is `CUDAN`). Each history entry is a line",
+    "of the file: size (bytes), mean and deviation (us), samples, flops. Where several",
+    "footprints have the same size, the one with the most samples is kept (the others are",
+    "listed in a comment). StarPU's NL regression a*size^b + c is kept when StarPU would use",
+    "it (a, b, c not nan, n >= 10, minx < 0.9*maxx), on [0.9*minx, 1.1*maxx].",
+];
+
+/// One `[[codelets]]` per codelet file, one `[[codelets.models]]` per device.
+fn codelets(
+    im: &Imported,
+    notes: &mut Notes,
+) -> Result<Vec<toml::Spanned<RawCodelet>>, InputError> {
+    let mut kernel = KERNEL_MODELS.map(String::from).to_vec();
+    if !im.empty_codelets.is_empty() {
+        kernel.push(format!(
+            "Files without any usable model (no combination, or only OpenCL/empty entries): {}.",
+            im.empty_codelets.join(", ")
+        ));
+    }
+    let place = Place::default().key("codelets");
+    notes.before(place.index(0), kernel.join("\n"));
+    im.codelets
+        .iter()
+        .enumerate()
+        .map(|(i, cl)| codelet(im, cl, place.index(i), notes))
+        .collect()
+}
+
+fn codelet(
+    im: &Imported,
+    cl: &ImportedCodelet,
+    place: Place,
+    notes: &mut Notes,
+) -> Result<toml::Spanned<RawCodelet>, InputError> {
+    let f = &cl.file;
+    let mut before = f.file_name.clone();
+    if let Some(n) = &cl.note {
+        before.push_str(&format!("\nNote: {n}"));
+    }
+    if !f.skipped.is_empty() {
+        before.push_str(&format!("\nSkipped combinations: {}", f.skipped.join(", ")));
+    }
+    notes.before(place.clone(), before);
+    let mut sorted: Vec<&ArchModel> = f.models.iter().collect();
+    sorted.sort_by_key(|m| m.device);
+    let mut models = Vec::new();
+    for m in sorted {
+        let at = place.key("models").index(models.len());
+        if let Some(model) = device_model(im, &f.file_name, m, at, notes)? {
+            models.push(unspanned(model));
+        }
+    }
+    Ok(unspanned(RawCodelet {
+        name: name(&cl.name),
+        noise: None,
+        models,
+    }))
+}
+
+/// The model of one device, placed at `at`; none when it has neither history nor a regression
+/// StarPU would use.
+fn device_model(
+    im: &Imported,
+    file_name: &str,
+    m: &ArchModel,
+    at: Place,
+    notes: &mut Notes,
+) -> Result<Option<RawDeviceModel>, InputError> {
+    let regression = m.regression.as_ref().and_then(|r| {
+        let lo = 0.9 * r.minx as f64;
+        let hi = 1.1 * r.maxx as f64;
+        match Regression::new(r.a.1 * 1e-6, r.b.1, r.c.1 * 1e-6, Some(lo), Some(hi)) {
+            Ok(_) => Some((r, lo, hi)),
+            Err(e) => {
+                tracing::warn!(
+                    "{file_name}:line {}: NL regression not imported: {e}",
+                    r.line
+                );
+                None
+            }
+        }
+    });
+    if m.entries.is_empty() && regression.is_none() {
+        return Ok(None);
+    }
+    notes.after(
+        at.key("device"),
+        format!("{}, line {}", m.device.arch_name(), m.line),
+    );
+    let mut after = Vec::new();
+    for (d, kept) in &m.dropped_duplicates {
+        after.push(format!(
+            "dropped line {} (footprint {}, size {}, mean {} us, {} samples): same size as line \
+             {kept}, fewer samples",
+            d.line, d.footprint, d.size, d.mean_text, d.samples
+        ));
+    }
+    if !m.skipped_empty.is_empty() {
+        let lines: Vec<String> = m.skipped_empty.iter().map(usize::to_string).collect();
+        after.push(format!(
+            "skipped lines {} (no samples or a zero mean: StarPU ignores them)",
+            lines.join(", ")
+        ));
+    }
+    if !after.is_empty() {
+        // Below the last value written so far: the history, else the device.
+        let last = if m.entries.is_empty() {
+            "device"
+        } else {
+            "history"
+        };
+        notes.lines_after(at.key(last), after.join("\n"));
+    }
+    let history = if m.entries.is_empty() {
+        None
+    } else {
+        let entries = at.key("history");
+        notes.one_per_line(
+            entries.clone(),
+            m.entries
+                .iter()
+                .map(|h| Some(format!("line {}, footprint {}", h.line, h.footprint)))
+                .collect(),
+        );
+        let mut list = Vec::new();
+        for (k, h) in m.entries.iter().enumerate() {
+            if has_flops(h) {
+                notes.float_text(entries.index(k).key("flops"), &h.flops_text);
+            }
+            let file = im.options.dir.join("codelets/45").join(file_name);
+            list.push(unspanned(history_entry(h).map_err(|e| e.in_file(file))?));
+        }
+        Some(unspanned(list))
+    };
+    let regression = regression.map(|(r, lo, hi)| {
+        notes.after(
+            at.key("regression"),
+            format!(
+                "line {}, n = {}, minx = {}, maxx = {}",
+                r.line, r.samples, r.minx, r.maxx
+            ),
+        );
+        notes.float_text(at.key("regression").key("b"), &r.b.0);
+        unspanned(RawRegression {
+            a: Some(text(format!("{} us", r.a.0))),
+            b: Some(unspanned(r.b.1)),
+            c: Some(text(format!("{} us", r.c.0))),
+            min_size: Some(text(format!("{lo:?} B"))),
+            max_size: Some(text(format!("{hi:?} B"))),
+        })
+    });
+    Ok(Some(RawDeviceModel {
+        device: name(device_name(m.device)),
+        history,
+        regression,
+        flop_rate: None,
+        rel_stddev: None,
+    }))
+}
+
+/// StarPU writes `nan` when it did not count the flops: then the entry has none.
+fn has_flops(h: &HistoryLine) -> bool {
+    h.flops.is_finite() && h.flops >= 0.0
+}
+
+/// A history line as an entry; fails (its file still to be named) on a sample count beyond
+/// TOML's integers.
+fn history_entry(h: &HistoryLine) -> Result<RawHistoryEntry, InputError> {
+    let samples = i64::try_from(h.samples).map_err(|_| {
+        InputError::new(format!(
+            "history column `n`: {} samples is more than a machine file holds (at most {})",
+            h.samples,
+            i64::MAX
+        ))
+        .at_line(h.line)
+    })?;
+    Ok(RawHistoryEntry {
+        size: text(format!("{} B", h.size)),
+        mean: text(format!("{} us", h.mean_text)),
+        stddev: Some(text(format!("{} us", h.dev_text))),
+        samples: Some(unspanned(samples)),
+        flops: has_flops(h).then(|| unspanned(h.flops)),
+    })
 }

@@ -226,6 +226,25 @@ impl ClusterNetwork {
         self.switch_latency_s
     }
 
+    /// Names of the links between nodes, in link order after the nodes' own links: node n's NIC
+    /// k as `n{n}.NIC{k}_UP` / `_DOWN`, leaf l's links to the spine as `leaf{l}_UP` / `_DOWN`;
+    /// each with the node it belongs to (its NICs), `None` for the switches' links.
+    pub fn internode_link_names(&self) -> Vec<(String, Option<NodeId>)> {
+        let mut names = Vec::new();
+        for n in 0..self.nodes {
+            for k in 0..self.nic_count {
+                names.push((format!("n{n}.NIC{k}_UP"), Some(NodeId(n))));
+                names.push((format!("n{n}.NIC{k}_DOWN"), Some(NodeId(n))));
+            }
+        }
+        let leaves = (self.net.link_count() as u32).saturating_sub(self.leaf_base) / 2;
+        for l in 0..leaves {
+            names.push((format!("leaf{l}_UP"), None));
+            names.push((format!("leaf{l}_DOWN"), None));
+        }
+        names
+    }
+
     /// True for NIC and switch links (the links between nodes).
     pub fn is_internode_link(&self, l: LinkId) -> bool {
         l.0 >= self.nic_base

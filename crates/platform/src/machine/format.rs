@@ -3,129 +3,206 @@
 //! types and field names; validation (the private `validate` module) turns a
 //! [`RawMachineFile`] into a [`super::Machine`].
 //!
+//! The same structures write machine files: they serialise as read (a [`Spanned`] value as its
+//! value alone), and [`RawMachineFile::to_document`] lays them out as tables for `toml_edit`,
+//! where a writer attaches its comments (`hetsim calibrate import-starpu` does). Values made in
+//! code take an empty span ([`unspanned`]).
+//!
 //! `[machine]` plus the arrays are kept in one struct so that a later cluster format can embed
 //! the same tables per node.
 
 use std::ops::Range;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 pub use hetsim_core::units::RawQuantity;
 
 /// A whole machine file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMachineFile {
     /// `[machine]`: name and description.
     pub machine: Spanned<RawHeader>,
     /// `[[memory_nodes]]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_nodes: Vec<Spanned<RawMemNode>>,
     /// `[[cpus]]`: groups of identical cores.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<Spanned<RawCpus>>,
     /// `[[gpus]]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<Spanned<RawGpu>>,
     /// `[[links]]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<Spanned<RawLink>>,
     /// `[[routes]]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Spanned<RawRoute>>,
     /// `[runtime]`: overheads and policies, all optional.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Spanned<RawRuntime>>,
     /// `[perfmodels]`: machine-wide settings of the kernel models, all optional.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perfmodels: Option<Spanned<RawPerfModels>>,
     /// `[[codelets]]`: kernel performance models.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub codelets: Vec<Spanned<RawCodelet>>,
     /// `[affinity]`: per GPU name, the CPU core indices sorted by proximity (StarPU's
     /// `bus/<host>.affinity`), optional.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Spanned<RawAffinity>>,
+}
+
+/// A value made in code rather than read: its span is empty (serialising ignores spans).
+pub fn unspanned<T>(value: T) -> Spanned<T> {
+    Spanned::new(0..0, value)
+}
+
+/// The top-level sections in the order `docs/machine-format.md` describes them.
+const SECTION_ORDER: [&str; 10] = [
+    "machine",
+    "memory_nodes",
+    "cpus",
+    "gpus",
+    "links",
+    "routes",
+    "runtime",
+    "affinity",
+    "perfmodels",
+    "codelets",
+];
+
+impl RawMachineFile {
+    /// The file as a TOML document: `[machine]`, `[runtime]`, `[affinity]` and `[perfmodels]`
+    /// as tables, the lists of memory nodes, cpus, GPUs, links, routes, codelets and each
+    /// codelet's models as arrays of tables (`[[codelets.models]]`), every other value inline, in
+    /// the order of `docs/machine-format.md`; `[affinity]`'s GPUs shorter names first (`CUDA2`
+    /// before `CUDA10`). Absent optional fields and empty lists are left out. Reading the
+    /// printed document gives these values back.
+    pub fn to_document(&self) -> Result<toml_edit::DocumentMut, toml_edit::ser::Error> {
+        let mut doc = toml_edit::ser::to_document(self)?;
+        let rank = |key: &toml_edit::Key| {
+            SECTION_ORDER
+                .iter()
+                .position(|s| *s == key.get())
+                .unwrap_or(SECTION_ORDER.len())
+        };
+        doc.sort_values_by(|a, _, b, _| rank(a).cmp(&rank(b)));
+        for (_, section) in doc.iter_mut() {
+            as_section(section);
+        }
+        // GPUs in device order, CUDA2 before CUDA10 (the map holds them sorted as text).
+        if let Some(affinity) = doc
+            .get_mut("affinity")
+            .and_then(toml_edit::Item::as_table_mut)
+        {
+            affinity.sort_values_by(|a, _, b, _| {
+                (a.get().len(), a.get()).cmp(&(b.get().len(), b.get()))
+            });
+        }
+        if let Some(codelets) = doc
+            .get_mut("codelets")
+            .and_then(toml_edit::Item::as_array_of_tables_mut)
+        {
+            for codelet in codelets.iter_mut() {
+                if let Some(models) = codelet.get_mut("models") {
+                    as_section(models);
+                }
+            }
+        }
+        Ok(doc)
+    }
+}
+
+/// An inline table as a `[table]`, an array of inline tables as `[[tables]]`; other items stay.
+fn as_section(item: &mut toml_edit::Item) {
+    let inline = std::mem::take(item);
+    *item = match inline.into_table() {
+        Ok(table) => toml_edit::Item::Table(table),
+        Err(other) => other
+            .into_array_of_tables()
+            .map_or_else(|other| other, toml_edit::Item::ArrayOfTables),
+    };
 }
 
 /// `[affinity]`: GPU name → CPU core indices, nearest first.
 pub type RawAffinity = std::collections::BTreeMap<String, Spanned<Vec<Spanned<i64>>>>;
 
 /// A file named by `[perfmodels] include`: only `[[codelets]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCodeletsFile {
     /// `[[codelets]]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub codelets: Vec<Spanned<RawCodelet>>,
 }
 
 /// `[perfmodels]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPerfModels {
     /// Noise of the codelets that set none; default none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Spanned<RawNoise>>,
     /// Files holding more `[[codelets]]`, relative to the machine file's directory.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `noise = { kind = "...", ... }`: one struct for every kind, as for transfer models.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawNoise {
     /// "none", "normal", "lognormal" or "histogram".
     pub kind: Spanned<String>,
     /// histogram: bin edges, strictly increasing.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edges: Option<Spanned<Vec<Spanned<f64>>>>,
     /// histogram: one weight per bin.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<Spanned<Vec<Spanned<f64>>>>,
     /// histogram: observed values, drawn uniformly (instead of edges and weights).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples: Option<Spanned<Vec<Spanned<f64>>>>,
 }
 
 /// `[[codelets]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCodelet {
     /// StarPU's performance-model symbol, e.g. "chol_model_gemm".
     pub name: Spanned<String>,
     /// This codelet's noise, overriding `[perfmodels] noise`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Spanned<RawNoise>>,
     /// `[[codelets.models]]`: one per device or device kind.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<Spanned<RawDeviceModel>>,
 }
 
 /// `[[codelets.models]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDeviceModel {
     /// "cpu", "gpu" or the name of a GPU.
     pub device: Spanned<String>,
     /// Measured sizes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<Spanned<Vec<Spanned<RawHistoryEntry>>>>,
     /// `a·size^b + c`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regression: Option<Spanned<RawRegression>>,
     /// Duration = flops / flop_rate.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flop_rate: Option<Spanned<RawQuantity>>,
     /// Deviation of regression and flop-rate durations, relative to their mean.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rel_stddev: Option<Spanned<f64>>,
 }
 
 /// One `{ size = ..., mean = ..., stddev = ..., samples = ... }` of a history.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawHistoryEntry {
     /// Footprint size in bytes.
@@ -133,51 +210,51 @@ pub struct RawHistoryEntry {
     /// Mean duration.
     pub mean: Spanned<RawQuantity>,
     /// Standard deviation; default 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stddev: Option<Spanned<RawQuantity>>,
     /// Number of measurements.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples: Option<Spanned<i64>>,
     /// Floating-point operations of a task of this size (StarPU's `flops` column), optional:
     /// only reports use it (GFlop/s in `hetsim calibrate show`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops: Option<Spanned<f64>>,
 }
 
 /// `regression = { a = ..., b = ..., c = ..., min_size = ..., max_size = ... }`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRegression {
     /// Coefficient, in seconds per byte^b (a duration); default 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub a: Option<Spanned<RawQuantity>>,
     /// Exponent; default 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b: Option<Spanned<f64>>,
     /// Constant term (a duration); default 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c: Option<Spanned<RawQuantity>>,
     /// Smallest size the regression applies to.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_size: Option<Spanned<RawQuantity>>,
     /// Largest size the regression applies to.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_size: Option<Spanned<RawQuantity>>,
 }
 
 /// `[machine]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawHeader {
     /// Short name, e.g. "mirage".
     pub name: Spanned<String>,
     /// One line of description.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
 /// `[[memory_nodes]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMemNode {
     /// "RAM", "CUDA0", ...
@@ -189,7 +266,7 @@ pub struct RawMemNode {
 }
 
 /// `[[cpus]]`: a group of identical cores.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCpus {
     /// Number of cores.
@@ -199,12 +276,12 @@ pub struct RawCpus {
     /// Memory node the cores work in.
     pub memory: Spanned<String>,
     /// Peak rate of one core, optional.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops_per_core: Option<Spanned<RawQuantity>>,
 }
 
 /// `[[gpus]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGpu {
     /// "CUDA0".
@@ -214,15 +291,15 @@ pub struct RawGpu {
     /// Memory node of kind "gpu".
     pub memory: Spanned<String>,
     /// Peak compute rate, optional.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_flops: Option<Spanned<RawQuantity>>,
     /// Peak device-memory bandwidth, optional (the roofline models need it).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bandwidth: Option<Spanned<RawQuantity>>,
 }
 
 /// `[[links]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLink {
     /// Unique name; routes refer to it.
@@ -230,15 +307,15 @@ pub struct RawLink {
     /// Capacity.
     pub bandwidth: Spanned<RawQuantity>,
     /// Per-flow latency; default 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Spanned<RawQuantity>>,
     /// "shared" (default), "fatpipe" or "split-duplex".
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharing: Option<Spanned<String>>,
 }
 
 /// `[[routes]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRoute {
     /// Source memory node.
@@ -246,37 +323,37 @@ pub struct RawRoute {
     /// Destination memory node.
     pub dst: Spanned<String>,
     /// Link names in order from src to dst.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<Spanned<Vec<Spanned<String>>>>,
     /// Also add the route dst → src with the links reversed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symmetric: Option<Spanned<bool>>,
     /// A size-dependent transfer model that replaces fluid sharing on this route.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<Spanned<RawModel>>,
 }
 
 /// `model = { kind = "...", ... }`. One struct for every kind, so that spans survive
 /// (internally tagged enums lose them); validation checks which fields each kind needs.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawModel {
     /// "affine", "piecewise" or "stencil".
     pub kind: Spanned<String>,
     /// affine: fixed cost.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Spanned<RawQuantity>>,
     /// affine: asymptotic bandwidth.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<Spanned<RawQuantity>>,
     /// piecewise: `[[bytes, seconds], ...]`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points: Option<Spanned<Vec<RawPoint>>>,
     /// stencil: peak bandwidth B0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b0: Option<Spanned<RawQuantity>>,
     /// stencil: latency t0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t0: Option<Spanned<RawQuantity>>,
 }
 
@@ -284,44 +361,44 @@ pub struct RawModel {
 pub type RawPoint = Spanned<Vec<Spanned<RawQuantity>>>;
 
 /// `[runtime]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRuntime {
     /// cudaMalloc cost.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_malloc: Option<Spanned<RawQuantity>>,
     /// cudaFree cost.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_free: Option<Spanned<RawQuantity>>,
     /// Pinned host allocation cost per MiB.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_alloc_per_mib: Option<Spanned<RawQuantity>>,
     /// Queueing cost of each transfer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transfer_queue: Option<Spanned<RawQuantity>>,
     /// Queueing cost of each GPU task.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_queue: Option<Spanned<RawQuantity>>,
     /// Simulated time the pushing thread spends on each push.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_cost: Option<Spanned<RawQuantity>>,
     /// Whether small GPU allocations come out of 32 MiB chunks.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suballocator: Option<bool>,
     /// Pending requests per pair under which a fetch is submitted.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pending_fetches: Option<Spanned<i64>>,
     /// Pending requests per pair under which a prefetch is submitted.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pending_prefetches: Option<Spanned<i64>>,
     /// Pending requests per pair under which an idle request is submitted.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pending_idle: Option<Spanned<i64>>,
     /// Tasks a GPU worker holds at once.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_pipeline_depth: Option<Spanned<i64>>,
     /// Whether each GPU takes a CPU core to drive it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_driver_cores: Option<bool>,
 }
 
@@ -464,6 +541,215 @@ mod tests {
         assert_eq!(field_path_at(text, inside).as_deref(), Some("machine.name"));
         assert_eq!(char_floor(text, inside), inside - 1);
         assert_eq!(char_floor(text, 10_000), text.len());
+    }
+
+    /// Every field of every table, each with a value other than its default.
+    const EVERY_FIELD: &str = r#"
+[machine]
+name = "every"
+description = "every field of the format"
+
+[[memory_nodes]]
+name = "RAM"
+kind = "ram"
+capacity = "64 GiB"
+
+[[memory_nodes]]
+name = "G0"
+kind = "gpu"
+capacity = "16 GiB"
+
+[[memory_nodes]]
+name = "G1"
+kind = "gpu"
+capacity = "16 GiB"
+
+[[cpus]]
+count = 4
+model = "some CPU"
+memory = "RAM"
+flops_per_core = "20 Gflop/s"
+
+[[gpus]]
+name = "G0"
+model = "some GPU"
+memory = "G0"
+peak_flops = "10 Tflop/s"
+memory_bandwidth = "900 GB/s"
+
+[[gpus]]
+name = "G1"
+model = "some GPU"
+memory = "G1"
+
+[[links]]
+name = "Up"
+bandwidth = "12 GB/s"
+latency = "5 us"
+sharing = "fatpipe"
+
+[[links]]
+name = "Down"
+bandwidth = "11 GB/s"
+
+[[routes]]
+src = "RAM"
+dst = "G0"
+links = ["Down"]
+model = { kind = "piecewise", points = [[0.0, "5 us"], ["1 MiB", "180 us"]] }
+
+[[routes]]
+src = "G0"
+dst = "RAM"
+links = ["Up"]
+model = { kind = "affine", latency = "10 us", bandwidth = "6 GB/s" }
+
+[[routes]]
+src = "RAM"
+dst = "G1"
+links = ["Down", "Up"]
+symmetric = true
+model = { kind = "stencil", b0 = "4.29 GB/s", t0 = "16.9 us" }
+
+[runtime]
+cuda_malloc = "100 us"
+cuda_free = "200 us"
+pinned_alloc_per_mib = "300 us"
+transfer_queue = "4 us"
+kernel_queue = "6 us"
+push_cost = "0.5 us"
+suballocator = false
+max_pending_fetches = 7
+max_pending_prefetches = 3
+max_pending_idle = 2
+gpu_pipeline_depth = 3
+gpu_driver_cores = false
+
+[affinity]
+G0 = [3, 2, 1, 0]
+
+[perfmodels]
+noise = { kind = "histogram", edges = [0.9, 1.0, 1.1], weights = [2.0, 7.0] }
+
+[[codelets]]
+name = "gemm"
+noise = { kind = "histogram", samples = [0.8, 1.0, 1.3] }
+
+[[codelets.models]]
+device = "cpu"
+history = [{ size = "4096 B", mean = "12 us", stddev = "1 us", samples = 30, flops = 1.5e6 }]
+regression = { a = "2e-3 us", b = 1.5, c = "5 us", min_size = "900 B", max_size = "110000 B" }
+rel_stddev = 0.05
+
+[[codelets.models]]
+device = "G0"
+flop_rate = "1 Tflop/s"
+"#;
+
+    #[test]
+    fn serialising_what_was_read_gives_the_same_file_back() {
+        let raw: RawMachineFile = toml::from_str(EVERY_FIELD).unwrap();
+        let written = raw.to_document().unwrap().to_string();
+        // The same keys and values (as TOML, whatever the layout)...
+        let values = |t: &str| toml::from_str::<toml::Table>(t).unwrap();
+        assert_eq!(values(&written), values(EVERY_FIELD), "{written}");
+        // ... the same machine ...
+        assert_eq!(
+            super::super::from_str(&written, "w.toml").unwrap(),
+            super::super::from_str(EVERY_FIELD, "r.toml").unwrap()
+        );
+        // ... and the layout of the format's documentation: sections as tables in its order,
+        // lists of tables as [[...]], the rest inline.
+        let headers: Vec<&str> = written.lines().filter(|l| l.starts_with('[')).collect();
+        assert_eq!(
+            headers,
+            [
+                "[machine]",
+                "[[memory_nodes]]",
+                "[[memory_nodes]]",
+                "[[memory_nodes]]",
+                "[[cpus]]",
+                "[[gpus]]",
+                "[[gpus]]",
+                "[[links]]",
+                "[[links]]",
+                "[[routes]]",
+                "[[routes]]",
+                "[[routes]]",
+                "[runtime]",
+                "[affinity]",
+                "[perfmodels]",
+                "[[codelets]]",
+                "[[codelets.models]]",
+                "[[codelets.models]]",
+            ]
+        );
+        assert!(written.contains(
+            "\nmodel = { kind = \"affine\", latency = \"10 us\", bandwidth = \"6 GB/s\" }\n"
+        ));
+        assert!(written.contains("\nG0 = [3, 2, 1, 0]\n"));
+
+        // Included files are not read here, only named.
+        let include =
+            "[machine]\nname = \"m\"\n\n[perfmodels]\ninclude = [\"a.toml\", \"b.toml\"]\n";
+        let raw: RawMachineFile = toml::from_str(include).unwrap();
+        assert_eq!(raw.to_document().unwrap().to_string(), include);
+    }
+
+    #[test]
+    fn absent_fields_and_empty_lists_are_not_written() {
+        let raw: RawMachineFile = toml::from_str(
+            "[machine]\nname = \"m\"\n[[links]]\nname = \"l\"\nbandwidth = \"1 GB/s\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            raw.to_document().unwrap().to_string(),
+            "[machine]\nname = \"m\"\n\n[[links]]\nname = \"l\"\nbandwidth = \"1 GB/s\"\n"
+        );
+        // A value made in code serialises as its value.
+        let quantity = unspanned(RawQuantity::Text("6.5 GB/s".into()));
+        assert_eq!(quantity.span(), 0..0);
+        assert_eq!(
+            toml_edit::ser::to_document(&RawLink {
+                name: unspanned("x".into()),
+                bandwidth: quantity,
+                latency: Some(unspanned(RawQuantity::Number(0.0))),
+                sharing: None,
+            })
+            .unwrap()
+            .to_string(),
+            "name = \"x\"\nbandwidth = \"6.5 GB/s\"\nlatency = 0.0\n"
+        );
+    }
+
+    /// Every machine file shipped in `calibration/` loads to the same machine once written
+    /// from what was read (cluster files, another format, are skipped).
+    #[test]
+    fn shipped_machine_files_survive_a_round_trip() {
+        let mut n = 0;
+        let dir = hetsim_testkit::repo("calibration");
+        let mut paths: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        for path in paths {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let Ok(raw) = toml::from_str::<RawMachineFile>(&text) else {
+                continue;
+            };
+            let written = raw.to_document().unwrap().to_string();
+            assert_eq!(
+                super::super::from_str(&written, &path).unwrap(),
+                super::super::load(&path).unwrap(),
+                "{}",
+                path.display()
+            );
+            n += 1;
+        }
+        // attila, mirage, idgraf, sirocco, hannibal, hannibal-pitch, gemini, h100-sxm-8x,
+        // qs20-cell and the four *-node.toml files.
+        assert!(n >= 13, "{n} machine files");
     }
 
     #[test]

@@ -51,6 +51,7 @@ use std::fmt;
 use std::path::Path;
 
 use hetsim_core::error::{InputError, read_input};
+use hetsim_core::files::{InputFiles, RoleFile};
 use hetsim_models::PerfModels;
 
 pub mod format;
@@ -345,12 +346,20 @@ pub struct Machine {
     perf_models: PerfModels,
     /// Per GPU (by id), CPU core indices sorted by proximity; empty when not given.
     affinity: Vec<Vec<u32>>,
+    /// The machine file and the files it includes.
+    sources: InputFiles,
 }
 
 impl Machine {
     /// The machine's name (`[machine] name`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The files the machine was read from: the machine file, then each included codelet
+    /// file (commands refuse to write over them).
+    pub fn source_files(&self) -> &[RoleFile] {
+        &self.sources.0
     }
 
     /// The one-line description, if any.
@@ -422,6 +431,19 @@ impl Machine {
     /// Kernel performance models (`[[codelets]]`, `[perfmodels]`), empty if the file has none.
     pub fn perf_models(&self) -> &PerfModels {
         &self.perf_models
+    }
+
+    /// Set the simulated costs of StarPU's runtime to 0 (device allocation and free, pinned
+    /// allocation, transfer and kernel queueing, push): for applications that are not StarPU
+    /// programs (the MPI programs of the cluster workloads) and for StarPU's "costs off" runs.
+    pub fn clear_runtime_costs(&mut self) {
+        let rt = &mut self.runtime;
+        rt.cuda_malloc_s = 0.0;
+        rt.cuda_free_s = 0.0;
+        rt.pinned_alloc_s_per_mib = 0.0;
+        rt.transfer_queue_s = 0.0;
+        rt.kernel_queue_s = 0.0;
+        rt.push_s = 0.0;
     }
 
     /// Draw every codelet's durations with `noise`, whatever the file says (a scenario's

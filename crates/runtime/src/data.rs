@@ -1,0 +1,742 @@
+//! The data manager of one runtime: replicas and their coherence ([`Memory`]), the requests and
+//! transfers that move them ([`Runners`], [`Transfer`]), device allocation and eviction,
+//! write-backs, and who waits for which replica.
+//!
+//! It owns all of that state and never acts on the engine itself: what it wants done — an event
+//! at some date, a line for the observers — comes back as [`Effect`]s, which the loop applies in
+//! order right after the call. It knows nothing of workers or schedulers either: where a step
+//! concerns a task (a buffer of a popped task is in place), it returns the task to the loop,
+//! which decides what follows, so that everything happens in the same order as in one thread of
+//! control.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
+
+use hetsim_core::fluid::{FlowId, FlowSpec, FluidNetwork};
+use hetsim_platform::machine::{Machine, MemKind, MemNodeId};
+use hetsim_taskgraph::{HandleId, TaskGraph, TaskId};
+
+use super::memory::{Alloc, Memory};
+use super::observe::SimEvent;
+use super::sim::Event;
+use super::transfer::{Estimates, Path, Paths, Runners, Transfer, TransferKind};
+
+/// What the data manager asks of the loop.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Effect {
+    /// Put `Event` in the calendar at this date.
+    At(f64, Event),
+    /// Tell the observers.
+    Note(SimEvent<'static>),
+}
+
+/// Who waits for a replica to become valid.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Waiter {
+    /// One buffer of a popped task.
+    Task(TaskId),
+    /// A staged copy: once RAM is valid, continue to this node (kind and priority of the
+    /// request).
+    Forward(MemNodeId, TransferKind, i32),
+}
+
+/// The runtime costs the data manager charges (the machine's `[runtime]`).
+#[derive(Debug, Clone, Copy)]
+struct Costs {
+    transfer_queue_s: f64,
+    cuda_malloc_s: f64,
+    cuda_free_s: f64,
+}
+
+/// One memory node's use over a run.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct MemoryUse {
+    pub peak_used_bytes: u64,
+    pub evictions: u64,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub(crate) struct DataManager {
+    /// The rank it serves (events it asks for carry it).
+    rank: u32,
+    memory: Memory,
+    runners: Runners,
+    estimates: Estimates,
+    paths: Paths,
+    costs: Costs,
+    transfers: Vec<Option<Transfer>>,
+    free_transfers: Vec<u32>,
+    waiters: FxHashMap<usize, Vec<Waiter>>,
+    /// Per node, buffers of popped tasks waiting for room, in the order asked.
+    alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
+    /// Per node, when its last allocation ends.
+    alloc_free_at: Vec<f64>,
+    /// When the machine-wide device allocator is free.
+    device_alloc_free_at: f64,
+    /// Per replica, a write-back of it is on its way.
+    writing_back: Vec<bool>,
+    scratch_ids: Vec<u32>,
+    /// Per node: buffers being allocated ([`Runners::start_ready`]).
+    scratch_requesting: Vec<bool>,
+}
+
+impl DataManager {
+    /// The data `handles` of `graph` on `machine` (see [`Memory::new`] for `slots` and
+    /// `gpus`, the memory nodes of the rank's GPU workers in order; StarPU's transfer estimate
+    /// depends on their number).
+    pub fn new(
+        machine: &Machine,
+        graph: &TaskGraph,
+        rank: u32,
+        (handles, slots): (Vec<HandleId>, Rc<[u32]>),
+        ram: MemNodeId,
+        gpus: &[MemNodeId],
+        paths: Paths,
+    ) -> Self {
+        let kinds: Vec<MemKind> = machine.memory_nodes().iter().map(|m| m.kind).collect();
+        let capacity: Vec<u64> = machine
+            .memory_nodes()
+            .iter()
+            .map(|m| m.capacity_bytes)
+            .collect();
+        let rt = machine.runtime();
+        let nnodes = kinds.len();
+        let nhandles = handles.len();
+        DataManager {
+            rank,
+            memory: Memory::new(
+                kinds.clone(),
+                capacity,
+                ram,
+                gpus,
+                graph,
+                handles,
+                slots,
+                rt.suballocator,
+            ),
+            runners: Runners::new(&kinds, rt.pending_limits),
+            estimates: Estimates::new(machine, ram, gpus.len()),
+            paths,
+            costs: Costs {
+                transfer_queue_s: rt.transfer_queue_s,
+                cuda_malloc_s: rt.cuda_malloc_s,
+                cuda_free_s: rt.cuda_free_s,
+            },
+            transfers: Vec::new(),
+            free_transfers: Vec::new(),
+            waiters: FxHashMap::default(),
+            alloc_queue: vec![VecDeque::new(); nnodes],
+            alloc_free_at: vec![0.0; nnodes],
+            device_alloc_free_at: 0.0,
+            writing_back: vec![false; nhandles * nnodes],
+            scratch_ids: Vec::new(),
+            scratch_requesting: Vec::new(),
+        }
+    }
+
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+
+    /// Record which replicas change state from now on ([`DataManager::replica_changes`]).
+    pub fn record_replica_changes(&mut self) {
+        self.memory.record_changes();
+    }
+
+    /// The replicas (handle, memory node) whose valid, loading or allocated state changed
+    /// since the last call, once recording is on, swapped into `out` (cleared first), leaving
+    /// the record empty.
+    pub fn swap_replica_changes(&mut self, out: &mut Vec<(HandleId, MemNodeId)>) {
+        out.clear();
+        std::mem::swap(out, &mut self.memory.changes);
+    }
+
+    pub fn estimates(&self) -> &Estimates {
+        &self.estimates
+    }
+
+    pub fn nnodes(&self) -> usize {
+        self.memory.nnodes()
+    }
+
+    fn replica_key(&self, h: HandleId, n: MemNodeId) -> usize {
+        self.memory.key(h, n)
+    }
+
+    // --- Buffers of popped tasks ------------------------------------------------------------
+
+    /// A popped task's buffer `access` of `h` is needed in `node`: pin it there. Returns
+    /// whether it is allocated already; if not, it waits for room
+    /// ([`DataManager::next_allocation`]).
+    pub fn pin_buffer(&mut self, t: TaskId, access: u32, h: HandleId, node: MemNodeId) -> bool {
+        self.memory.pin_for_task(h, node);
+        if self.memory.is_allocated(h, node) {
+            true
+        } else {
+            self.alloc_queue[node.index()].push_back((t, access));
+            false
+        }
+    }
+
+    /// Task `t`'s buffer of `h` is allocated in `node`. Returns true if it is in place (the
+    /// task does not read it, or it is valid there); otherwise `t` waits for the copy, which
+    /// is requested at `priority` unless one is on its way.
+    #[allow(clippy::too_many_arguments)]
+    pub fn buffer_allocated(
+        &mut self,
+        t: TaskId,
+        h: HandleId,
+        reads: bool,
+        node: MemNodeId,
+        priority: i32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        if !reads || self.memory.is_valid(h, node) {
+            return true;
+        }
+        self.waiters
+            .entry(self.replica_key(h, node))
+            .or_default()
+            .push(Waiter::Task(t));
+        if !self.memory.is_loading(h, node) {
+            let src = self.memory.best_source(h, node, &self.estimates);
+            self.start_copy(h, src, node, TransferKind::Fetch, priority, now_s, fx);
+        } else {
+            self.promote_prefetch(h, node);
+        }
+        false
+    }
+
+    /// Serve the next allocation request waiting on `node`, in order, while room can be made.
+    /// Returns the buffer whose allocation is done now (the loop then calls
+    /// [`DataManager::buffer_allocated`] and asks again); `None` when the queue is empty or
+    /// waits (for a write-back, or for room held by running tasks). Allocations that take time
+    /// end with an [`Event::AllocDone`].
+    pub fn next_allocation(
+        &mut self,
+        graph: &TaskGraph,
+        node: MemNodeId,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> Option<(TaskId, u32)> {
+        while let Some(&(t, i)) = self.alloc_queue[node.index()].front() {
+            let h = graph.accesses(t)[i as usize].handle;
+            if self.memory.is_allocated(h, node) {
+                // Another holder allocated it meanwhile (two popped tasks share a handle).
+                self.alloc_queue[node.index()].pop_front();
+                return Some((t, i));
+            }
+            let alloc = self.memory.allocate(h, node);
+            self.report_evictions(graph, fx);
+            match alloc {
+                Alloc::Done { malloc, frees } => {
+                    self.alloc_queue[node.index()].pop_front();
+                    let cost = self.allocated(node, h, malloc, frees, fx);
+                    let at = self.allocator_done_at(node, cost, now_s);
+                    if at > now_s {
+                        fx.push(Effect::At(at, Event::AllocDone { task: t, access: i }));
+                    } else {
+                        return Some((t, i));
+                    }
+                }
+                Alloc::WriteBack(victim) => {
+                    self.write_back(victim, node, now_s, fx);
+                    return None;
+                }
+                Alloc::Blocked => return None,
+            }
+        }
+        None
+    }
+
+    /// Task `t` ended in `node`: its writes make its replicas there the only valid ones, and
+    /// its buffers are unpinned.
+    pub fn task_ended(&mut self, graph: &TaskGraph, t: TaskId, node: MemNodeId) {
+        for a in graph.accesses(t) {
+            if a.mode.writes() {
+                self.memory.write(a.handle, node);
+            }
+        }
+        for a in graph.accesses(t) {
+            self.memory.unpin(a.handle, node);
+        }
+    }
+
+    /// The one-step route from `src` to `dst` inside this rank's node, if the machine has one.
+    pub fn segment(
+        &self,
+        src: MemNodeId,
+        dst: MemNodeId,
+    ) -> Option<hetsim_platform::cluster::Segment> {
+        use hetsim_platform::cluster::Segment;
+        match self.paths.path(src, dst)? {
+            Path::Fluid(links) => Some(Segment::Fluid(links.clone())),
+            Path::Model(m) => Some(Segment::Model(m.clone())),
+        }
+    }
+
+    /// A message wrote `h` in `node` (RAM): that replica is now the only valid one.
+    pub fn receive(&mut self, h: HandleId, node: MemNodeId) {
+        self.memory.write(h, node);
+    }
+
+    /// A message that read `h` in `node` is sent: unpin it there.
+    pub fn release(&mut self, h: HandleId, node: MemNodeId) {
+        self.memory.unpin(h, node);
+    }
+
+    /// Node `node`'s driver thread runs (or no longer runs) a synchronous task: it handles no
+    /// request meanwhile.
+    pub fn set_blocked(&mut self, node: MemNodeId, blocked: bool) {
+        self.runners.set_blocked(node, blocked);
+    }
+
+    // --- Memory -----------------------------------------------------------------------------
+
+    /// Report the replicas the last allocations evicted.
+    fn report_evictions(&mut self, graph: &TaskGraph, fx: &mut Vec<Effect>) {
+        for (node, handle) in self.memory.evicted.drain(..) {
+            fx.push(Effect::Note(SimEvent::Evict {
+                node,
+                handle,
+                bytes: graph.handle(handle).size_bytes,
+            }));
+        }
+    }
+
+    /// Report an allocation that just succeeded on `node` and return what it costs.
+    fn allocated(
+        &mut self,
+        node: MemNodeId,
+        h: HandleId,
+        malloc: bool,
+        frees: u32,
+        fx: &mut Vec<Effect>,
+    ) -> f64 {
+        let paid_malloc = malloc && self.memory.kind(node) == MemKind::Gpu;
+        let cost = self.alloc_cost(node, malloc, frees);
+        fx.push(Effect::Note(SimEvent::Allocate {
+            node,
+            handle: h,
+            used_bytes: self.memory.used(node),
+            malloc: paid_malloc,
+        }));
+        cost
+    }
+
+    /// The date an allocation of `cost` on `node` asked for now ends. A node's allocations end
+    /// in the order they were asked for (its driver handles its requests one after the other),
+    /// and the ones that cost something happen one at a time on the whole machine (StarPU
+    /// takes one global `cuda_alloc_mutex` around cudaMalloc and cudaFree).
+    fn allocator_done_at(&mut self, node: MemNodeId, cost: f64, now_s: f64) -> f64 {
+        if cost <= 0.0 {
+            return self.alloc_free_at[node.index()].max(now_s);
+        }
+        let at = self.device_alloc_free_at.max(now_s) + cost;
+        self.device_alloc_free_at = at;
+        self.alloc_free_at[node.index()] = at;
+        at
+    }
+
+    fn alloc_cost(&self, node: MemNodeId, malloc: bool, frees: u32) -> f64 {
+        if self.memory.kind(node) != MemKind::Gpu {
+            return 0.0;
+        }
+        (if malloc {
+            self.costs.cuda_malloc_s
+        } else {
+            0.0
+        }) + f64::from(frees) * self.costs.cuda_free_s
+    }
+
+    fn write_back(&mut self, victim: HandleId, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
+        let key = self.replica_key(victim, node);
+        if self.writing_back[key] {
+            // Already on its way, perhaps at idle priority: now it is needed.
+            self.promote_prefetch(victim, self.memory.ram());
+            return;
+        }
+        self.writing_back[key] = true;
+        let ram = self.memory.ram();
+        // Someone waits for the room: ahead of every other request of the pair.
+        self.start_copy(
+            victim,
+            node,
+            ram,
+            TransferKind::WriteBack,
+            i32::MAX,
+            now_s,
+            fx,
+        );
+    }
+
+    /// A "will not be used" hint holds (StarPU's `_starpu_data_wont_use`): mark the device
+    /// replicas of `h` as first eviction victims and, if main memory has no valid copy, ask
+    /// for an idle-priority copy there (`starpu_data_idle_prefetch_on_node(home)`).
+    pub fn wont_use(&mut self, h: HandleId, now_s: f64, fx: &mut Vec<Effect>) {
+        self.memory.mark_wont_use(h);
+        let ram = self.memory.ram();
+        if self.memory.is_valid(h, ram) || self.memory.is_loading(h, ram) {
+            return;
+        }
+        let src = self.memory.best_source(h, ram, &self.estimates);
+        if src == ram || self.estimates.hops(src, ram).len() != 1 {
+            return;
+        }
+        let key = self.replica_key(h, src);
+        if self.writing_back[key] {
+            return;
+        }
+        self.writing_back[key] = true;
+        self.enqueue_transfer_at(h, src, ram, TransferKind::WriteBack, true, 0, now_s, fx);
+    }
+
+    /// Move `task`'s inputs to `node` ahead of time, taking room only if it can without
+    /// waiting or writing back.
+    pub fn prefetch(
+        &mut self,
+        graph: &TaskGraph,
+        task: TaskId,
+        node: MemNodeId,
+        priority: i32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        for a in graph.accesses(task) {
+            let h = a.handle;
+            if !a.mode.reads() || self.memory.is_valid(h, node) || self.memory.is_loading(h, node) {
+                continue;
+            }
+            if self.memory.is_allocated(h, node) {
+                let src = self.memory.best_source(h, node, &self.estimates);
+                self.start_copy(h, src, node, TransferKind::Prefetch, priority, now_s, fx);
+                continue;
+            }
+            let alloc = self.memory.allocate(h, node);
+            self.report_evictions(graph, fx);
+            match alloc {
+                Alloc::Done { malloc, frees } => {
+                    let cost = self.allocated(node, h, malloc, frees, fx);
+                    self.memory.pin(h, node);
+                    let at = self.allocator_done_at(node, cost, now_s);
+                    fx.push(Effect::At(
+                        at,
+                        Event::PrefetchAllocDone {
+                            handle: h,
+                            node,
+                            priority,
+                        },
+                    ));
+                }
+                Alloc::WriteBack(_) | Alloc::Blocked => {}
+            }
+        }
+    }
+
+    /// The room a prefetch asked for is allocated: copy the data there unless it is valid or
+    /// on its way meanwhile.
+    pub fn prefetch_allocated(
+        &mut self,
+        h: HandleId,
+        node: MemNodeId,
+        priority: i32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        self.memory.unpin(h, node);
+        if !self.memory.is_valid(h, node) && !self.memory.is_loading(h, node) {
+            let src = self.memory.best_source(h, node, &self.estimates);
+            self.start_copy(h, src, node, TransferKind::Prefetch, priority, now_s, fx);
+        }
+    }
+
+    /// The end of the run: copy every handle not valid in RAM back there, as unregistering does
+    /// in StarPU.
+    pub fn final_write_back(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        let ram = self.memory.ram();
+        let pending: Vec<HandleId> = self.memory.not_in_ram().collect();
+        for h in pending {
+            let src = self.memory.best_source(h, ram, &self.estimates);
+            self.start_copy(h, src, ram, TransferKind::WriteBack, 0, now_s, fx);
+        }
+    }
+
+    // --- Transfers --------------------------------------------------------------------------
+
+    /// Copy `h` from `src` to `dst` (staged through RAM if there is no direct route).
+    #[allow(clippy::too_many_arguments)]
+    fn start_copy(
+        &mut self,
+        h: HandleId,
+        src: MemNodeId,
+        dst: MemNodeId,
+        kind: TransferKind,
+        priority: i32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let hops = self.estimates.hops(src, dst);
+        let (a, b) = hops[0];
+        if hops.len() > 1 {
+            // Stage: first to RAM, then on to `dst` once RAM holds it.
+            self.memory.set_loading(h, dst, true);
+            self.memory.pin(h, dst);
+            self.waiters
+                .entry(self.replica_key(h, b))
+                .or_default()
+                .push(Waiter::Forward(dst, kind, priority));
+            if self.memory.is_loading(h, b) {
+                self.promote_prefetch(h, b);
+                return;
+            }
+        }
+        self.enqueue_transfer_at(h, a, b, kind, false, priority, now_s, fx);
+    }
+
+    /// Queue a one-hop copy, at idle priority if `idle`.
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_transfer_at(
+        &mut self,
+        h: HandleId,
+        src: MemNodeId,
+        dst: MemNodeId,
+        kind: TransferKind,
+        idle: bool,
+        priority: i32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let tr = Transfer {
+            handle: h,
+            src,
+            dst,
+            bytes: self.memory.size(h) as f64,
+            kind,
+            version: self.memory.version(h),
+            idle,
+            priority,
+        };
+        self.memory.pin(h, src);
+        if !self.memory.is_loading(h, dst) {
+            self.memory.pin(h, dst);
+            self.memory.set_loading(h, dst, true);
+        }
+        let id = match self.free_transfers.pop() {
+            Some(id) => {
+                self.transfers[id as usize] = Some(tr);
+                id
+            }
+            None => {
+                self.transfers.push(Some(tr));
+                (self.transfers.len() - 1) as u32
+            }
+        };
+        let tr = self.transfers[id as usize].as_ref().expect("just stored");
+        self.runners.enqueue(id, tr);
+        self.start_transfers(now_s, fx);
+    }
+
+    /// Someone needs `h` on `node` now: a prefetch or idle copy of it queued there moves
+    /// ahead with the fetches (StarPU raises a request's priority when a more urgent one asks
+    /// for the same copy).
+    fn promote_prefetch(&mut self, h: HandleId, node: MemNodeId) {
+        let found = self.transfers.iter().enumerate().find_map(|(i, t)| {
+            t.as_ref()
+                .filter(|t| {
+                    t.handle == h && t.dst == node && (t.kind == TransferKind::Prefetch || t.idle)
+                })
+                .map(|_| i as u32)
+        });
+        if let Some(id) = found {
+            let tr = self.transfers[id as usize].clone().expect("found");
+            if self.runners.promote(id, &tr) {
+                let t = self.transfers[id as usize].as_mut().expect("found");
+                if t.kind == TransferKind::Prefetch {
+                    t.kind = TransferKind::Fetch;
+                }
+                t.idle = false;
+            }
+        }
+    }
+
+    /// Submit what the request lists allow and start, after their queueing cost, the
+    /// transfers that may start now ([`Event::TransferGo`]).
+    pub fn start_transfers(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        let mut ready = std::mem::take(&mut self.scratch_ids);
+        let mut requesting = std::mem::take(&mut self.scratch_requesting);
+        requesting.clear();
+        requesting.extend(
+            (0..self.memory.nnodes())
+                .map(|n| !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s),
+        );
+        self.runners.start_ready(&mut ready, &requesting);
+        self.scratch_requesting = requesting;
+        for &id in &ready {
+            fx.push(Effect::At(
+                now_s + self.costs.transfer_queue_s,
+                Event::TransferGo {
+                    rank: self.rank,
+                    id,
+                },
+            ));
+        }
+        ready.clear();
+        self.scratch_ids = ready;
+    }
+
+    /// Transfer `id` paid its queueing cost: its bytes start moving, over the fluid network
+    /// (returns the flow, whose end the loop reports with [`DataManager::finish_transfer`]) or
+    /// in its route's model time ([`Event::TransferDone`]).
+    pub fn transfer_go(
+        &mut self,
+        id: u32,
+        net: &mut FluidNetwork,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> Option<FlowId> {
+        let tr = self.transfers[id as usize].as_ref().expect("live transfer");
+        fx.push(Effect::Note(SimEvent::TransferStart {
+            handle: tr.handle,
+            src: tr.src,
+            dst: tr.dst,
+            bytes: tr.bytes,
+            kind: tr.kind,
+            version: tr.version,
+            id,
+        }));
+        match self.paths.path(tr.src, tr.dst) {
+            Some(Path::Fluid(route)) => {
+                Some(net.start_flow(now_s, FlowSpec::new(route.clone(), tr.bytes)))
+            }
+            Some(Path::Model(m)) => {
+                let d = m.duration_secs(tr.bytes);
+                fx.push(Effect::At(
+                    now_s + d,
+                    Event::TransferDone {
+                        rank: self.rank,
+                        id,
+                    },
+                ));
+                None
+            }
+            None => unreachable!("hops only use pairs with a route"),
+        }
+    }
+
+    /// Transfer `id`'s last byte arrived. Returns who waited for the replica if it is now
+    /// valid (the loop serves them in order: a task's buffer is in place, a staged copy goes
+    /// on with [`DataManager::forward`]); a copy made stale by a write meanwhile is fetched
+    /// again for its waiters. The loop then starts transfers and retries allocations.
+    pub fn finish_transfer(
+        &mut self,
+        id: u32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> (HandleId, MemNodeId, Vec<Waiter>) {
+        let tr = self.transfers[id as usize].take().expect("live transfer");
+        self.free_transfers.push(id);
+        self.runners.finished(id, tr.src, tr.dst);
+        fx.push(Effect::Note(SimEvent::TransferEnd {
+            handle: tr.handle,
+            src: tr.src,
+            dst: tr.dst,
+            bytes: tr.bytes,
+            kind: tr.kind,
+            version: tr.version,
+            id,
+        }));
+        let (h, src, dst) = (tr.handle, tr.src, tr.dst);
+        self.memory.set_loading(h, dst, false);
+        let fresh = self.memory.arrive(h, dst, tr.version);
+        self.memory.unpin(h, src);
+        self.memory.unpin(h, dst);
+        let key = self.replica_key(h, src);
+        if tr.kind == TransferKind::WriteBack && self.writing_back[key] {
+            self.writing_back[key] = false;
+        }
+        if fresh {
+            let waiting = self.waiters.remove(&self.replica_key(h, dst));
+            return (h, dst, waiting.unwrap_or_default());
+        }
+        if self.waiters.contains_key(&self.replica_key(h, dst)) {
+            // Written meanwhile: fetch the new version for whoever still waits.
+            let src = self.memory.best_source(h, dst, &self.estimates);
+            self.start_copy(h, src, dst, TransferKind::Fetch, i32::MAX, now_s, fx);
+        }
+        (h, dst, Vec::new())
+    }
+
+    /// The second hop of a staged copy of `h`: RAM (`from`) now holds it; continue to `dst`,
+    /// which was pinned for it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn forward(
+        &mut self,
+        h: HandleId,
+        from: MemNodeId,
+        dst: MemNodeId,
+        kind: TransferKind,
+        priority: i32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        self.memory.unpin(h, dst);
+        self.memory.set_loading(h, dst, false);
+        if !self.memory.is_valid(h, dst) {
+            self.enqueue_transfer_at(h, from, dst, kind, false, priority, now_s, fx);
+        }
+    }
+
+    // --- End of run -------------------------------------------------------------------------
+
+    /// Each node's peak use and evictions.
+    pub fn memory_use(&self) -> Vec<MemoryUse> {
+        (0..self.memory.nnodes())
+            .map(|n| {
+                let n = MemNodeId(n as u32);
+                MemoryUse {
+                    peak_used_bytes: self.memory.peak(n),
+                    evictions: self.memory.evictions(n),
+                }
+            })
+            .collect()
+    }
+
+    /// Why the run cannot go on (tasks left, nothing moving): the full memories and what
+    /// waits for them.
+    pub fn deadlock_diagnosis(&self, machine: &Machine, graph: &TaskGraph) -> String {
+        let mut msg = String::new();
+        for (n, q) in self.alloc_queue.iter().enumerate() {
+            if q.is_empty() {
+                continue;
+            }
+            let node = MemNodeId(n as u32);
+            let name = &machine.memory_nodes()[n].name;
+            let pinned = self.memory.pinned_on(node);
+            let waiting: Vec<String> = q
+                .iter()
+                .map(|&(t, i)| {
+                    format!(
+                        "task {} ({}) needs handle {}",
+                        t.0,
+                        graph.task_codelet_name(t),
+                        graph.accesses(t)[i as usize].handle.0
+                    )
+                })
+                .take(8)
+                .collect();
+            msg.push_str(&format!(
+                " Memory {name} is full ({} of {} bytes) of data held by tasks waiting for more \
+                 room (pinned handles: {:?}); waiting: {}.",
+                self.memory.used(node),
+                self.memory.capacity(node),
+                pinned.iter().map(|h| h.0).take(16).collect::<Vec<_>>(),
+                waiting.join("; ")
+            ));
+        }
+        msg
+    }
+}

@@ -1,0 +1,706 @@
+//! Messages between ranks, as message tasks of the distributed graph
+//! (`hetsim_taskgraph::TaskKind::Message`). Two kinds:
+//!
+//! - **Data messages**: StarPU-MPI's send and receive of one piece of data
+//!   (`hetsim_taskgraph::distributed`): the task reads the sender's handle and writes the
+//!   receiver's.
+//! - **Payload messages**: a number of bytes from a place (host memory or one of the rank's
+//!   GPUs) on one rank to a place on another (or the same) rank, standing for what its
+//!   dependencies say (the cluster workloads written as MPI programs).
+//!
+//! Semantics:
+//!
+//! - **Two sides.** A data message's predecessors that access the handle it sends are the send
+//!   side (the data's last writer on the sender); the others are the receive side (the readers
+//!   of the receiver's previous copy). The send starts when the send side is done, the receive is
+//!   posted when the receive side is. A payload message's predecessors are all on the send side,
+//!   and its receive is posted from the start (the receive is taken as posted).
+//! - **Send.** A data message's sender acquires the data in its RAM, fetching it from a GPU if
+//!   that holds the only valid copy (StarPU-MPI sends from main memory), or, on a cluster with
+//!   GPU-direct transfers, straight from a GPU holding it. Its MPI progress thread then pays the
+//!   sender's overhead o_s (the cluster's overhead table), one message at a time per rank.
+//! - **Protocol.** A message of at most [`EAGER_LIMIT_BYTES`] is eager: its bytes leave as
+//!   soon as the send is posted. A larger one is rendezvous: its bytes leave once the receive is
+//!   posted too.
+//! - **Bytes** ([`Sim::message_route`]): between nodes, one flow from the source's memory node
+//!   to the destination's on a cluster with GPU-direct transfers; otherwise store and forward,
+//!   each step starting when the previous ends: source → the node's RAM (where the NIC is),
+//!   RAM → RAM over the NICs and switch, RAM → destination. Inside a node, the node machine's
+//!   route, or two steps through RAM if it has none; a rank's copy between two of its own
+//!   places crosses the node's route too. Ranks of one node exchange host memory at no cost.
+//!   Every flow shares links with everything else; a route with a transfer model takes the
+//!   model's time.
+//! - **Receive buffer.** The first receive of a data message into a copy finds no memory behind
+//!   it (StarPU-MPI registers the copies of remote data with no home,
+//!   `starpu_matrix_data_register(.., -1, NULL, ..)`): acquiring it for writing
+//!   (`_starpu_mpi_isend_irecv_common`) allocates it in pinned RAM, which StarPU-SimGrid charges
+//!   `pinned_alloc_per_mib` (`_starpu_malloc_on_node`) and, up to 4 MiB, carves out of 32 MiB
+//!   chunks (`starpu_malloc_on_node_flags`, the suballocator), so only a new chunk pays, for the
+//!   whole chunk, holding the chunk lock meanwhile. The allocation is a data request of the RAM
+//!   node, which the rank's workers serve between tasks (`__starpu_datawizard_progress`): an
+//!   idle worker takes the next waiting one and is blocked until it is served (behind the chunk
+//!   being allocated). The receive is posted only then. Later receives into the same copy reuse
+//!   its buffer. Payload messages land in memory the program owns: no allocation.
+//! - **Receive.** Once the bytes are there and the receive is posted, the receiver's progress
+//!   thread pays o_r; then a data message's copy is valid in the receiver's RAM (a new version:
+//!   a write) and the sender's copy is released; the message's successors go on.
+
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::{Event, FlowOwner, Sim};
+use crate::layout::endpoint;
+use crate::observe::SimEvent;
+use crate::suballoc::Suballocator;
+use crate::{WorkerId, WorkerKind};
+use hetsim_core::error::InputError;
+use hetsim_core::fluid::FlowSpec;
+use hetsim_platform::cluster::{NodeId, Segment};
+use hetsim_platform::machine::{MemKind, MemNodeId};
+use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
+
+/// Largest message sent eagerly, bytes: MPICH's and SimGrid SMPI's default threshold between
+/// the eager and rendezvous protocols (64 KiB).
+pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
+
+/// One message's progress.
+#[derive(Debug, Clone, Copy)]
+struct Msg {
+    from: u32,
+    to: u32,
+    bytes: f64,
+    /// A payload message's places on each side; `None` for a data message.
+    payload: Option<(Place, Place)>,
+    send_left: u32,
+    recv_left: u32,
+    /// The sender's memory node the bytes leave from, once the send started.
+    src: Option<MemNodeId>,
+    sent: bool,
+    posted: bool,
+    moving: bool,
+    arrived: bool,
+    /// Its route in [`Messages::routes`], and how many of its steps are done, once it moves.
+    route: u32,
+    done_steps: u32,
+}
+
+/// A route's key: sending rank, source memory node, receiving rank, destination memory node.
+type RouteKey = (u32, MemNodeId, u32, MemNodeId);
+
+/// One rank's receive buffers in pinned RAM (see the module documentation).
+#[derive(Debug, Default)]
+struct RecvBuffers {
+    chunks: Suballocator,
+    /// When the allocator is next free: a new chunk holds its lock until it is allocated.
+    free_at_s: f64,
+    /// Receives waiting for a worker to allocate their buffer, in the order they were posted.
+    waiting: VecDeque<TaskId>,
+    /// Per local worker, until when it is blocked allocating a buffer.
+    busy_until_s: Vec<f64>,
+}
+
+/// Every message task's progress.
+#[derive(Debug, Default)]
+pub(super) struct Messages {
+    /// The messages in task order.
+    state: Vec<Msg>,
+    /// Per task, its index in `state` (`u32::MAX` for other tasks); empty without messages.
+    slot: Vec<u32>,
+    /// The distinct routes messages took, computed once each.
+    routes: Vec<Vec<Segment>>,
+    route_ids: FxHashMap<RouteKey, u32>,
+    /// Per rank, its receive buffers.
+    buffers: Vec<RecvBuffers>,
+    /// Copies that have a RAM buffer already (received into before).
+    has_buffer: FxHashSet<HandleId>,
+}
+
+/// Whether task `t` is on message `m`'s send side: it accesses the handle `m` sends, or `m` is
+/// a payload message.
+fn on_send_side(graph: &TaskGraph, m: TaskId, t: TaskId) -> bool {
+    let Some(sent) = graph.accesses(m).first() else {
+        return true;
+    };
+    graph.accesses(t).iter().any(|a| a.handle == sent.handle)
+}
+
+impl Messages {
+    pub fn new(graph: &TaskGraph) -> Self {
+        let mut state = Vec::new();
+        let mut slot = Vec::new();
+        for m in graph.task_ids() {
+            let TaskKind::Message { from, to, src, dst } = graph.task(m).kind else {
+                continue;
+            };
+            if slot.is_empty() {
+                slot = vec![u32::MAX; graph.num_tasks()];
+            }
+            slot[m.index()] = state.len() as u32;
+            let payload = graph.payload_bytes(m);
+            let bytes = payload
+                .unwrap_or_else(|| graph.handle(graph.accesses(m)[0].handle).size_bytes as f64);
+            let (mut send_left, mut recv_left) = (0, 0);
+            for &p in graph.predecessors(m) {
+                if on_send_side(graph, m, p) {
+                    send_left += 1;
+                } else {
+                    recv_left += 1;
+                }
+            }
+            state.push(Msg {
+                from: from.0,
+                to: to.0,
+                bytes,
+                payload: payload.map(|_| (src, dst)),
+                send_left,
+                recv_left,
+                src: None,
+                sent: false,
+                posted: payload.is_some(),
+                moving: false,
+                arrived: false,
+                route: u32::MAX,
+                done_steps: 0,
+            });
+        }
+        let buffers = if state.is_empty() {
+            Vec::new()
+        } else {
+            (0..graph.nodes()).map(|_| RecvBuffers::default()).collect()
+        };
+        Messages {
+            state,
+            slot,
+            routes: Vec::new(),
+            route_ids: FxHashMap::default(),
+            buffers,
+            has_buffer: FxHashSet::default(),
+        }
+    }
+
+    /// The task ids of the messages, in order.
+    fn ids(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.slot
+            .iter()
+            .enumerate()
+            .filter(|&(_, &s)| s != u32::MAX)
+            .map(|(t, _)| TaskId(t as u32))
+    }
+
+    /// Message `m`'s state, if `m` is a message.
+    fn find(&self, m: TaskId) -> Option<&Msg> {
+        let s = *self.slot.get(m.index())?;
+        self.state.get(s as usize)
+    }
+
+    /// Whether local worker `w` of rank `r` is blocked allocating a receive buffer at `now_s`.
+    pub fn allocating(&self, r: usize, w: WorkerId, now_s: f64) -> bool {
+        self.buffers
+            .get(r)
+            .and_then(|b| b.busy_until_s.get(w.index()))
+            .is_some_and(|&until| until > now_s)
+    }
+
+    /// The messages with a side that waits for no task, in task order.
+    pub fn waiting_for_nothing(&self) -> Vec<TaskId> {
+        self.ids()
+            .zip(&self.state)
+            .filter(|(_, m)| m.send_left == 0 || m.recv_left == 0)
+            .map(|(t, _)| t)
+            .collect()
+    }
+
+    /// For a data message whose send started: the sending rank and the memory node its bytes
+    /// leave from.
+    pub fn source(&self, t: TaskId) -> Option<(usize, MemNodeId)> {
+        let m = self.find(t)?;
+        Some((m.from as usize, m.src?))
+    }
+
+    /// The distinct (sending rank, source place, receiving rank, destination place) of the
+    /// payload messages, to check their routes before the run.
+    pub fn payload_routes(&self) -> Vec<(u32, Place, u32, Place)> {
+        let mut v: Vec<_> = self
+            .state
+            .iter()
+            .filter_map(|m| m.payload.map(|(s, d)| (m.from, s, m.to, d)))
+            .collect();
+        v.sort_unstable_by_key(|&(f, s, t, d)| (f, place_key(s), t, place_key(d)));
+        v.dedup();
+        v
+    }
+
+    fn get(&mut self, m: TaskId) -> &mut Msg {
+        let s = self.slot[m.index()];
+        &mut self.state[s as usize]
+    }
+
+    /// The messages still waiting, for a deadlock diagnosis.
+    pub fn diagnosis(&self) -> String {
+        let waiting: Vec<(u32, &Msg)> = self
+            .ids()
+            .zip(&self.state)
+            .filter(|(_, m)| !(m.sent && m.posted && m.arrived))
+            .map(|(t, m)| (t.0, m))
+            .collect();
+        if waiting.is_empty() {
+            return String::new();
+        }
+        let list: Vec<String> = waiting
+            .iter()
+            .take(8)
+            .map(|(t, m)| {
+                format!(
+                    "message {t} ({} bytes) from rank {} to rank {}: {}",
+                    m.bytes,
+                    m.from,
+                    m.to,
+                    match (m.src.is_some(), m.sent, m.posted) {
+                        (false, _, _) => "send waits for its predecessors",
+                        (true, false, _) => "send waits for its data",
+                        (true, true, false) => "receive not posted",
+                        _ => "in flight",
+                    }
+                )
+            })
+            .collect();
+        format!(" {} message(s) wait: {}.", waiting.len(), list.join("; "))
+    }
+}
+
+fn place_key(p: Place) -> u32 {
+    match p {
+        Place::Host => u32::MAX,
+        Place::Device(g) => u32::from(g),
+    }
+}
+
+impl Sim<'_> {
+    /// The memory node of `place` on rank `r`.
+    fn place_mem(&self, r: usize, place: Place) -> Result<MemNodeId, InputError> {
+        match place {
+            Place::Host => Ok(self.ranks[r].data.memory().ram()),
+            Place::Device(g) => self.ranks[r]
+                .gpu_mems
+                .get(usize::from(g))
+                .copied()
+                .ok_or_else(|| {
+                    InputError::new(format!(
+                        "a message uses GPU {g} of rank {r}, which has {} GPU worker(s)",
+                        self.ranks[r].gpu_mems.len()
+                    ))
+                    .at_field("machine.gpus_per_node")
+                }),
+        }
+    }
+
+    /// Check, before the run, that every payload message has a route.
+    pub(super) fn check_message_routes(&self) -> Result<(), InputError> {
+        for (from, src, to, dst) in self.messages.payload_routes() {
+            let (f, t) = (from as usize, to as usize);
+            let (s, d) = (self.place_mem(f, src)?, self.place_mem(t, dst)?);
+            self.message_route(f, s, t, d).map_err(|e| {
+                InputError::new(format!(
+                    "a message from rank {from} to rank {to}: {}",
+                    e.message
+                ))
+                .at_field(e.location.field.unwrap_or_else(|| "machine".into()))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The steps of a message from memory node `src` of rank `from` to `dst` of rank `to`
+    /// (module documentation).
+    fn message_route(
+        &self,
+        from: usize,
+        src: MemNodeId,
+        to: usize,
+        dst: MemNodeId,
+    ) -> Result<Vec<Segment>, InputError> {
+        let (a, b) = (self.ranks[from].node, self.ranks[to].node);
+        let mut steps = Vec::new();
+        if a == b {
+            if from != to && src == dst {
+                // Two ranks of one node share its host memory.
+                return Ok(steps);
+            }
+            self.intra_steps(a, src, dst, &mut steps)?;
+            return Ok(steps);
+        }
+        let Some(net) = self.cluster_net.as_ref() else {
+            return Err(InputError::new(
+                "ranks on different nodes of a machine without network",
+            ));
+        };
+        let host = net.inter_host(NodeId(a), NodeId(b)).ok_or_else(|| {
+            InputError::new(format!(
+                "nodes {a} and {b} of `{}` have no network between them (a plain machine file)",
+                self.cluster.map_or(self.machine.name(), |c| c.name())
+            ))
+            .at_field("machine")
+        })?;
+        if self.cluster.is_some_and(|c| c.gpu_direct())
+            && let Some(r) = net.route(endpoint(a, src), endpoint(b, dst))
+        {
+            steps.push(Segment::Fluid(r));
+            return Ok(steps);
+        }
+        let ram = net.attach();
+        self.intra_steps(a, src, ram, &mut steps)?;
+        steps.push(Segment::Fluid(host));
+        self.intra_steps(b, ram, dst, &mut steps)?;
+        Ok(steps)
+    }
+
+    /// One hop inside node `node`: the node machine's route, else staged through its RAM.
+    fn intra_steps(
+        &self,
+        node: u32,
+        a: MemNodeId,
+        b: MemNodeId,
+        out: &mut Vec<Segment>,
+    ) -> Result<(), InputError> {
+        if a == b {
+            return Ok(());
+        }
+        let machine = self.machine;
+        let ram = self.ranks[0].data.memory().ram();
+        let intra = |x: MemNodeId, y: MemNodeId| match &self.cluster_net {
+            Some(net) => net.intra(NodeId(node), x, y),
+            None => self.ranks[0].data.segment(x, y),
+        };
+        if let Some(s) = intra(a, b) {
+            out.push(s);
+            return Ok(());
+        }
+        if a != ram
+            && b != ram
+            && let (Some(x), Some(y)) = (intra(a, ram), intra(ram, b))
+        {
+            out.push(x);
+            out.push(y);
+            return Ok(());
+        }
+        let name = |m: MemNodeId| {
+            machine
+                .memory_node(m)
+                .map_or_else(|| m.0.to_string(), |n| n.name.clone())
+        };
+        Err(InputError::new(format!(
+            "the node machine `{}` has no route from {} to {} (nor through {})",
+            machine.name(),
+            name(a),
+            name(b),
+            name(ram)
+        ))
+        .at_field("routes"))
+    }
+
+    /// A side of message `m` waits for nothing: that side starts at once.
+    pub(super) fn message_ready(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        let (send, recv) = (msg.send_left == 0, msg.recv_left == 0);
+        if send {
+            self.message_send(m);
+        }
+        if recv {
+            self.message_post(m);
+        }
+    }
+
+    /// Predecessor `t` of message `m` ended.
+    pub(super) fn message_pred_done(&mut self, m: TaskId, t: TaskId) {
+        let send = on_send_side(self.graph, m, t);
+        let msg = self.messages.get(m);
+        let left = if send {
+            &mut msg.send_left
+        } else {
+            &mut msg.recv_left
+        };
+        *left -= 1;
+        if *left == 0 {
+            if send {
+                self.message_send(m);
+            } else {
+                self.message_post(m);
+            }
+        }
+    }
+
+    /// The send side of `m` is done: a payload leaves from its place; a data message acquires
+    /// its data where it leaves from.
+    fn message_send(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        let (r, payload) = (msg.from as usize, msg.payload);
+        self.mark(r);
+        if let Some((src, _)) = payload {
+            let src = self.place_mem(r, src).expect("checked before the run");
+            self.messages.get(m).src = Some(src);
+            self.message_data_ready(m);
+            return;
+        }
+        let h = self.graph.accesses(m)[0].handle;
+        let ram = self.ranks[r].data.memory().ram();
+        let src = self.gpu_direct_source(m).unwrap_or(ram);
+        self.messages.get(m).src = Some(src);
+        self.buffers_left[m.index()] = 1;
+        if self.ranks[r].data.pin_buffer(m, 0, h, src) {
+            self.buffer_allocated(m, 0);
+        } else {
+            self.retry_allocations(r, src);
+        }
+    }
+
+    /// With GPU-direct transfers, a GPU of the sender holding the data of data message `m`.
+    fn gpu_direct_source(&self, m: TaskId) -> Option<MemNodeId> {
+        if !self.cluster?.gpu_direct() {
+            return None;
+        }
+        let msg = self.messages.find(m)?;
+        let memory = self.ranks[msg.from as usize].data.memory();
+        let h = self.graph.accesses(m)[0].handle;
+        (0..memory.nnodes() as u32)
+            .map(MemNodeId)
+            .find(|&n| memory.kind(n) == MemKind::Gpu && memory.is_valid(h, n))
+    }
+
+    /// The data of `m` is in place on the sender: its progress thread pays o_s.
+    pub(super) fn message_data_ready(&mut self, m: TaskId) {
+        let (from, bytes) = {
+            let msg = self.messages.get(m);
+            (msg.from as usize, msg.bytes)
+        };
+        let o_s = self.cluster.map_or(0.0, |c| c.overheads().send_s(bytes));
+        let rank = &mut self.ranks[from];
+        let end = rank.mpi_free_at.max(self.now) + o_s;
+        rank.mpi_free_at = end;
+        self.cal.schedule(end, Event::MessageSent(m));
+    }
+
+    pub(super) fn message_sent(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        msg.sent = true;
+        if msg.bytes <= EAGER_LIMIT_BYTES || msg.posted {
+            self.message_move(m);
+        }
+    }
+
+    /// The receive side of `m` is done: the receive is posted, once a data message's copy has a
+    /// buffer.
+    fn message_post(&mut self, m: TaskId) {
+        if let Some(received) = self.graph.accesses(m).get(1).map(|a| a.handle)
+            && self.messages.has_buffer.insert(received)
+        {
+            let to = self.messages.get(m).to as usize;
+            let pinned = self.ranks[to]
+                .workers
+                .workers()
+                .iter()
+                .any(|w| w.kind == WorkerKind::Gpu);
+            // Without a GPU, StarPU allocates plain memory, at no simulated cost.
+            if pinned && self.machine.runtime().pinned_alloc_s_per_mib > 0.0 {
+                self.messages.buffers[to].waiting.push_back(m);
+                self.mark(to);
+                return;
+            }
+        }
+        self.message_posted(m);
+    }
+
+    /// Rank `r`'s idle workers, in index order, each take the next receive whose buffer waits
+    /// to be allocated, and are blocked until it is (see the module documentation).
+    pub(super) fn take_buffer_allocations(&mut self, r: usize) {
+        if self
+            .messages
+            .buffers
+            .get(r)
+            .is_none_or(|b| b.waiting.is_empty())
+        {
+            return;
+        }
+        let rt = self.machine.runtime();
+        let n = self.ranks[r].workers.workers().len();
+        let now = self.now;
+        for i in 0..n {
+            let w = WorkerId(i as u32);
+            if !self.ranks[r].workers.held(w).is_empty() || self.messages.allocating(r, w, now) {
+                continue;
+            }
+            let Some(m) = self.messages.buffers[r].waiting.pop_front() else {
+                break;
+            };
+            let bytes = self.messages.get(m).bytes as u64;
+            let b = &mut self.messages.buffers[r];
+            // A small buffer pays only when it opens a chunk, and then for the whole chunk.
+            let paid_bytes = if rt.suballocator && Suballocator::serves(bytes) {
+                let (_, new) = b.chunks.carve(bytes);
+                if new { Suballocator::CHUNK_BYTES } else { 0 }
+            } else {
+                bytes
+            };
+            let mut at = now.max(b.free_at_s);
+            if paid_bytes > 0 {
+                at += rt.pinned_alloc_secs(paid_bytes as f64);
+                b.free_at_s = at;
+            }
+            if b.busy_until_s.len() < n {
+                b.busy_until_s.resize(n, 0.0);
+            }
+            b.busy_until_s[i] = at;
+            self.cal.schedule(at, Event::RecvBufferReady(m));
+        }
+    }
+
+    /// The buffer of `m`'s receive is allocated: the receive is posted, and the worker that
+    /// allocated it is free again.
+    pub(super) fn recv_buffer_ready(&mut self, m: TaskId) {
+        let to = self.messages.get(m).to as usize;
+        self.mark(to);
+        self.message_posted(m);
+    }
+
+    /// The receive of `m` is posted.
+    fn message_posted(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        msg.posted = true;
+        let (arrived, waits) = (msg.arrived, msg.sent && !msg.moving);
+        if arrived {
+            self.message_deliver(m);
+        } else if waits {
+            self.message_move(m);
+        }
+    }
+
+    /// The bytes of `m` start moving along their route.
+    fn message_move(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        msg.moving = true;
+        let (from, to, bytes, payload) = (msg.from, msg.to, msg.bytes, msg.payload);
+        let src = msg.src.expect("sent from somewhere");
+        let (f, t) = (from as usize, to as usize);
+        let dst = match payload {
+            Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
+            None => self.ranks[t].data.memory().ram(),
+        };
+        let key = (from, src, to, dst);
+        let route = match self.messages.route_ids.get(&key) {
+            Some(&id) => id,
+            None => {
+                let steps = self.message_route(f, src, t, dst).expect(
+                    "data messages go RAM to RAM or GPU-direct; payload routes are checked",
+                );
+                let id = self.messages.routes.len() as u32;
+                self.messages.routes.push(steps);
+                self.messages.route_ids.insert(key, id);
+                id
+            }
+        };
+        let steps = self.messages.routes[route as usize].len() as u32;
+        let (gsrc, gdst) = (self.global_mem(f, src), self.global_mem(t, dst));
+        self.note(&SimEvent::MessageStart {
+            task: m,
+            from_rank: from,
+            to_rank: to,
+            src: gsrc,
+            dst: gdst,
+            bytes,
+            steps,
+        });
+        let msg = self.messages.get(m);
+        msg.route = route;
+        msg.done_steps = 0;
+        self.message_next_step(m);
+    }
+
+    /// Start the next step of `m`'s route, or, if none is left, `m` has arrived.
+    fn message_next_step(&mut self, m: TaskId) {
+        let msg = *self.messages.get(m);
+        let bytes = msg.bytes;
+        let route = &self.messages.routes[msg.route as usize];
+        let Some(step) = route.get(msg.done_steps as usize) else {
+            self.message_arrived(m);
+            return;
+        };
+        match step {
+            Segment::Fluid(links) if !links.is_empty() && bytes > 0.0 => {
+                let spec = FlowSpec::new(links.clone(), bytes);
+                let f = self.net.start_flow(self.now, spec);
+                self.own_flow(f, FlowOwner::Message(m));
+            }
+            Segment::Fluid(_) => self.cal.schedule(self.now, Event::MessageStep(m)),
+            Segment::Model(model) => {
+                let at = self.now + model.duration_secs(bytes);
+                self.cal.schedule(at, Event::MessageStep(m));
+            }
+        }
+    }
+
+    /// A step of `m`'s route ended.
+    pub(super) fn message_step_done(&mut self, m: TaskId) {
+        self.messages.get(m).done_steps += 1;
+        self.message_next_step(m);
+    }
+
+    fn message_arrived(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        msg.arrived = true;
+        if msg.posted {
+            self.message_deliver(m);
+        }
+    }
+
+    /// The bytes of `m` are at the receiver and its receive is posted: its progress thread
+    /// pays o_r.
+    fn message_deliver(&mut self, m: TaskId) {
+        let (to, bytes) = {
+            let msg = self.messages.get(m);
+            (msg.to as usize, msg.bytes)
+        };
+        let o_r = self.cluster.map_or(0.0, |c| c.overheads().recv_s(bytes));
+        let rank = &mut self.ranks[to];
+        let end = rank.mpi_free_at.max(self.now) + o_r;
+        rank.mpi_free_at = end;
+        self.cal.schedule(end, Event::MessageReceived(m));
+    }
+
+    /// `m` is received: a data message's copy is valid in the receiver's RAM and the sender's
+    /// copy is released; the successors go on.
+    pub(super) fn message_received(&mut self, m: TaskId) {
+        let msg = self.messages.get(m);
+        let (from, to, bytes, payload) = (msg.from, msg.to, msg.bytes, msg.payload);
+        let src = msg.src.expect("sent from somewhere");
+        let (f, t) = (from as usize, to as usize);
+        let dst = match payload {
+            Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
+            None => {
+                let sent = self.graph.accesses(m)[0].handle;
+                let received = self.graph.accesses(m)[1].handle;
+                let ram = self.ranks[t].data.memory().ram();
+                self.ranks[t].data.receive(received, ram);
+                self.ranks[f].data.release(sent, src);
+                ram
+            }
+        };
+        let (gsrc, gdst) = (self.global_mem(f, src), self.global_mem(t, dst));
+        self.note(&SimEvent::MessageEnd {
+            task: m,
+            from_rank: from,
+            to_rank: to,
+            src: gsrc,
+            dst: gdst,
+            bytes,
+        });
+        self.tasks_done += 1;
+        self.last_task_end = self.now;
+        self.mark(f);
+        self.mark(t);
+        self.release_successors(m, None);
+        // Releasing a device copy may let a waiting allocation evict it.
+        if payload.is_none() && self.ranks[f].data.memory().kind(src) == MemKind::Gpu {
+            self.retry_allocations(f, src);
+        }
+    }
+}

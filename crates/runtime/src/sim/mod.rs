@@ -1,0 +1,1247 @@
+//! The loop: it takes the next event from the engine (the calendar or the fluid network) and
+//! hands it to the part it concerns — a rank's workers ([`WorkerPool`]), its data manager
+//! ([`DataManager`]), its scheduler, or the messages between ranks ([`messages`]) — applying
+//! what each returns, in order. The parts own their state; the loop owns only the clock and the
+//! bookkeeping that joins them (how many predecessors and buffers each task still waits for,
+//! and where it was taken).
+//!
+//! One machine is one rank. On a cluster every rank runs the same parts on its share of its
+//! node, with its own scheduler; ranks exchange data only through message tasks.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rand::SeedableRng;
+use rustc_hash::FxHashMap;
+
+use super::data::{DataManager, Effect, Waiter};
+use super::layout::{Layout, Setup};
+use super::observe::{Observer, SimEvent, WorkerStatus};
+use super::report::RunReport;
+use super::runnable::{Runnable, runnable_of};
+use super::stats::Stats;
+use super::workers::WorkerPool;
+use super::{KernelTimes, RunConfig, SimRng, View, WorkerId, WorkerKind};
+use crate::sched::{Decision, Scheduler};
+use hetsim_core::engine::Calendar;
+use hetsim_core::error::{Error, InputError};
+use hetsim_core::fluid::{FlowId, FluidNetwork, LinkId};
+use hetsim_platform::cluster::{Cluster, ClusterNetwork};
+use hetsim_platform::machine::{Machine, MemKind, MemNodeId};
+use hetsim_taskgraph::{HandleId, TaskGraph, TaskId};
+
+mod messages;
+
+/// Rank `$r`'s view for its scheduler, borrowing only the fields it reads so the scheduler
+/// itself can be borrowed mutably beside it.
+macro_rules! view {
+    ($s:expr, $r:expr) => {
+        View {
+            rank: $r.index,
+            now_s: $s.now,
+            graph: $s.graph,
+            workers: $r.workers.workers(),
+            loads: $r.workers.loads(),
+            runnable: &$s.runnable,
+            cols: &$r.cols,
+            memory: $r.data.memory(),
+            estimates: $r.data.estimates(),
+            released_by: None,
+        }
+    };
+}
+
+/// What the calendar holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Event {
+    /// A worker's task ends (global worker id).
+    TaskEnd(WorkerId),
+    /// A device allocation (cudaMalloc) for a task's buffer finished.
+    AllocDone { task: TaskId, access: u32 },
+    /// A device allocation for a prefetch finished.
+    PrefetchAllocDone {
+        handle: HandleId,
+        node: MemNodeId,
+        priority: i32,
+    },
+    /// A transfer of a rank paid its queueing cost and starts moving bytes.
+    TransferGo { rank: u32, id: u32 },
+    /// A transfer of a rank on a model route ended.
+    TransferDone { rank: u32, id: u32 },
+    /// A GPU task whose inputs are all there has been queued to its device (StarPU charges
+    /// `kernel_queue` to the driver thread in `_starpu_simgrid_submit_job`).
+    KernelQueued(TaskId),
+    /// A message's sender paid its overhead: the send is posted.
+    MessageSent(TaskId),
+    /// A step of a message over a route with a transfer model (or without links) ended.
+    MessageStep(TaskId),
+    /// A message's receiver paid its overhead: the data is there.
+    MessageReceived(TaskId),
+    /// A delay task's time is over.
+    DelayDone(TaskId),
+    /// The RAM buffer a message is received into is allocated ([`messages`]).
+    RecvBufferReady(TaskId),
+}
+
+/// Who a fluid flow belongs to.
+#[derive(Debug, Clone, Copy)]
+enum FlowOwner {
+    /// A transfer of a rank's data manager.
+    Transfer { rank: u32, id: u32 },
+    /// A message between ranks.
+    Message(TaskId),
+}
+
+/// One rank: a runtime on its share of a node.
+struct Rank<'a> {
+    /// Its id.
+    index: u32,
+    node: u32,
+    workers: WorkerPool,
+    data: DataManager,
+    sched: &'a mut dyn Scheduler,
+    /// Per local worker, its class in the runnable table.
+    cols: Vec<usize>,
+    /// Global id of local worker 0.
+    worker_base: u32,
+    /// Global id of the node's memory node 0.
+    mem_base: u32,
+    /// The memory nodes of its GPU workers, in order ([`hetsim_taskgraph::Place::Device`]).
+    gpu_mems: Vec<MemNodeId>,
+    /// When this rank's MPI progress thread is next free.
+    mpi_free_at: f64,
+    /// The worker whose task ended in the event being handled: it pops last
+    /// ([`WorkerPool::pop_order`]).
+    releasing: Option<WorkerId>,
+    /// Tasks pushed since workers last popped.
+    pushed_now: u32,
+}
+
+/// The ranks something changed for since their workers last popped, for
+/// [`Sim::wake_workers`] to visit in increasing order without scanning every rank.
+#[derive(Debug, Default)]
+struct Dirty {
+    /// Per rank, whether it is marked.
+    marked: Vec<bool>,
+    /// The marked ranks, smallest first (an entry whose rank is no longer marked is stale).
+    heap: BinaryHeap<Reverse<u32>>,
+    /// Ranks marked during a pass after the pass went past them: kept for the next pass.
+    later: Vec<u32>,
+}
+
+impl Dirty {
+    fn mark(&mut self, r: usize) {
+        if !std::mem::replace(&mut self.marked[r], true) {
+            self.heap.push(Reverse(r as u32));
+        }
+    }
+}
+
+struct Sim<'a> {
+    machine: &'a Machine,
+    cluster: Option<&'a Cluster>,
+    cluster_net: Option<ClusterNetwork>,
+    graph: &'a TaskGraph,
+    kernels: &'a dyn KernelTimes,
+    obs: &'a mut dyn Observer,
+    config: &'a RunConfig,
+    rng: SimRng,
+    now: f64,
+    cal: Calendar<Event>,
+    net: FluidNetwork,
+    layout: Layout,
+    flow_owner: Vec<FlowOwner>,
+    /// The owners of the flows that ended at the date being handled.
+    scratch_owners: Vec<FlowOwner>,
+    ranks: Vec<Rank<'a>>,
+    dirty: Dirty,
+    /// Global worker id → rank.
+    worker_rank: Vec<u32>,
+    runnable: Runnable,
+    preds_left: Vec<u32>,
+    /// Per popped task: buffers not in place yet, plus one while a GPU task waits for its
+    /// submission to the device.
+    buffers_left: Vec<u32>,
+    /// Per popped task, the local worker that holds it.
+    task_worker: Vec<u32>,
+    messages: messages::Messages,
+    /// "Will not be used" hints by the task whose end makes them hold (`run.wont_use`).
+    wont_use_after: FxHashMap<u32, Vec<HandleId>>,
+    /// When the last task ended (the makespan, as `starpu_task_wait_for_all` returns then).
+    last_task_end: f64,
+    tasks_done: u64,
+    makespan: f64,
+    decisions: Vec<(u32, Decision)>,
+    /// A data manager's effects not applied yet ([`Sim::apply`]).
+    fx: Vec<Effect>,
+    stats: Stats,
+    scratch_order: Vec<u32>,
+    scratch_flows: Vec<FlowId>,
+    scratch_versions: Vec<(HandleId, u32, u32)>,
+    scratch_loads: Vec<(u32, f64)>,
+    /// Replica changes on their way to a scheduler.
+    scratch_changes: Vec<(HandleId, MemNodeId)>,
+    /// Last link loads reported to the observer, if it wants them.
+    link_loads: Option<Vec<f64>>,
+    /// Lower bounds on the makespan.
+    bounds: crate::bounds::Bounds,
+}
+
+/// Run `graph` on `machine` under `sched`, with kernel durations from `kernels`, and report.
+///
+/// Errors: a task no worker can run (no kernel model, or its data does not fit in the memory
+/// of any worker that has a model) is reported before the run; a run that stops with tasks
+/// left (every device memory full of data held by tasks waiting for more room) ends with a
+/// diagnosis naming the devices and handles involved.
+pub fn simulate(
+    machine: &Machine,
+    graph: &TaskGraph,
+    kernels: &dyn KernelTimes,
+    sched: &mut dyn Scheduler,
+    config: &RunConfig,
+) -> Result<RunReport, Error> {
+    simulate_observed(machine, graph, kernels, sched, config, &mut ())
+}
+
+/// [`simulate`], reporting every event to `observer` as it happens.
+pub fn simulate_observed(
+    machine: &Machine,
+    graph: &TaskGraph,
+    kernels: &dyn KernelTimes,
+    sched: &mut dyn Scheduler,
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Result<RunReport, Error> {
+    if graph.nodes() > 1 {
+        return Err(InputError::new(format!(
+            "the task graph is distributed over {} ranks: run it on a cluster",
+            graph.nodes()
+        ))
+        .at_field("scenario.machine")
+        .into());
+    }
+    let setup = super::layout::machine_setup(machine, config)?;
+    let mut sim = Sim::new(
+        machine,
+        None,
+        setup,
+        graph,
+        kernels,
+        vec![sched],
+        config,
+        observer,
+    )?;
+    sim.run()?;
+    Ok(sim.report())
+}
+
+/// Run a distributed `graph` (one rank per graph node, `ranks_per_node` on each cluster node)
+/// on `cluster`, rank r under `scheds[r]`, and report. Messages between ranks cross the
+/// cluster's network with its MPI overheads (`docs/mpi.md`).
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_cluster(
+    cluster: &Cluster,
+    ranks_per_node: u32,
+    graph: &TaskGraph,
+    kernels: &dyn KernelTimes,
+    scheds: &mut [Box<dyn Scheduler>],
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Result<RunReport, Error> {
+    let setup = super::layout::cluster_setup(cluster, ranks_per_node, config)?;
+    if graph.nodes() as usize > setup.ranks.len() || scheds.len() != setup.ranks.len() {
+        return Err(InputError::new(format!(
+            "the task graph has {} rank(s) and {} scheduler(s) were given, but the cluster runs \
+             {} rank(s) ({} node(s), {ranks_per_node} per node)",
+            graph.nodes(),
+            scheds.len(),
+            setup.ranks.len(),
+            cluster.nodes()
+        ))
+        .at_field("machine.nodes")
+        .into());
+    }
+    let scheds: Vec<&mut dyn Scheduler> = scheds
+        .iter_mut()
+        .map(|s| &mut **s as &mut dyn Scheduler)
+        .collect();
+    let mut sim = Sim::new(
+        cluster.node_machine(),
+        Some(cluster),
+        setup,
+        graph,
+        kernels,
+        scheds,
+        config,
+        observer,
+    )?;
+    sim.run()?;
+    Ok(sim.report())
+}
+
+impl<'a> Sim<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        machine: &'a Machine,
+        cluster: Option<&'a Cluster>,
+        setup: Setup,
+        graph: &'a TaskGraph,
+        kernels: &'a dyn KernelTimes,
+        scheds: Vec<&'a mut dyn Scheduler>,
+        config: &'a RunConfig,
+        obs: &'a mut dyn Observer,
+    ) -> Result<Self, Error> {
+        let Setup {
+            net,
+            cluster_net,
+            ranks: setups,
+            layout,
+            mem_per_node,
+        } = setup;
+        let rank_workers: Vec<&[super::Worker]> =
+            setups.iter().map(|s| s.workers.as_slice()).collect();
+        let (runnable, cols) = runnable_of(graph, kernels, &rank_workers, machine)?;
+        let bounds = runnable.bounds(graph, &layout.workers);
+        let ram = machine
+            .memory_nodes()
+            .iter()
+            .find(|m| m.kind == MemKind::Ram)
+            .map(|m| m.id)
+            .ok_or_else(|| InputError::new("the machine has no RAM memory node"))?;
+        let handles = rank_handles(graph, setups.len());
+        let mut ranks = Vec::with_capacity(setups.len());
+        let mut worker_rank = Vec::new();
+        for (((r, s), sched), (cols, owned)) in setups
+            .into_iter()
+            .enumerate()
+            .zip(scheds)
+            .zip(cols.into_iter().zip(handles.0))
+        {
+            sched.prepare(machine, &s.workers);
+            let gpus: Vec<MemNodeId> = s
+                .workers
+                .iter()
+                .filter(|w| w.kind == WorkerKind::Gpu)
+                .map(|w| w.memory)
+                .collect();
+            check_homes(graph, machine, r as u32, &owned, &gpus)?;
+            let mut data = DataManager::new(
+                machine,
+                graph,
+                r as u32,
+                (owned, handles.1.clone()),
+                ram,
+                &gpus,
+                s.paths,
+            );
+            if sched.watches_replicas() {
+                data.record_replica_changes();
+            }
+            let memory = data.memory();
+            if memory.used(ram) > memory.capacity(ram) {
+                return Err(InputError::new(format!(
+                    "the workload's data ({} bytes) does not fit in the RAM of machine `{}` ({} \
+                     bytes)",
+                    memory.used(ram),
+                    machine.name(),
+                    memory.capacity(ram)
+                ))
+                .at_field("workload")
+                .into());
+            }
+            let worker_base = worker_rank.len() as u32;
+            worker_rank.extend(std::iter::repeat_n(r as u32, s.workers.len()));
+            ranks.push(Rank {
+                index: r as u32,
+                node: s.node,
+                workers: WorkerPool::new(s.workers),
+                data,
+                sched,
+                cols,
+                worker_base,
+                mem_base: s.node * mem_per_node,
+                gpu_mems: gpus,
+                mpi_free_at: 0.0,
+                releasing: None,
+                pushed_now: 0,
+            });
+        }
+        let link_loads = obs
+            .wants_link_loads()
+            .then(|| vec![0.0; layout.links.len()]);
+        let sim = Sim {
+            machine,
+            cluster,
+            cluster_net,
+            graph,
+            kernels,
+            obs,
+            config,
+            rng: SimRng::seed_from_u64(config.seed),
+            now: 0.0,
+            cal: Calendar::new(),
+            net,
+            layout,
+            flow_owner: Vec::new(),
+            scratch_owners: Vec::new(),
+            dirty: Dirty {
+                marked: vec![false; ranks.len()],
+                ..Dirty::default()
+            },
+            ranks,
+            worker_rank,
+            runnable,
+            preds_left: graph
+                .task_ids()
+                .map(|t| graph.predecessor_count(t))
+                .collect(),
+            buffers_left: vec![0; graph.num_tasks()],
+            task_worker: vec![u32::MAX; graph.num_tasks()],
+            messages: messages::Messages::new(graph),
+            wont_use_after: if config.wont_use {
+                wont_use_by_trigger(graph)
+            } else {
+                FxHashMap::default()
+            },
+            last_task_end: 0.0,
+            tasks_done: 0,
+            makespan: 0.0,
+            decisions: Vec::new(),
+            fx: Vec::new(),
+            stats: Stats::default(),
+            scratch_order: Vec::new(),
+            scratch_flows: Vec::new(),
+            scratch_versions: Vec::new(),
+            scratch_loads: Vec::new(),
+            scratch_changes: Vec::new(),
+            link_loads,
+            bounds,
+        };
+        sim.check_message_routes()?;
+        Ok(sim)
+    }
+
+    /// Tell the statistics and the observer.
+    fn note(&mut self, event: &SimEvent<'_>) {
+        self.stats.event(self.now, event);
+        self.obs.event(self.now, event);
+    }
+
+    /// Apply rank `r`'s data manager's effects, in the order it returned them.
+    fn apply(&mut self, r: usize) {
+        let mut fx = std::mem::take(&mut self.fx);
+        let base = self.ranks[r].mem_base;
+        let ranks = RankOf {
+            index: r as u32,
+            count: self.ranks.len() as u32,
+        };
+        for e in fx.drain(..) {
+            match e {
+                Effect::At(at_s, event) => self.cal.schedule(at_s, event),
+                Effect::Note(event) => self.note(&globalize(event, base, ranks)),
+            }
+        }
+        self.fx = fx;
+    }
+
+    /// The global id of rank `r`'s memory node `node`.
+    fn global_mem(&self, r: usize, node: MemNodeId) -> MemNodeId {
+        MemNodeId(self.ranks[r].mem_base + node.0)
+    }
+
+    /// The global id of rank `r`'s worker `w`.
+    fn global_worker(&self, r: usize, w: WorkerId) -> WorkerId {
+        WorkerId(self.ranks[r].worker_base + w.0)
+    }
+
+    /// The rank of a compute task.
+    fn rank_of(&self, t: TaskId) -> usize {
+        self.graph.task(t).node.index()
+    }
+
+    fn mark(&mut self, r: usize) {
+        self.dirty.mark(r);
+    }
+
+    fn run(&mut self) -> Result<(), Error> {
+        let start = SimEvent::RunStart {
+            machine: self.machine,
+            graph: self.graph,
+            workers: &self.layout.workers,
+            links: &self.layout.links,
+            sched: self.ranks[0].sched.name(),
+            config: self.config,
+            bounds: self.bounds,
+            layout: &self.layout,
+        };
+        self.stats.event(0.0, &start);
+        self.obs.event(0.0, &start);
+        let roots: Vec<TaskId> = self
+            .graph
+            .roots()
+            .filter(|&t| !self.graph.task(t).is_message())
+            .collect();
+        for t in roots {
+            self.ready(t, None);
+        }
+        for m in self.messages.waiting_for_nothing() {
+            self.message_ready(m);
+        }
+        self.apply_decisions();
+        self.wake_workers();
+        self.event_loop();
+        if self.tasks_done < self.graph.num_tasks() as u64 {
+            return Err(self.deadlock().into());
+        }
+        // The run ends when the last task does: idle write-backs still moving are not part of
+        // it (StarPU's example stops its clock after `starpu_task_wait_for_all`).
+        self.makespan = self.last_task_end;
+        for r in 0..self.ranks.len() {
+            self.ranks[r].data.final_write_back(self.now, &mut self.fx);
+            self.apply(r);
+        }
+        self.event_loop();
+        self.note(&SimEvent::RunEnd {
+            makespan_s: self.makespan,
+        });
+        Ok(())
+    }
+
+    fn event_loop(&mut self) {
+        let mut finished = std::mem::take(&mut self.scratch_flows);
+        loop {
+            let tc = self.cal.peek_time();
+            let tn = self.net.next_event_time();
+            match (tc, tn) {
+                (None, None) => break,
+                (Some(c), n) if n.is_none_or(|n| c <= n) => {
+                    let (t, ev) = self.cal.pop().expect("peeked");
+                    self.now = t;
+                    self.handle(ev);
+                }
+                (_, Some(t)) => {
+                    self.now = t;
+                    self.net.advance(t, &mut finished);
+                    self.report_link_loads();
+                    // Owners first: a message's next step, started below, may reuse the id of
+                    // a flow that ended at the same date.
+                    let mut owners = std::mem::take(&mut self.scratch_owners);
+                    owners.extend(finished.drain(..).map(|f| self.flow_owner[f.0 as usize]));
+                    for owner in owners.drain(..) {
+                        match owner {
+                            FlowOwner::Transfer { rank, id } => {
+                                self.transfer_done(rank as usize, id)
+                            }
+                            FlowOwner::Message(m) => self.message_step_done(m),
+                        }
+                    }
+                    self.scratch_owners = owners;
+                }
+                (Some(_), None) => unreachable!(),
+            }
+            self.apply_decisions();
+            self.wake_workers();
+        }
+        self.scratch_flows = finished;
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::TaskEnd(w) => {
+                let r = self.worker_rank[w.index()] as usize;
+                self.task_end(r, WorkerId(w.0 - self.ranks[r].worker_base));
+            }
+            Event::AllocDone { task, access } => {
+                let r = self.rank_of(task);
+                self.buffer_allocated(task, access);
+                self.allocation_ended(r);
+            }
+            Event::PrefetchAllocDone {
+                handle,
+                node,
+                priority,
+            } => {
+                let r = self.graph.handle(handle).node.index();
+                self.mark(r);
+                self.ranks[r].data.prefetch_allocated(
+                    handle,
+                    node,
+                    priority,
+                    self.now,
+                    &mut self.fx,
+                );
+                self.apply(r);
+                self.allocation_ended(r);
+            }
+            Event::TransferGo { rank, id } => {
+                let r = rank as usize;
+                self.mark(r);
+                if let Some(f) =
+                    self.ranks[r]
+                        .data
+                        .transfer_go(id, &mut self.net, self.now, &mut self.fx)
+                {
+                    self.own_flow(f, FlowOwner::Transfer { rank, id });
+                }
+                self.apply(r);
+            }
+            Event::TransferDone { rank, id } => self.transfer_done(rank as usize, id),
+            Event::KernelQueued(t) => self.buffer_ready(t),
+            Event::MessageSent(m) => self.message_sent(m),
+            Event::MessageStep(m) => self.message_step_done(m),
+            Event::MessageReceived(m) => self.message_received(m),
+            Event::DelayDone(t) => {
+                self.tasks_done += 1;
+                self.last_task_end = self.now;
+                self.release_successors(t, None);
+            }
+            Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
+        }
+    }
+
+    /// An allocation of rank `r` ended: an idle transfer of that node may start now.
+    fn allocation_ended(&mut self, r: usize) {
+        self.ranks[r].data.start_transfers(self.now, &mut self.fx);
+        self.apply(r);
+    }
+
+    fn own_flow(&mut self, f: FlowId, owner: FlowOwner) {
+        let fi = f.0 as usize;
+        if self.flow_owner.len() <= fi {
+            self.flow_owner.resize(fi + 1, owner);
+        }
+        self.flow_owner[fi] = owner;
+    }
+
+    // --- Tasks and workers ------------------------------------------------------------------
+
+    fn push(&mut self, task: TaskId, released_by: Option<WorkerId>) {
+        let r = self.rank_of(task);
+        let mut decisions = std::mem::take(&mut self.decisions);
+        let mut mine = Vec::new();
+        let rank = &mut self.ranks[r];
+        let view = View {
+            released_by,
+            ..view!(self, rank)
+        };
+        rank.sched.push(task, &view, &mut mine);
+        decisions.extend(mine.into_iter().map(|d| (r as u32, d)));
+        self.decisions = decisions;
+        rank.pushed_now += 1;
+        self.dirty.mark(r);
+    }
+
+    /// Carry out the schedulers' decisions in the order they made them.
+    fn apply_decisions(&mut self) {
+        let mut decisions = std::mem::take(&mut self.decisions);
+        for (r, d) in decisions.drain(..) {
+            let r = r as usize;
+            match d {
+                Decision::Prefetch { task, worker } if self.config.prefetch => {
+                    let node = self.ranks[r].workers.worker(worker).memory;
+                    let priority = self.request_priority(task);
+                    self.ranks[r].data.prefetch(
+                        self.graph,
+                        task,
+                        node,
+                        priority,
+                        self.now,
+                        &mut self.fx,
+                    );
+                    self.apply(r);
+                }
+                Decision::Prefetch { .. } => {}
+            }
+        }
+        self.decisions = decisions;
+    }
+
+    /// Let the workers of every rank something happened to pop, in the order of
+    /// [`WorkerPool::pop_order`]: each worker that leads takes one task, then every worker
+    /// fills its room in the same order.
+    ///
+    /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
+    /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
+    ///
+    /// Ranks are visited in increasing order; a rank marked by the visit of a later one waits
+    /// for the next call, as a rank marked by its own visit is not visited again.
+    fn wake_workers(&mut self) {
+        let mut passed: Option<u32> = None;
+        while let Some(Reverse(r)) = self.dirty.heap.pop() {
+            if !self.dirty.marked[r as usize] {
+                continue;
+            }
+            if passed.is_some_and(|p| r <= p) {
+                self.dirty.later.push(r);
+                continue;
+            }
+            self.dirty.marked[r as usize] = false;
+            self.wake_rank(r as usize);
+            passed = Some(r);
+        }
+        let Dirty { heap, later, .. } = &mut self.dirty;
+        heap.extend(later.drain(..).map(Reverse));
+    }
+
+    fn wake_rank(&mut self, r: usize) {
+        self.take_buffer_allocations(r);
+        let mut order = std::mem::take(&mut self.scratch_order);
+        let rank = &mut self.ranks[r];
+        let releasing = rank.releasing.take();
+        let pushes = std::mem::take(&mut rank.pushed_now) as usize;
+        let leading = rank.workers.pop_order(
+            releasing,
+            pushes,
+            rank.sched.wakes_all(),
+            self.machine.runtime().push_s,
+            &mut order,
+        );
+        for (upto, most) in [(leading, 1), (order.len(), u32::MAX)] {
+            for &w in &order[..upto] {
+                let w = WorkerId(w);
+                let mut popped = 0;
+                while popped < most && self.has_room(r, w) {
+                    popped += 1;
+                    let rank = &mut self.ranks[r];
+                    let mut changes = std::mem::take(&mut self.scratch_changes);
+                    if rank.sched.watches_replicas() {
+                        rank.data.swap_replica_changes(&mut changes);
+                    }
+                    let view = view!(self, rank);
+                    if !changes.is_empty() {
+                        rank.sched.replicas_changed(&changes, &view);
+                        changes.clear();
+                    }
+                    self.scratch_changes = changes;
+                    let Some(t) = rank.sched.pop(w, &view) else {
+                        break;
+                    };
+                    assert!(
+                        view.predicted_length_s(t, w).is_some(),
+                        "scheduler `{}` gave task {} to worker {} that cannot run it",
+                        rank.sched.name(),
+                        t.0,
+                        rank.workers.worker(w).name
+                    );
+                    self.take(r, w, t);
+                }
+            }
+        }
+        order.clear();
+        self.scratch_order = order;
+        // What the pops did (a task started, a transfer asked for) concerns this rank again
+        // only through events, which mark it.
+        self.dirty.marked[r] = false;
+    }
+
+    /// Whether worker `w` of rank `r` may pop: it holds fewer tasks than its pipeline depth,
+    /// none of them is still fetching its inputs, and none is synchronous. StarPU's driver
+    /// pops only when no task is transferring and the pipeline is not stuck behind a
+    /// synchronous task (`_starpu_get_multi_worker_task` checks `task_transferring` and
+    /// `pipeline_stuck`), so a GPU fetches the inputs of one popped task at a time.
+    fn has_room(&self, r: usize, w: WorkerId) -> bool {
+        let workers = &self.ranks[r].workers;
+        let held = workers.held(w);
+        (held.len() as u32) < workers.worker(w).pipeline_depth
+            && !self.messages.allocating(r, w, self.now)
+            && held
+                .iter()
+                .all(|&t| self.buffers_left[t.index()] == 0 && !self.gpu_sync(r, t, w))
+    }
+
+    fn worker_state(&mut self, r: usize, w: WorkerId, state: Option<WorkerStatus>) {
+        if let Some(state) = state {
+            let worker = self.global_worker(r, w);
+            self.note(&SimEvent::WorkerState { worker, state });
+        }
+    }
+
+    /// Worker `w` of rank `r` holds task `t`: pin and fetch its buffers.
+    fn take(&mut self, r: usize, w: WorkerId, t: TaskId) {
+        let state = self.ranks[r].workers.hold(w, t, self.now);
+        self.task_worker[t.index()] = w.0;
+        self.worker_state(r, w, state);
+        let node = self.ranks[r].workers.worker(w).memory;
+        let accesses = self.graph.accesses(t);
+        // A GPU task also waits for its submission to the device, counted as one more input.
+        let kernel_queue_s = self.kernel_queue_s(r, w, t);
+        let queued = u32::from(kernel_queue_s > 0.0);
+        self.buffers_left[t.index()] = accesses.len() as u32 + queued;
+        if accesses.is_empty() && queued > 0 {
+            self.cal
+                .schedule(self.now + kernel_queue_s, Event::KernelQueued(t));
+        }
+        for (i, a) in accesses.iter().enumerate() {
+            if self.ranks[r].data.pin_buffer(t, i as u32, a.handle, node) {
+                self.buffer_allocated(t, i as u32);
+            }
+        }
+        self.retry_allocations(r, node);
+        self.try_start(r, w);
+    }
+
+    /// Where buffer `access` of task `t` is needed: the rank and memory node of the worker
+    /// holding it, or for a message the sender's memory node it leaves from.
+    fn buffer_place(&self, t: TaskId, access: u32) -> (usize, MemNodeId) {
+        if let Some(place) = self.messages.source(t) {
+            debug_assert_eq!(access, 0);
+            return place;
+        }
+        let r = self.rank_of(t);
+        let w = WorkerId(self.task_worker[t.index()]);
+        (r, self.ranks[r].workers.worker(w).memory)
+    }
+
+    /// Buffer `access` of popped task `t` is allocated where it is needed.
+    fn buffer_allocated(&mut self, t: TaskId, access: u32) {
+        let (r, node) = self.buffer_place(t, access);
+        self.mark(r);
+        let a = self.graph.accesses(t)[access as usize];
+        let priority = self.request_priority(t);
+        let ready = self.ranks[r].data.buffer_allocated(
+            t,
+            a.handle,
+            a.mode.reads(),
+            node,
+            priority,
+            self.now,
+            &mut self.fx,
+        );
+        self.apply(r);
+        if ready {
+            self.buffer_ready(t);
+        }
+    }
+
+    fn buffer_ready(&mut self, t: TaskId) {
+        self.buffers_left[t.index()] -= 1;
+        if self.graph.task(t).is_message() {
+            if self.buffers_left[t.index()] == 0 {
+                self.message_data_ready(t);
+            }
+            return;
+        }
+        let r = self.rank_of(t);
+        self.mark(r);
+        let w = WorkerId(self.task_worker[t.index()]);
+        match self.buffers_left[t.index()] {
+            0 => self.try_start(r, w),
+            // Only the submission is left: the inputs are all there, the driver queues it.
+            1 => {
+                let kernel_queue_s = self.kernel_queue_s(r, w, t);
+                if kernel_queue_s > 0.0 {
+                    self.cal
+                        .schedule(self.now + kernel_queue_s, Event::KernelQueued(t));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Serve the allocation requests waiting on rank `r`'s `node`, in order, while room can
+    /// be made.
+    fn retry_allocations(&mut self, r: usize, node: MemNodeId) {
+        while let Some((t, i)) =
+            self.ranks[r]
+                .data
+                .next_allocation(self.graph, node, self.now, &mut self.fx)
+        {
+            self.apply(r);
+            self.buffer_allocated(t, i);
+        }
+        self.apply(r);
+    }
+
+    /// The priority of the data requests made for `task`: its priority as its rank's scheduler
+    /// sees it (StarPU's requests carry `task->priority`, which is 0 under policies that keep
+    /// the default bounds). A message's requests take the priority it was inserted with.
+    fn request_priority(&self, task: TaskId) -> i32 {
+        let t = self.graph.task(task);
+        if t.is_message() {
+            return t.priority;
+        }
+        let rank = &self.ranks[t.node.index()];
+        let view = view!(self, rank);
+        rank.sched.priority(task, &view)
+    }
+
+    /// What queueing task `t` to worker `w`'s device costs: `kernel_queue` for an
+    /// asynchronous GPU task, nothing on a CPU core or for a synchronous GPU task (both run
+    /// on the worker's own thread, `_starpu_simgrid_submit_job` without a `finished` flag).
+    fn kernel_queue_s(&self, r: usize, w: WorkerId, t: TaskId) -> f64 {
+        match self.ranks[r].workers.worker(w).kind {
+            WorkerKind::Gpu if !self.gpu_sync(r, t, w) => self.machine.runtime().kernel_queue_s,
+            _ => 0.0,
+        }
+    }
+
+    /// Whether `t` runs synchronously on GPU worker `w`: its codelet lacks
+    /// `STARPU_CUDA_ASYNC` (and `run.gpu_sync` honours that). The driver then pops nothing
+    /// while it holds `t` (`pipeline_stuck`) and handles no data request while `t` runs.
+    fn gpu_sync(&self, r: usize, t: TaskId, w: WorkerId) -> bool {
+        self.config.gpu_sync
+            && self.ranks[r].workers.worker(w).kind == WorkerKind::Gpu
+            && self
+                .graph
+                .codelet_gpu_synchronous(self.graph.task(t).codelet)
+    }
+
+    fn try_start(&mut self, r: usize, w: WorkerId) {
+        let Some(t) = self.ranks[r].workers.next_to_start(w) else {
+            return;
+        };
+        if self.buffers_left[t.index()] > 0 {
+            return;
+        }
+        let rank = &self.ranks[r];
+        let worker = rank.workers.worker(w);
+        let mean = self
+            .runnable
+            .mean_s(self.graph, t, rank.cols[w.index()])
+            .expect("checked at pop");
+        let dur = if self.graph.fixes_duration(t) {
+            mean
+        } else {
+            self.kernels
+                .draw_s(self.graph, t, worker, mean, &mut self.rng)
+                .max(0.0)
+        };
+        let node = worker.memory;
+        if self.gpu_sync(r, t, w) {
+            // The driver thread runs the kernel itself: it handles no request meanwhile.
+            self.ranks[r].data.set_blocked(node, true);
+        }
+        let state = self.ranks[r].workers.start(w, t, self.now);
+        self.worker_state(r, w, state);
+        let global = self.global_worker(r, w);
+        self.cal.schedule(self.now + dur, Event::TaskEnd(global));
+        let mut versions = std::mem::take(&mut self.scratch_versions);
+        versions.clear();
+        let memory = self.ranks[r].data.memory();
+        for a in self.graph.accesses(t) {
+            if a.mode.reads() {
+                versions.push((
+                    a.handle,
+                    memory.replica_version(a.handle, node),
+                    memory.version(a.handle),
+                ));
+            }
+        }
+        let task = self.graph.task(t);
+        self.note(&SimEvent::TaskStart {
+            task: t,
+            worker: global,
+            duration_s: dur,
+            reads: &versions,
+            codelet: task.codelet,
+            codelet_name: self.graph.codelet_name(task.codelet),
+            flops: task.flops,
+            size_bytes: task.model_size_bytes(),
+            priority: task.priority,
+        });
+        self.scratch_versions = versions;
+        let rank = &mut self.ranks[r];
+        let view = view!(self, rank);
+        rank.sched.task_started(t, w, &view);
+    }
+
+    fn task_end(&mut self, r: usize, w: WorkerId) {
+        self.mark(r);
+        let (t, _, state) = self.ranks[r].workers.end(w, self.now);
+        self.worker_state(r, w, state);
+        let node = self.ranks[r].workers.worker(w).memory;
+        if self.gpu_sync(r, t, w) {
+            self.ranks[r].data.set_blocked(node, false);
+            self.ranks[r].data.start_transfers(self.now, &mut self.fx);
+            self.apply(r);
+        }
+        self.ranks[r].data.task_ended(self.graph, t, node);
+        self.tasks_done += 1;
+        self.last_task_end = self.now;
+        if let Some(hs) = self.wont_use_after.remove(&t.0) {
+            for h in hs {
+                let hr = self.graph.handle(h).node.index();
+                self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
+                self.apply(hr);
+            }
+        }
+        let (worker, mem) = (self.global_worker(r, w), self.global_mem(r, node));
+        self.note(&SimEvent::TaskEnd {
+            task: t,
+            worker,
+            node: mem,
+        });
+        let rank = &mut self.ranks[r];
+        let view = view!(self, rank);
+        rank.sched.task_ended(t, w, &view);
+        rank.releasing = Some(w);
+        self.release_successors(t, Some((r, w)));
+        self.retry_allocations(r, node);
+        self.try_start(r, w);
+    }
+
+    /// Task `t` ended (released by worker `by` of its rank, if a worker ran it): its
+    /// successors whose predecessors have all ended are pushed to their rank's scheduler, or
+    /// for messages move on ([`messages`]).
+    fn release_successors(&mut self, t: TaskId, by: Option<(usize, WorkerId)>) {
+        for &s in self.graph.successors(t) {
+            if self.graph.task(s).is_message() {
+                self.message_pred_done(s, t);
+                continue;
+            }
+            self.preds_left[s.index()] -= 1;
+            if self.preds_left[s.index()] == 0 {
+                let released_by = by.filter(|&(r, _)| r == self.rank_of(s)).map(|(_, w)| w);
+                self.ready(s, released_by);
+            }
+        }
+    }
+
+    /// Task `t` (not a message) has no predecessor left: a computation goes to its rank's
+    /// scheduler, a delay starts.
+    fn ready(&mut self, t: TaskId, released_by: Option<WorkerId>) {
+        if self.graph.task(t).is_compute() {
+            self.push(t, released_by);
+        } else {
+            let at = self.now + self.graph.delay_s(t);
+            self.cal.schedule(at, Event::DelayDone(t));
+        }
+    }
+
+    // --- Transfers --------------------------------------------------------------------------
+
+    fn transfer_done(&mut self, r: usize, id: u32) {
+        self.mark(r);
+        let (h, node, waiters) = self.ranks[r]
+            .data
+            .finish_transfer(id, self.now, &mut self.fx);
+        self.apply(r);
+        for w in waiters {
+            match w {
+                Waiter::Task(t) => self.buffer_ready(t),
+                Waiter::Forward(dst, kind, priority) => {
+                    self.ranks[r].data.forward(
+                        h,
+                        node,
+                        dst,
+                        kind,
+                        priority,
+                        self.now,
+                        &mut self.fx,
+                    );
+                    self.apply(r);
+                }
+            }
+        }
+        self.ranks[r].data.start_transfers(self.now, &mut self.fx);
+        self.apply(r);
+        for n in 0..self.ranks[r].data.nnodes() {
+            self.retry_allocations(r, MemNodeId(n as u32));
+        }
+    }
+
+    /// Report the links whose load changed, to an observer that wants them.
+    fn report_link_loads(&mut self) {
+        let Some(last) = self.link_loads.as_mut() else {
+            return;
+        };
+        let changed = &mut self.scratch_loads;
+        changed.clear();
+        for (i, old) in last.iter_mut().enumerate() {
+            let load = self.net.link_load_bytes_per_sec(LinkId(i as u32));
+            if load != *old {
+                *old = load;
+                changed.push((i as u32, load));
+            }
+        }
+        if !changed.is_empty() {
+            self.obs.event(self.now, &SimEvent::LinkLoads { changed });
+        }
+    }
+
+    // --- End of run -------------------------------------------------------------------------
+
+    fn deadlock(&self) -> InputError {
+        let mut why = String::new();
+        for rank in &self.ranks {
+            why.push_str(&rank.data.deadlock_diagnosis(self.machine, self.graph));
+        }
+        why.push_str(&self.messages.diagnosis());
+        InputError::new(format!(
+            "no task can make progress at t = {} s: {} of {} tasks ran.{why} This is eviction \
+             deadlock (StarPU issue #38): reduce the GPU pipeline depth, the tile size, or give \
+             the device more memory.",
+            self.now,
+            self.tasks_done,
+            self.graph.num_tasks(),
+        ))
+    }
+
+    fn report(&mut self) -> RunReport {
+        let mut times = Vec::new();
+        let mut memory = Vec::new();
+        for rank in &mut self.ranks {
+            times.extend(rank.workers.finish(self.now));
+        }
+        // Memory use by node: the ranks of a node share its memory nodes.
+        let per_node = self.machine.memory_nodes().len();
+        memory.resize(
+            self.layout.memories.len(),
+            super::data::MemoryUse::default(),
+        );
+        for rank in &self.ranks {
+            for (i, u) in rank.data.memory_use().into_iter().enumerate() {
+                let m = &mut memory[rank.node as usize * per_node + i];
+                m.peak_used_bytes = m.peak_used_bytes.max(u.peak_used_bytes);
+                m.evictions += u.evictions;
+            }
+        }
+        self.stats.report(&super::stats::RunEnd {
+            name: self.cluster.map_or(self.machine.name(), |c| c.name()),
+            graph: self.graph,
+            sched: self.ranks[0].sched.name(),
+            seed: self.config.seed,
+            makespan_s: self.makespan,
+            end_s: self.now,
+            bounds: self.bounds,
+            layout: &self.layout,
+            times: &times,
+            memory: &memory,
+            net: &self.net,
+        })
+    }
+}
+
+/// A rank among `count`.
+#[derive(Debug, Clone, Copy)]
+struct RankOf {
+    index: u32,
+    count: u32,
+}
+
+/// An event of a rank's data manager (memory ids of the node machine, transfer ids of that
+/// rank) with the global memory ids of the node whose first memory node is `base`, and
+/// transfer ids unique among every rank's (interleaved: id × ranks + rank, so they stay
+/// small, and unchanged on one rank).
+fn globalize(event: SimEvent<'static>, base: u32, rank: RankOf) -> SimEvent<'static> {
+    let g = |n: MemNodeId| MemNodeId(n.0 + base);
+    let id = |i: u32| i * rank.count + rank.index;
+    match event {
+        SimEvent::TransferStart {
+            handle,
+            src,
+            dst,
+            bytes,
+            kind,
+            version,
+            id: i,
+        } => SimEvent::TransferStart {
+            handle,
+            src: g(src),
+            dst: g(dst),
+            bytes,
+            kind,
+            version,
+            id: id(i),
+        },
+        SimEvent::TransferEnd {
+            handle,
+            src,
+            dst,
+            bytes,
+            kind,
+            version,
+            id: i,
+        } => SimEvent::TransferEnd {
+            handle,
+            src: g(src),
+            dst: g(dst),
+            bytes,
+            kind,
+            version,
+            id: id(i),
+        },
+        SimEvent::Allocate {
+            node,
+            handle,
+            used_bytes,
+            malloc,
+        } => SimEvent::Allocate {
+            node: g(node),
+            handle,
+            used_bytes,
+            malloc,
+        },
+        SimEvent::Evict {
+            node,
+            handle,
+            bytes,
+        } => SimEvent::Evict {
+            node: g(node),
+            handle,
+            bytes,
+        },
+        other => other,
+    }
+}
+
+/// Check that rank `rank`'s handles homed on a GPU name one of its GPUs (`gpus`, memory nodes
+/// of its GPU workers in order) and fit there.
+fn check_homes(
+    graph: &TaskGraph,
+    machine: &Machine,
+    rank: u32,
+    owned: &[HandleId],
+    gpus: &[MemNodeId],
+) -> Result<(), InputError> {
+    let mut need = vec![0u64; gpus.len()];
+    for &h in owned {
+        if let hetsim_taskgraph::Home::Gpu(g) = graph.handle(h).home {
+            let slot = need.get_mut(g as usize).ok_or_else(|| {
+                InputError::new(format!(
+                    "handle {} starts on GPU {g} of rank {rank}, which has {} GPU worker(s)",
+                    h.0,
+                    gpus.len()
+                ))
+                .at_field("workload")
+            })?;
+            *slot += graph.handle(h).size_bytes;
+        }
+    }
+    for (g, (&n, &bytes)) in gpus.iter().zip(&need).enumerate() {
+        let cap = machine.memory_node(n).map_or(0, |m| m.capacity_bytes);
+        if bytes > cap {
+            return Err(InputError::new(format!(
+                "the data that starts on GPU {g} of rank {rank} ({bytes} bytes) does not fit in \
+                 its memory ({cap} bytes)"
+            ))
+            .at_field("workload"));
+        }
+    }
+    Ok(())
+}
+
+/// Per rank, the handles it holds in slot order, and every handle's slot in its rank.
+fn rank_handles(graph: &TaskGraph, ranks: usize) -> (Vec<Vec<HandleId>>, std::rc::Rc<[u32]>) {
+    let mut owned = vec![Vec::new(); ranks];
+    let mut slots = Vec::with_capacity(graph.handles().len());
+    for (i, h) in graph.handles().iter().enumerate() {
+        let list = &mut owned[h.node.index().min(ranks - 1)];
+        slots.push(list.len() as u32);
+        list.push(HandleId(i as u32));
+    }
+    (owned, slots.into())
+}
+
+/// The "will not be used" hints of `graph` keyed by the task whose end makes them hold (the
+/// last writer before each hint, [`TaskGraph::wont_use_triggers`]). Hints with no writer
+/// before them concern data that is only in main memory: nothing to do.
+fn wont_use_by_trigger(graph: &TaskGraph) -> FxHashMap<u32, Vec<HandleId>> {
+    let mut map: FxHashMap<u32, Vec<HandleId>> = FxHashMap::default();
+    for (hint, trig) in graph.wont_use_hints().iter().zip(graph.wont_use_triggers()) {
+        if let Some(t) = trig {
+            map.entry(t.0).or_default().push(hint.handle);
+        }
+    }
+    map
+}
