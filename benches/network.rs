@@ -1,4 +1,4 @@
-//! Benchmarks of the fluid network alone (issues 2 and 10).
+//! Benchmarks of the fluid network alone.
 //!
 //! Three suites, each printing a markdown table with flow events (activations + completions)
 //! per second of wall time and the wall time itself:
