@@ -10,7 +10,7 @@ use crate::common::{close, repo};
 use crate::common::hetsim;
 use std::process::Command;
 
-use hetsim::machine::{self, Direction, Machine, MemKind, Sharing, TransferModel};
+use hetsim::machine::{self, Direction, LinkPolicy, Machine, MemKind, TransferModel};
 
 fn load(rel: &str) -> Machine {
     machine::load(repo(rel)).unwrap_or_else(|e| panic!("{rel} should load: {e}"))
@@ -79,7 +79,7 @@ fn mirage_matches_starpu_sample_files() {
             l.bandwidth_bytes_per_sec
         );
         assert!((l.latency_s - lat).abs() < 1e-15, "{name}: {}", l.latency_s);
-        assert_eq!(l.sharing, Sharing::Shared);
+        assert_eq!(l.sharing, LinkPolicy::Shared);
     }
     // 13 CUDA links (6 RAM<->CUDA, 6 CUDA<->CUDA, Host) + 21 PCI links; no OpenCL, no DISK.
     assert_eq!(m.links().len(), 34);

@@ -24,7 +24,7 @@ use hetsim_core::error::InputError;
 use hetsim_mpi::RankId;
 use hetsim_mpi::workload::{OffloadSpec, ProgramGenerator, ProgramWorkload};
 use hetsim_platform::cluster::Cluster;
-use hetsim_platform::machine::{Direction, LinkId, Sharing};
+use hetsim_platform::machine::{Direction, LinkPolicy, MachineLinkId};
 use hetsim_runtime::RunReport;
 
 /// One term of a prediction, with the simulation's matching measurement where there is one.
@@ -629,7 +629,7 @@ pub fn shared_host_links(cluster: &Cluster, ranks: &[u32]) -> Vec<(String, Vec<u
         for hop in &route.hops {
             let shared = machine
                 .link(hop.link)
-                .is_some_and(|l| l.sharing != Sharing::Fatpipe);
+                .is_some_and(|l| l.sharing != LinkPolicy::Fatpipe);
             if !shared {
                 continue;
             }
@@ -1051,7 +1051,7 @@ fn nic_host_gpu0(cluster: &Cluster) -> Option<&hetsim_platform::machine::Route> 
 }
 
 /// A link in one direction (`None` for a link shared by both directions).
-type LinkUse = (LinkId, Option<Direction>);
+type LinkUse = (MachineLinkId, Option<Direction>);
 
 fn list(v: &[u32]) -> String {
     if v.len() > 6 {
