@@ -2,8 +2,8 @@
 //! copies: `src/smpi/colls/bcast/bcast-binomial-tree.cpp`, `bcast-scatter-rdb-allgather.cpp`,
 //! `bcast-scatter-LR-allgather.cpp`, `bcast-SMP-binomial.cpp`; MPICH's
 //! `src/mpi/coll/bcast/bcast_intra_binomial.c`, `bcast_intra_scatter_recursive_doubling_allgather.c`,
-//! `bcast_intra_scatter_ring_allgather.c`, `bcast_utils.c`). Members are relative to nothing:
-//! `root` is a member index.
+//! `bcast_intra_scatter_ring_allgather.c`, `bcast_utils.c`). Members are indices into the group,
+//! the root one of them; a relative rank counts from the root.
 
 use super::calls::{Calls, Tag};
 
@@ -14,26 +14,31 @@ fn abs(rel: usize, root: usize, n: usize) -> usize {
     (rel + root) % n
 }
 
+/// In MPICH's binomial tree over `n`, the distance to relative rank `rel`'s parent (its lowest
+/// set bit; none for the root), and the distances to its children, largest first: the masks
+/// below that bit (below n's next power of two for the root) that land on a rank.
+fn tree(rel: usize, n: usize) -> (Option<usize>, impl Iterator<Item = usize>) {
+    let low = (rel > 0).then(|| 1 << rel.trailing_zeros());
+    let top = low.unwrap_or_else(|| n.next_power_of_two());
+    let children = (0..top.trailing_zeros())
+        .rev()
+        .map(|k| 1 << k)
+        .filter(move |m| rel + m < n);
+    (low, children)
+}
+
 /// Binomial tree: relative rank v receives from v − 2^k (2^k its lowest set bit), then sends
 /// to v + 2^j for j < k, largest first, each a blocking `MPI_Send` of the whole message.
 pub(super) fn binomial(c: &mut Calls, root: usize, bytes: f64) {
     let n = c.members();
     for rel in 0..n {
         let me = abs(rel, root, n);
-        let mut mask = 1;
-        while mask < n {
-            if rel & mask != 0 {
-                c.recv(me, abs(rel - mask, root, n), TAG);
-                break;
-            }
-            mask <<= 1;
+        let (parent, children) = tree(rel, n);
+        if let Some(m) = parent {
+            c.recv(me, abs(rel - m, root, n), TAG);
         }
-        mask >>= 1;
-        while mask > 0 {
-            if rel + mask < n {
-                c.send(me, abs(rel + mask, root, n), bytes, TAG);
-            }
-            mask >>= 1;
+        for m in children {
+            c.send(me, abs(rel + m, root, n), bytes, TAG);
         }
     }
 }
@@ -71,27 +76,19 @@ fn scatter(c: &mut Calls, root: usize, nbytes: i64) {
     curr[0] = nbytes;
     for rel in 0..n {
         let me = abs(rel, root, n);
-        let mut mask = 1;
-        while mask < n {
-            if rel & mask != 0 {
-                if nbytes - rel as i64 * s > 0 {
-                    c.recv(me, abs(rel - mask, root, n), TAG);
-                }
-                break;
-            }
-            mask <<= 1;
+        let (parent, children) = tree(rel, n);
+        if let Some(m) = parent
+            && nbytes - rel as i64 * s > 0
+        {
+            c.recv(me, abs(rel - m, root, n), TAG);
         }
-        mask >>= 1;
-        while mask > 0 {
-            if rel + mask < n {
-                let send = curr[rel] - s * mask as i64;
-                if send > 0 {
-                    c.send(me, abs(rel + mask, root, n), send as f64, TAG);
-                    curr[rel + mask] = send;
-                    curr[rel] -= send;
-                }
+        for m in children {
+            let send = curr[rel] - s * m as i64;
+            if send > 0 {
+                c.send(me, abs(rel + m, root, n), send as f64, TAG);
+                curr[rel + m] = send;
+                curr[rel] -= send;
             }
-            mask >>= 1;
         }
     }
 }

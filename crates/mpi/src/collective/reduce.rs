@@ -104,6 +104,22 @@ fn reduce_scatter_halving(
     }
 }
 
+/// One step of the doubling that undoes the halving (the gather of the reduce, the allgather of
+/// the allreduce), with new rank `newdst` at distance `mask`: the blocks `me` sends and the
+/// index its received ones start at. `last_idx` grows as the held range doubles.
+fn doubling_step(h: &mut Halved, newdst: usize, mask: usize, cnts: &[u64]) -> (u64, usize) {
+    let pof2 = cnts.len();
+    let half = pof2 / (mask * 2);
+    if h.newrank < newdst {
+        if mask != pof2 / 2 {
+            h.last_idx += half;
+        }
+        (sum(cnts, h.send_idx, h.send_idx + half), h.send_idx + half)
+    } else {
+        (sum(cnts, h.send_idx, h.last_idx), h.send_idx - half)
+    }
+}
+
 /// Rabenseifner's reduce: the pairs of the non-power-of-two part fold (odd → even), a
 /// reduce-scatter by recursive halving, then a binomial gather of the blocks to `root`
 /// (through new rank 0 if the root was folded away). `count` < p is padded to p elements, as
@@ -158,41 +174,26 @@ pub(super) fn reduce_scatter_gather(c: &mut Calls, root: usize, count: u64, ext:
         } else {
             newroot = root - rem;
         }
-        let Some(Halved {
-            newrank,
-            mut send_idx,
-            mut last_idx,
-        }) = at
-        else {
+        let Some(mut h) = at else {
             continue;
         };
         let mut j = pof2.trailing_zeros() as i32 - 1;
         let mut mask = pof2 >> 1;
         while mask > 0 {
-            let newdst = newrank ^ mask;
+            let newdst = h.newrank ^ mask;
             let mut dst = real(newdst);
             if newdst == 0 && root < 2 * rem && !root.is_multiple_of(2) {
                 dst = root;
             }
+            let (send_cnt, recv_idx) = doubling_step(&mut h, newdst, mask, &cnts);
             let tree = |v: usize| (v >> j) << j;
-            let (recv_idx, send_cnt);
-            if newrank < newdst {
-                if mask != pof2 / 2 {
-                    last_idx += pof2 / (mask * 2);
-                }
-                recv_idx = send_idx + pof2 / (mask * 2);
-                send_cnt = sum(&cnts, send_idx, recv_idx);
-            } else {
-                recv_idx = send_idx - pof2 / (mask * 2);
-                send_cnt = sum(&cnts, send_idx, last_idx);
-            }
             if tree(newdst) == tree(newroot) {
                 c.send(rank, dst, send_cnt as f64 * ext, REDUCE);
                 break;
             }
             c.recv(rank, dst, REDUCE);
-            if newrank > newdst {
-                send_idx = recv_idx;
+            if h.newrank > newdst {
+                h.send_idx = recv_idx;
             }
             mask >>= 1;
             j -= 1;
@@ -273,29 +274,15 @@ pub(super) fn allreduce_reduce_scatter_allgather(c: &mut Calls, count: u64, ext:
     let bytes = count as f64 * ext;
     for rank in 0..n {
         if let Some(newrank) = allreduce_fold(c, rank, rem, bytes) {
-            let Halved {
-                mut send_idx,
-                mut last_idx,
-                ..
-            } = reduce_scatter_halving(c, rank, newrank, &cnts, ext, ALLREDUCE, &real);
+            let mut h = reduce_scatter_halving(c, rank, newrank, &cnts, ext, ALLREDUCE, &real);
             let mut mask = pof2 >> 1;
             while mask > 0 {
                 let newdst = newrank ^ mask;
-                let (recv_idx, send_cnt);
-                if newrank < newdst {
-                    if mask != pof2 / 2 {
-                        last_idx += pof2 / (mask * 2);
-                    }
-                    recv_idx = send_idx + pof2 / (mask * 2);
-                    send_cnt = sum(&cnts, send_idx, recv_idx);
-                } else {
-                    recv_idx = send_idx - pof2 / (mask * 2);
-                    send_cnt = sum(&cnts, send_idx, last_idx);
-                }
+                let (send_cnt, recv_idx) = doubling_step(&mut h, newdst, mask, &cnts);
                 let dst = real(newdst);
                 c.sendrecv(rank, dst, send_cnt as f64 * ext, dst, ALLREDUCE);
                 if newrank > newdst {
-                    send_idx = recv_idx;
+                    h.send_idx = recv_idx;
                 }
                 mask >>= 1;
             }

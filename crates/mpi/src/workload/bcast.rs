@@ -4,12 +4,12 @@
 use serde::Deserialize;
 
 use crate::collective::{self, Bcast, BcastAlgorithm, Selection};
-use crate::{Program, ProgramBuilder, RankId};
+use crate::{Program, RankId};
 use hetsim_core::error::InputError;
 use hetsim_platform::cluster::Cluster;
 
 use super::ProgramGenerator;
-use super::collectives::{Members, members};
+use super::collectives::{Members, members, program};
 use super::p2p::{BufferSpec, ByteCount};
 
 /// `workload.algorithm` of `bcast`.
@@ -97,9 +97,10 @@ impl BcastSpec {
 impl ProgramGenerator for BcastSpec {
     fn generate(&self, cluster: &Cluster) -> Result<Program, InputError> {
         let m = self.members(cluster)?;
-        let mut b = ProgramBuilder::new(cluster.ranks());
-        collective::bcast(&mut b, &self.collective(&m.group, m.root), &[]);
-        Ok(b.build())
+        let spec = self.collective(&m.group, m.root);
+        Ok(program(cluster, |b| {
+            collective::bcast(b, &spec, &[]);
+        }))
     }
 
     fn counted_flops(&self) -> f64 {

@@ -75,6 +75,13 @@ pub(super) fn members(
     Ok(Members { group, root })
 }
 
+/// The program `build` writes on a builder over `cluster`'s ranks.
+pub(super) fn program(cluster: &Cluster, build: impl FnOnce(&mut ProgramBuilder)) -> Program {
+    let mut b = ProgramBuilder::new(cluster.ranks());
+    build(&mut b);
+    b.build()
+}
+
 fn default_element_bytes() -> u64 {
     8
 }
@@ -191,9 +198,9 @@ impl ProgramGenerator for ReduceSpec {
         let smpi = self.algorithm == ReduceChoice::SmpiMpich;
         let m = members(cluster, self.ranks.as_deref(), Some(self.root), smpi)?;
         let spec = self.collective(&m.group, m.root)?;
-        let mut b = ProgramBuilder::new(cluster.ranks());
-        collective::reduce(&mut b, &spec, &[]);
-        Ok(b.build())
+        Ok(program(cluster, |b| {
+            collective::reduce(b, &spec, &[]);
+        }))
     }
 
     fn counted_flops(&self) -> f64 {
@@ -281,9 +288,9 @@ impl ProgramGenerator for AllreduceSpec {
         let smpi = self.algorithm == AllreduceChoice::SmpiMpich;
         let m = members(cluster, self.ranks.as_deref(), None, smpi)?;
         let spec = self.collective(&m.group)?;
-        let mut b = ProgramBuilder::new(cluster.ranks());
-        collective::allreduce(&mut b, &spec, &[]);
-        Ok(b.build())
+        Ok(program(cluster, |b| {
+            collective::allreduce(b, &spec, &[]);
+        }))
     }
 
     fn counted_flops(&self) -> f64 {
@@ -382,9 +389,9 @@ impl ProgramGenerator for AlltoallSpec {
         let smpi = self.algorithm == AlltoallChoice::SmpiMpich;
         let m = members(cluster, self.ranks.as_deref(), None, smpi)?;
         let spec = self.collective(&m.group)?;
-        let mut b = ProgramBuilder::new(cluster.ranks());
-        collective::alltoall(&mut b, &spec, &[]);
-        Ok(b.build())
+        Ok(program(cluster, |b| {
+            collective::alltoall(b, &spec, &[]);
+        }))
     }
 
     fn counted_flops(&self) -> f64 {
