@@ -364,6 +364,15 @@ fn take_program_workload<'i>(
     let w = match kind.as_str() {
         "p2p" => ProgramWorkload::P2p(P2pSpec::deserialize(de()).map_err(prefix)?),
         "bcast" => ProgramWorkload::Bcast(BcastSpec::deserialize(de()).map_err(prefix)?),
+        "reduce" => ProgramWorkload::Reduce(
+            hetsim_mpi::workload::ReduceSpec::deserialize(de()).map_err(prefix)?,
+        ),
+        "allreduce" => ProgramWorkload::Allreduce(
+            hetsim_mpi::workload::AllreduceSpec::deserialize(de()).map_err(prefix)?,
+        ),
+        "alltoall" => ProgramWorkload::Alltoall(
+            hetsim_mpi::workload::AlltoallSpec::deserialize(de()).map_err(prefix)?,
+        ),
         "hpl" => ProgramWorkload::Hpl(HplSpec::deserialize(de()).map_err(prefix)?),
         "stencil" => ProgramWorkload::Stencil(StencilSpec::deserialize(de()).map_err(prefix)?),
         "matmul" => ProgramWorkload::Matmul(MatmulSpec::deserialize(de()).map_err(prefix)?),
