@@ -389,6 +389,47 @@ fn sweep_threads_are_bounded() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// Every size a workload takes is bounded before anything is generated: a point-to-point run of
+/// 10^8 messages, tiles beyond the task limit, a stencil or offload run beyond its operations.
+#[test]
+fn workload_sizes_are_bounded_before_generation() {
+    let scenarios = root().join("scenarios");
+    for (file, set, message) in [
+        (
+            "p2p-example-cluster.toml",
+            "workload.repeat=100000000",
+            "repeat = 100000000: at most 1000000 messages",
+        ),
+        (
+            "cholesky-mirage.toml",
+            "workload.n=99999360",
+            "more than the limit of 10000000",
+        ),
+        (
+            "stencil-diffusion-tsubame2.toml",
+            "workload.steps=100000000",
+            "more than the limit of",
+        ),
+        (
+            "offload-pbpi.toml",
+            "workload.phases=100000000",
+            "more than the limit of",
+        ),
+    ] {
+        let path = scenarios.join(file);
+        let o = hetsim_in(
+            &scenarios,
+            &["run", path.to_str().unwrap(), "--quiet", "--set", set],
+        );
+        assert_eq!(o.status.code(), Some(2), "{file} {set}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("hetsim: error: ") && err.contains(message),
+            "{file} {set}: {err}"
+        );
+    }
+}
+
 // --- 4. No nonsense with exit 0 -----------------------------------------------------------------
 
 /// A copy of StarPU's hannibal calibration with `file` (relative) changed by `edit`; the

@@ -92,6 +92,10 @@ pub struct P2pSpec {
     pub pingpong: bool,
 }
 
+/// Most messages a point-to-point workload may send: the same bound on operations as the
+/// other program workloads ([`super::offload::MAX_OFFLOAD_OPS`]), at a few operations each.
+pub const MAX_P2P_MESSAGES: u32 = 1_000_000;
+
 fn one() -> u32 {
     1
 }
@@ -129,6 +133,14 @@ impl ProgramGenerator for P2pSpec {
         if self.repeat == 0 {
             return Err(InputError::new("repeat = 0: expected at least 1 message")
                 .at_field("workload.repeat"));
+        }
+        if self.repeat > MAX_P2P_MESSAGES {
+            return Err(InputError::new(format!(
+                "repeat = {}: at most {MAX_P2P_MESSAGES} messages (each is a few operations \
+                 held in memory; a steady-state figure needs far fewer)",
+                self.repeat
+            ))
+            .at_field("workload.repeat"));
         }
         let mut b = ProgramBuilder::new(ranks);
         let (a, z) = (RankId(self.src), RankId(dst));
