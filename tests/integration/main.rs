@@ -19,6 +19,7 @@ mod noise_runs;
 mod perfmodel;
 mod plots;
 mod readme;
+mod replay;
 mod registry_docs;
 mod runtime_semantics;
 mod sched_ws_heft;

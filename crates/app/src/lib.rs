@@ -6,6 +6,7 @@
 
 pub mod calibrate;
 pub mod crosscheck;
+pub mod graph_file;
 pub mod netcase;
 pub mod programs;
 pub mod report_text;
