@@ -14,7 +14,7 @@ use std::path::Path;
 use hetsim_core::InputError;
 
 use super::records::{Job, Records, TaskRecord};
-use super::{ImportOptions, Graph, read_text};
+use super::{ImportOptions, Parts, read_text};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -125,7 +125,7 @@ struct Node {
     preds: Vec<Job>,
 }
 
-pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Graph, InputError> {
+pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputError> {
     let text = read_text(path)?;
     let toks = tokens(&text)?;
     let mut rec = Records::default();

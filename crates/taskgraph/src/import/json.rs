@@ -11,7 +11,7 @@ use std::path::Path;
 use hetsim_core::InputError;
 use serde::{Deserialize, Serialize};
 
-use super::{GpuSynchronous, ImportOptions, ImportStats, Graph, TaskOrigin};
+use super::{GpuSynchronous, ImportOptions, ImportStats, Parts, TaskOrigin};
 use crate::{
     Access, AccessMode, Handle, HandleId, Home, NodeId, RecordedWorker, TaskGraph,
     TaskGraphBuilder, TaskId, Tile, Unit,
@@ -279,7 +279,7 @@ pub fn write(graph: &TaskGraph, name: Option<String>) -> Result<String, InputErr
     Ok(s)
 }
 
-pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Graph, InputError> {
+pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputError> {
     let text = super::read_text(path)?;
     let file: GraphFile = serde_json::from_str(&text).map_err(|e| {
         InputError::new(format!("not a hetsim task graph: {e}")).at_line(e.line().max(1))
@@ -288,7 +288,7 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Graph, InputE
 }
 
 /// The graph a file describes; `gpu_sync` adds to the file's own `gpu_synchronous` list.
-pub fn from_file(file: &GraphFile, gpu_sync: &GpuSynchronous) -> Result<Graph, InputError> {
+pub fn from_file(file: &GraphFile, gpu_sync: &GpuSynchronous) -> Result<Parts, InputError> {
     if file.format != FORMAT {
         return Err(InputError::new(format!(
             "`format` is `{}`: expected `{FORMAT}`",

@@ -222,7 +222,7 @@ pub fn import(path: &Path, options: &ImportOptions) -> Result<Imported, InputErr
         Some(f) => f,
         None => GraphFormat::detect(path)?,
     };
-    let read = match format {
+    let read: Result<Parts, InputError> = match format {
         GraphFormat::StarpuRec => starpu::read(path, options),
         GraphFormat::Dot => dot::read(path, options),
         GraphFormat::Json => json::read(path, options),
@@ -266,5 +266,5 @@ pub(crate) fn read_text(path: &Path) -> Result<String, InputError> {
     Ok(s)
 }
 
-/// What every reader returns.
-pub(crate) type Graph = (TaskGraph, Vec<TaskOrigin>, ImportStats);
+/// What every reader returns: the graph, each task's origin, the counts.
+pub type Parts = (TaskGraph, Vec<TaskOrigin>, ImportStats);

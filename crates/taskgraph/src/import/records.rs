@@ -8,7 +8,7 @@ use std::ops::Range;
 use hetsim_core::InputError;
 use rustc_hash::FxHashMap;
 
-use super::{GpuSynchronous, ImportStats, Graph, TaskOrigin};
+use super::{GpuSynchronous, ImportStats, Parts, TaskOrigin};
 use crate::{Access, AccessMode, Handle, HandleId, RecordedWorker, TaskGraphBuilder, TaskId, Unit};
 
 /// A job's dense index, in order of first mention.
@@ -154,7 +154,7 @@ impl Records {
     }
 
     /// The graph, with the origin of each task.
-    pub fn assemble(self, gpu_sync: &GpuSynchronous) -> Result<Graph, InputError> {
+    pub fn assemble(self, gpu_sync: &GpuSynchronous) -> Result<Parts, InputError> {
         let Records {
             job_names,
             job_line,

@@ -12,11 +12,11 @@ use hetsim_core::InputError;
 use rustc_hash::FxHashMap;
 
 use super::records::{Buffer, Records, TaskRecord};
-use super::{ImportOptions, Graph, open};
+use super::{ImportOptions, Parts, open};
 use crate::{AccessMode, Handle, HandleId, RecordedWorker, Unit};
 
 /// Read `tasks.rec` at `path` (and `data.rec` in the same directory, if present).
-pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Graph, InputError> {
+pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputError> {
     let data = read_data_rec(path)?;
     let mut reader = Reader {
         rec: Records::default(),

@@ -14,7 +14,7 @@ use hetsim_core::InputError;
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use super::{ImportOptions, ImportStats, Graph, TaskOrigin, read_text};
+use super::{ImportOptions, ImportStats, Parts, TaskOrigin, read_text};
 use crate::{Access, AccessMode, Handle, HandleId, TaskGraphBuilder, TaskId, Unit};
 
 /// One task as read, before ordering.
@@ -45,7 +45,7 @@ fn program_name(task_name: &str) -> String {
         .to_string()
 }
 
-pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Graph, InputError> {
+pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputError> {
     let text = read_text(path)?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| {
         InputError::new(format!("not a WfFormat instance: {e}")).at_line(e.line().max(1))
@@ -151,7 +151,7 @@ fn build(
     tasks: Vec<WfTask>,
     mut file_sizes: FxHashMap<String, u64>,
     options: &ImportOptions,
-) -> Result<Graph, InputError> {
+) -> Result<Parts, InputError> {
     let index: FxHashMap<&str, usize> = tasks
         .iter()
         .enumerate()
