@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use crate::common::hetsim;
-use hetsim::workload::import::{GpuSynchronous, ImportOptions, Imported, import};
 use hetsim::workload::import::json::{self, GraphFile};
+use hetsim::workload::import::{GpuSynchronous, ImportOptions, Imported, import};
 use hetsim::workload::{Precision, TaskGraph, cholesky};
 
 fn repo(p: &str) -> std::path::PathBuf {
@@ -43,12 +43,19 @@ fn differences(a: &TaskGraph, b: &TaskGraph) -> Vec<String> {
                 y.priority
             ));
         }
-        if (x.flops / 1e9 - y.flops / 1e9).abs() > 1e-6 || x.model_size_bytes() != y.model_size_bytes() {
+        if (x.flops / 1e9 - y.flops / 1e9).abs() > 1e-6
+            || x.model_size_bytes() != y.model_size_bytes()
+        {
             out.push(format!("task {}: flops or size differ", t.0));
         }
         let (aa, ba) = (a.accesses(t), b.accesses(t));
         if aa.len() != ba.len() {
-            out.push(format!("task {}: {} buffers against {}", t.0, aa.len(), ba.len()));
+            out.push(format!(
+                "task {}: {} buffers against {}",
+                t.0,
+                aa.len(),
+                ba.len()
+            ));
             continue;
         }
         for (p, q) in aa.iter().zip(ba) {
@@ -67,7 +74,10 @@ fn differences(a: &TaskGraph, b: &TaskGraph) -> Vec<String> {
         }
     }
     let hints = |g: &TaskGraph| -> Vec<(u32, u32)> {
-        g.wont_use_hints().iter().map(|h| (h.handle.0, h.after.0)).collect()
+        g.wont_use_hints()
+            .iter()
+            .map(|h| (h.handle.0, h.after.0))
+            .collect()
     };
     let mapped: Vec<(u32, u32)> = hints(a)
         .into_iter()
@@ -108,7 +118,11 @@ fn the_recorded_cholesky_is_hetsims_cholesky() {
         assert!(not_prio.is_empty(), "{trace}: {not_prio:?}");
         // 220 tasks, StarPU's 121 acquire and 11 unnamed records contracted, 55 hints.
         assert_eq!(rec.graph.num_tasks(), 220);
-        assert_eq!((rec.stats.contracted, rec.stats.wont_use), (132, 55), "{trace}");
+        assert_eq!(
+            (rec.stats.contracted, rec.stats.wont_use),
+            (132, 55),
+            "{trace}"
+        );
     }
     let rec = read("traces/starpu/cholesky-9600-dmdas/tasks.rec", potrf());
     let diff = differences(&rec.graph, &generated);
@@ -142,7 +156,11 @@ fn makespan(args: &[&str]) -> f64 {
     all.extend_from_slice(args);
     all.push("--json");
     let out = hetsim(&all);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     v["makespan_s"].as_f64().unwrap()
 }
@@ -159,14 +177,21 @@ fn replaying_the_recorded_cholesky_gives_hetsims_makespans_under_every_scheduler
     let json_set = format!("workload.file={}", json.display());
     let dmda_set = "workload.file=traces/starpu/cholesky-9600-dmda/tasks.rec";
     let replay = "scenarios/replay-cholesky-mirage.toml";
-    for e in hetsim::sched::REGISTRY.iter().filter(|e| e.name != "recorded") {
+    for e in hetsim::sched::REGISTRY
+        .iter()
+        .filter(|e| e.name != "recorded")
+    {
         let s = e.name;
         let recorded = makespan(&[replay, "--sched", s]);
         let generated = makespan(&[replay, "--sched", s, "--set", &json_set]);
         assert_eq!(recorded, generated, "{s}");
         if !e.default_config().build(1).takes_priorities() {
             let own = makespan(&["scenarios/cholesky-mirage.toml", "--sched", s]);
-            assert_eq!(makespan(&[replay, "--sched", s, "--set", dmda_set]), own, "{s}");
+            assert_eq!(
+                makespan(&[replay, "--sched", s, "--set", dmda_set]),
+                own,
+                "{s}"
+            );
         }
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -176,8 +201,9 @@ fn replaying_the_recorded_cholesky_gives_hetsims_makespans_under_every_scheduler
 #[test]
 fn the_json_format_round_trips() {
     for (kind, n) in [("cholesky", 4800), ("lu", 4800), ("gemm", 2880)] {
-        let g = hetsim::workload::Kernel::generate(kind.parse().unwrap(), n, 960, Precision::Single)
-            .unwrap();
+        let g =
+            hetsim::workload::Kernel::generate(kind.parse().unwrap(), n, 960, Precision::Single)
+                .unwrap();
         let text = json::write(&g, Some(kind.into())).unwrap();
         let file: GraphFile = serde_json::from_str(&text).unwrap();
         let (back, _, _) = json::from_file(&file, &GpuSynchronous::None).unwrap();
@@ -199,8 +225,12 @@ fn agrees_with_starpu_replay() {
     let mut rows = csv.lines().filter(|l| !l.starts_with('#'));
     let header: Vec<&str> = rows.next().unwrap().split(',').collect();
     let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
-    let (trace_c, sched_c, seed_c, ms_c) =
-        (col("trace"), col("sched"), col("seed"), col("replay_sim_ms"));
+    let (trace_c, sched_c, seed_c, ms_c) = (
+        col("trace"),
+        col("sched"),
+        col("seed"),
+        col("replay_sim_ms"),
+    );
     // (trace, sched) → (starpu_replay ms, hetsim ms) sums over seeds, for random.
     let mut random: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
     let mut checked = 0;
@@ -277,7 +307,11 @@ fn the_recorded_stencil_replays_with_traces() {
         chrome.to_str().unwrap(),
         "--quiet",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains(": 1600 tasks,"), "{text}");
     // Codelet states in the Paje trace, per codelet: the file's task counts (PROVENANCE.md).
@@ -291,9 +325,15 @@ fn the_recorded_stencil_replays_with_traces() {
     ] {
         let starts = paje_text
             .lines()
-            .filter(|l| l.split_ascii_whitespace().any(|w| w == codelet || w == format!("\"{codelet}\"")))
+            .filter(|l| {
+                l.split_ascii_whitespace()
+                    .any(|w| w == codelet || w == format!("\"{codelet}\""))
+            })
             .count();
-        assert!(starts >= n, "{codelet}: {starts} lines in the Paje trace, expected >= {n}");
+        assert!(
+            starts >= n,
+            "{codelet}: {starts} lines in the Paje trace, expected >= {n}"
+        );
     }
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&chrome).unwrap()).unwrap();
@@ -319,7 +359,12 @@ fn a_wfcommons_workflow_runs_for_its_critical_path() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["id"].as_str().unwrap(), t["runtimeInSeconds"].as_f64().unwrap()))
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap(),
+                t["runtimeInSeconds"].as_f64().unwrap(),
+            )
+        })
         .collect();
     let tasks = w["specification"]["tasks"].as_array().unwrap();
     let mut finish: std::collections::HashMap<&str, f64> = Default::default();
@@ -362,17 +407,24 @@ fn a_wfcommons_workflow_runs_for_its_critical_path() {
 /// the dependencies the data accesses imply), between tasks of the same names.
 #[test]
 fn the_recorded_dag_dot_has_the_edges_of_tasks_rec() {
-    let dot = read("traces/starpu/cholesky-9600-dmdas/dag.dot", GpuSynchronous::None);
-    let rec = read("traces/starpu/cholesky-9600-dmdas/tasks.rec", GpuSynchronous::None);
+    let dot = read(
+        "traces/starpu/cholesky-9600-dmdas/dag.dot",
+        GpuSynchronous::None,
+    );
+    let rec = read(
+        "traces/starpu/cholesky-9600-dmdas/tasks.rec",
+        GpuSynchronous::None,
+    );
     assert_eq!(dot.graph.num_tasks(), 220);
-    let by_job: std::collections::HashMap<&str, usize> = rec
+    let by_job: std::collections::HashMap<String, usize> = rec
         .origins
         .iter()
         .enumerate()
-        .map(|(i, o)| (&*o.id, i))
+        .map(|(i, o)| (o.id.to_string(), i))
         .collect();
     let rec_task = |t: hetsim::workload::TaskId| {
-        let job = dot.origins[t.index()].id.strip_prefix("task_").unwrap();
+        let node = dot.origins[t.index()].id.to_string();
+        let job = node.strip_prefix("task_").unwrap();
         hetsim::workload::TaskId(by_job[job] as u32)
     };
     let names = |n: &str| match n {
@@ -385,7 +437,10 @@ fn the_recorded_dag_dot_has_the_edges_of_tasks_rec() {
     let mut edges = 0;
     for t in dot.graph.task_ids() {
         let r = rec_task(t);
-        assert_eq!(names(dot.graph.task_codelet_name(t)), rec.graph.task_codelet_name(r));
+        assert_eq!(
+            names(dot.graph.task_codelet_name(t)),
+            rec.graph.task_codelet_name(r)
+        );
         for &s in dot.graph.successors(t) {
             assert!(rec.graph.has_edge(r, rec_task(s)), "{} -> {}", t.0, s.0);
             edges += 1;
@@ -405,9 +460,16 @@ fn the_recorded_scheduler_keeps_the_recorded_mapping() {
         "recorded",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rec = read("traces/starpu/cholesky-9600-dmdas/tasks.rec", GpuSynchronous::None);
+    let rec = read(
+        "traces/starpu/cholesky-9600-dmdas/tasks.rec",
+        GpuSynchronous::None,
+    );
     let mut per_worker = vec![0u64; 12];
     for t in rec.graph.task_ids() {
         per_worker[rec.graph.recorded_worker(t).unwrap().id as usize] += 1;
@@ -437,13 +499,21 @@ fn bad_task_graph_files_are_refused_with_their_line() {
     let cases = [
         (
             "cycle",
-            format!("{}\n{}", record(1, "2", "a0 b0", ok), record(2, "1", "a0 c0", ok)),
+            format!(
+                "{}\n{}",
+                record(1, "2", "a0 b0", ok),
+                record(2, "1", "a0 c0", ok)
+            ),
             "cycle.rec:line 14: the dependencies contain a cycle through job 2: a task cannot wait \
              for itself",
         ),
         (
             "unknown",
-            format!("{}\n{}", record(1, "", "a0 b0", ok), record(2, "9", "a0 c0", ok)),
+            format!(
+                "{}\n{}",
+                record(1, "", "a0 b0", ok),
+                record(2, "9", "a0 c0", ok)
+            ),
             "unknown.rec:line 18: a task depends on job 9, which has no record in the file",
         ),
         (
@@ -458,7 +528,11 @@ fn bad_task_graph_files_are_refused_with_their_line() {
         ),
         (
             "truncated",
-            format!("{}\n{}", record(1, "", "a0 b0", ok), &record(2, "1", "a0 b0", ok)[..150]),
+            format!(
+                "{}\n{}",
+                record(1, "", "a0 b0", ok),
+                &record(2, "1", "a0 b0", ok)[..150]
+            ),
             "truncated.rec:line 14: job 2: `Handles` lists 2 buffers, `Modes` 2 and `Sizes` 0 \
              (truncated record?)",
         ),
@@ -467,7 +541,12 @@ fn bad_task_graph_files_are_refused_with_their_line() {
         let file = dir.join(format!("{name}.rec"));
         std::fs::write(&file, text).unwrap();
         let set = format!("workload.file={}", file.display());
-        let out = hetsim(&["run", "scenarios/replay-cholesky-mirage.toml", "--set", &set]);
+        let out = hetsim(&[
+            "run",
+            "scenarios/replay-cholesky-mirage.toml",
+            "--set",
+            &set,
+        ]);
         assert_eq!(out.status.code(), Some(2), "{name}");
         let err = String::from_utf8_lossy(&out.stderr);
         let want = format!("hetsim: error: {}/{want}\n", dir.display());

@@ -120,7 +120,9 @@ pub(crate) fn take(
     let raw = Raw::deserialize(de).map_err(|e| {
         let mut e = src.toml_error(&e);
         match &e.location.field {
-            Some(f) if !f.starts_with("workload") => e.location.field = Some(format!("workload.{f}")),
+            Some(f) if !f.starts_with("workload") => {
+                e.location.field = Some(format!("workload.{f}"))
+            }
             None => e.location.field = Some("workload".into()),
             _ => {}
         }
@@ -157,7 +159,11 @@ pub(crate) fn take(
             }
         },
     };
-    let gpu_synchronous = match raw.gpu_synchronous.as_ref().map(|g| (g.get_ref(), g.span())) {
+    let gpu_synchronous = match raw
+        .gpu_synchronous
+        .as_ref()
+        .map(|g| (g.get_ref(), g.span()))
+    {
         None => GpuSynchronous::None,
         Some((GpuSyncRaw::Word(w), span)) => match w.trim() {
             "none" => GpuSynchronous::None,
@@ -166,9 +172,7 @@ pub(crate) fn take(
                 return Err(src.err(
                     &span,
                     "workload.gpu_synchronous",
-                    format!(
-                        "`{other}`: expected \"all\", \"none\" or a list of codelet names"
-                    ),
+                    format!("`{other}`: expected \"all\", \"none\" or a list of codelet names"),
                 ));
             }
         },
@@ -209,9 +213,8 @@ fn lacks_model(machine: &Machine, graph: &TaskGraph, task: TaskId) -> bool {
     }
     let name = graph.task_codelet_name(task);
     let size = t.model_size_bytes();
-    let devices = std::iter::once(DeviceRef::Cpu).chain(
-        (0..machine.gpus().len() as u32).map(|g| DeviceRef::Gpu(hetsim_models::GpuId(g))),
-    );
+    let devices = std::iter::once(DeviceRef::Cpu)
+        .chain((0..machine.gpus().len() as u32).map(|g| DeviceRef::Gpu(hetsim_models::GpuId(g))));
     !devices
         .into_iter()
         .any(|d| models.predict_s(name, d, size, t.flops).is_ok())
@@ -252,10 +255,9 @@ impl Scenario {
             imported.use_recorded_durations(|graph, t| lacks_model(machine, graph, t))?;
         }
         let graph = &imported.graph;
-        if let Some(t) = graph
-            .task_ids()
-            .find(|&t| graph.task(t).is_compute() && !graph.fixes_duration(t) && lacks_model(machine, graph, t))
-        {
+        if let Some(t) = graph.task_ids().find(|&t| {
+            graph.task(t).is_compute() && !graph.fixes_duration(t) && lacks_model(machine, graph, t)
+        }) {
             return Err(imported.error_at(
                 t,
                 format!(
@@ -315,7 +317,9 @@ impl Scenario {
     pub fn task_graph(&self) -> Result<TaskGraph, Error> {
         if self.graph_file.is_some() {
             let machine = self.load_machine()?;
-            let imported = self.read_graph_file(&machine)?.expect("a graph-file scenario");
+            let imported = self
+                .read_graph_file(&machine)?
+                .expect("a graph-file scenario");
             return Ok(imported.graph);
         }
         Ok(self.generate()?)

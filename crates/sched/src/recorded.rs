@@ -51,7 +51,11 @@ impl Scheduler for Recorded {
     }
 
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId> {
-        let t = match self.own.get_mut(worker.index()).and_then(VecDeque::pop_front) {
+        let t = match self
+            .own
+            .get_mut(worker.index())
+            .and_then(VecDeque::pop_front)
+        {
             Some(t) => t,
             None => {
                 let pos = self.shared.iter().position(|&t| view.can_run(t, worker))?;

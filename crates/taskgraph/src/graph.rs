@@ -687,7 +687,10 @@ impl TaskGraphBuilder {
     /// data (a scratch buffer, allocated where the task runs).
     pub fn add_model_bytes(&mut self, task: TaskId, bytes: u64) -> Result<(), InputError> {
         let Some(t) = self.tasks.get_mut(task.index()) else {
-            return Err(InputError::new(format!("model size of unknown task {}", task.0)));
+            return Err(InputError::new(format!(
+                "model size of unknown task {}",
+                task.0
+            )));
         };
         t.model_size_bytes = t.model_size_bytes.saturating_add(bytes);
         Ok(())

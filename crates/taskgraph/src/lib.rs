@@ -31,8 +31,8 @@ pub use cholesky::{
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Place, Task, TaskGraph,
-    RecordedWorker, TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
+    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Place, RecordedWorker, Task,
+    TaskGraph, TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
 

@@ -39,9 +39,7 @@ fn tokens(text: &str) -> Result<Vec<(Tok, u32)>, InputError> {
                 continue;
             }
             c if c.is_whitespace() => continue,
-            '#' if at_line_start => {
-                while it.next_if(|&(_, c)| c != '\n').is_some() {}
-            }
+            '#' if at_line_start => while it.next_if(|&(_, c)| c != '\n').is_some() {},
             '/' if it.peek().map(|p| p.1) == Some('/') => {
                 while it.next_if(|&(_, c)| c != '\n').is_some() {}
             }
@@ -107,9 +105,8 @@ fn tokens(text: &str) -> Result<Vec<(Tok, u32)>, InputError> {
                 out.push((Tok::Id(s), line));
             }
             other => {
-                return Err(
-                    InputError::new(format!("unexpected character `{other}`")).at_line(line as usize)
-                );
+                return Err(InputError::new(format!("unexpected character `{other}`"))
+                    .at_line(line as usize));
             }
         }
         at_line_start = false;
@@ -148,9 +145,7 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
     while i < toks.len() {
         let (tok, line) = (&toks[i].0, toks[i].1);
         match tok {
-            Tok::Id(k)
-                if !seen_graph && matches!(k.as_str(), "digraph" | "strict" | "graph") =>
-            {
+            Tok::Id(k) if !seen_graph && matches!(k.as_str(), "digraph" | "strict" | "graph") => {
                 i += 1;
                 // Skip the graph's name up to its `{`.
                 while i < toks.len() && toks[i].0 != Tok::Open('{') {
@@ -169,7 +164,9 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
                 i += 1;
             }
             Tok::Close('}') => {
-                depth = depth.checked_sub(1).ok_or_else(|| at(line, "unmatched `}`".into()))?;
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| at(line, "unmatched `}`".into()))?;
                 i += 1;
             }
             Tok::Sep => i += 1,
@@ -226,10 +223,21 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
     }
     // StarPU names nodes `task_<JobId>`: submission follows the job ids; otherwise, the order
     // nodes first appear in.
-    let job_number = |j: usize| -> Option<u64> { rec.job_name(j as Job).strip_prefix("task_")?.parse().ok() };
+    let job_number = |j: usize| -> Option<u64> {
+        match rec.job_name(j as Job) {
+            super::Label::Text(t) => t.strip_prefix("task_")?.parse().ok(),
+            super::Label::Number(_) => None,
+        }
+    };
     let numbered = (0..nodes.len()).all(|j| job_number(j).is_some());
     let keys: Vec<u64> = (0..nodes.len())
-        .map(|j| if numbered { job_number(j).unwrap_or(0) } else { j as u64 })
+        .map(|j| {
+            if numbered {
+                job_number(j).unwrap_or(0)
+            } else {
+                j as u64
+            }
+        })
         .collect();
     for (j, n) in nodes.into_iter().enumerate() {
         let deps_start = rec.deps.len() as u32;
@@ -242,7 +250,10 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
             rec.add_internal(j as Job, deps_start, n.line)?;
             continue;
         }
-        let name = n.label.unwrap_or_else(|| rec.job_name(j as Job).to_string());
+        let name = match n.label {
+            Some(l) => l,
+            None => rec.job_name(j as Job).to_string(),
+        };
         let codelet = rec.codelet(&name)?;
         let buffers = rec.buffers.len() as u32;
         rec.add_task(TaskRecord {
@@ -274,8 +285,10 @@ fn skip_attrs(toks: &[(Tok, u32)], mut i: usize) -> Result<usize, InputError> {
                 }
                 Some(_) => i += 1,
                 None => {
-                    return Err(InputError::new("an attribute list `[` is not closed by `]`")
-                        .at_line(line as usize));
+                    return Err(
+                        InputError::new("an attribute list `[` is not closed by `]`")
+                            .at_line(line as usize),
+                    );
                 }
             }
         }
@@ -285,8 +298,9 @@ fn skip_attrs(toks: &[(Tok, u32)], mut i: usize) -> Result<usize, InputError> {
 
 /// The value of attribute `key` in tokens `[ k = v, … ]`.
 fn attr(toks: &[(Tok, u32)], key: &str) -> Option<String> {
-    toks.windows(3).find_map(|w| match (&w[0].0, &w[1].0, &w[2].0) {
-        (Tok::Id(k), Tok::Eq, Tok::Id(v)) if k == key => Some(v.clone()),
-        _ => None,
-    })
+    toks.windows(3)
+        .find_map(|w| match (&w[0].0, &w[1].0, &w[2].0) {
+            (Tok::Id(k), Tok::Eq, Tok::Id(v)) if k == key => Some(v.clone()),
+            _ => None,
+        })
 }

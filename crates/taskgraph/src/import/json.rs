@@ -326,7 +326,9 @@ pub fn from_file(file: &GraphFile, gpu_sync: &GpuSynchronous) -> Result<Parts, I
     let (mut accesses, mut after) = (Vec::new(), Vec::new());
     for (i, t) in file.tasks.iter().enumerate() {
         let field = |f: &str| format!("tasks[{i}].{f}");
-        let codelet = b.codelet(&t.codelet).map_err(|e| e.at_field(field("codelet")))?;
+        let codelet = b
+            .codelet(&t.codelet)
+            .map_err(|e| e.at_field(field("codelet")))?;
         if gpu_sync.applies(&t.codelet) || file.gpu_synchronous.contains(&t.codelet) {
             b.gpu_synchronous(codelet);
         }
@@ -389,7 +391,7 @@ pub fn from_file(file: &GraphFile, gpu_sync: &GpuSynchronous) -> Result<Parts, I
         }
         origins.push(TaskOrigin {
             line: 0,
-            id: t.id.clone().unwrap_or_else(|| i.to_string()).into(),
+            id: super::Label::new(&t.id.clone().unwrap_or_else(|| i.to_string())),
             recorded,
         });
         while let Some(h) = hints.next_if(|h| h.after_task as usize == i) {

@@ -8,8 +8,8 @@
 //! caller may fix recorded durations ([`Imported::use_recorded_durations`]).
 
 mod dot;
-mod records;
 pub mod json;
+mod records;
 mod starpu;
 mod wfformat;
 
@@ -59,17 +59,19 @@ impl GraphFormat {
             .map_err(|e| InputError::new(format!("cannot read file: {e}")).in_file(path))?;
         let text = String::from_utf8_lossy(&head);
         let start = text.trim_start();
-        Ok(if start.starts_with("digraph") || start.starts_with("strict") {
-            GraphFormat::Dot
-        } else if start.starts_with('{') {
-            if text.contains("\"hetsim-taskgraph\"") {
-                GraphFormat::Json
+        Ok(
+            if start.starts_with("digraph") || start.starts_with("strict") {
+                GraphFormat::Dot
+            } else if start.starts_with('{') {
+                if text.contains("\"hetsim-taskgraph\"") {
+                    GraphFormat::Json
+                } else {
+                    GraphFormat::WfFormat
+                }
             } else {
-                GraphFormat::WfFormat
-            }
-        } else {
-            GraphFormat::StarpuRec
-        })
+                GraphFormat::StarpuRec
+            },
+        )
     }
 }
 
@@ -129,6 +131,40 @@ pub struct ImportOptions {
     pub gpu_synchronous: GpuSynchronous,
 }
 
+/// A task's name in its file: a number (StarPU's job ids, WfFormat's and JSON's indices when
+/// numeric) or text. Numbers are kept without allocating: a trace has millions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Label {
+    /// A decimal number.
+    Number(u64),
+    /// Anything else.
+    Text(Box<str>),
+}
+
+impl Label {
+    /// `text` as a label: a number if it is one (written without leading zeros), else text.
+    pub fn new(text: &str) -> Label {
+        Label::number(text).map_or_else(|| Label::Text(text.into()), Label::Number)
+    }
+
+    /// `text`'s value if it is a decimal number that prints back as `text` (digits only, no
+    /// sign, no leading zero), so that a label always displays as it was written.
+    pub(crate) fn number(text: &str) -> Option<u64> {
+        let canonical =
+            text.bytes().all(|b| b.is_ascii_digit()) && !(text.len() > 1 && text.starts_with('0'));
+        if canonical { text.parse().ok() } else { None }
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Label::Number(n) => write!(f, "{n}"),
+            Label::Text(t) => f.write_str(t),
+        }
+    }
+}
+
 /// Where one task of an imported graph came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskOrigin {
@@ -136,7 +172,7 @@ pub struct TaskOrigin {
     /// formats, whose errors name the field instead.
     pub line: u32,
     /// Its name in the file (StarPU's job id, a DOT node, a JSON or WfFormat task id).
-    pub id: Box<str>,
+    pub id: Label,
     /// Its duration in the recorded run, on that run's kind of unit, if the file has one.
     pub recorded: Option<(Unit, f64)>,
 }
@@ -268,3 +304,30 @@ pub(crate) fn read_text(path: &Path) -> Result<String, InputError> {
 
 /// What every reader returns: the graph, each task's origin, the counts.
 pub type Parts = (TaskGraph, Vec<TaskOrigin>, ImportStats);
+
+#[cfg(test)]
+mod tests {
+    use super::Label;
+
+    /// Only names that print back exactly as written are numbers: error messages and exports
+    /// must show a task's name as its file spells it.
+    #[test]
+    fn labels_are_numbers_only_when_they_print_back_unchanged() {
+        assert_eq!(Label::new("0"), Label::Number(0));
+        assert_eq!(Label::new("18446744073709551615"), Label::Number(u64::MAX));
+        for text in [
+            "",
+            "007",
+            "+5",
+            "-1",
+            "1e3",
+            "18446744073709551616",
+            "task_3",
+            " 4",
+        ] {
+            assert_eq!(Label::new(text), Label::Text(text.into()), "{text:?}");
+            assert_eq!(Label::new(text).to_string(), text);
+        }
+        assert_eq!(Label::new("42").to_string(), "42");
+    }
+}

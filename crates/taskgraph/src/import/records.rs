@@ -8,7 +8,7 @@ use std::ops::Range;
 use hetsim_core::InputError;
 use rustc_hash::FxHashMap;
 
-use super::{GpuSynchronous, ImportStats, Parts, TaskOrigin};
+use super::{GpuSynchronous, ImportStats, Label, Parts, TaskOrigin};
 use crate::{Access, AccessMode, Handle, HandleId, RecordedWorker, TaskGraphBuilder, TaskId, Unit};
 
 /// A job's dense index, in order of first mention.
@@ -55,8 +55,10 @@ pub(crate) struct TaskRecord {
 /// Everything read from one file, before it becomes a graph.
 #[derive(Debug, Default)]
 pub(crate) struct Records {
-    job_index: FxHashMap<Box<str>, Job>,
-    job_names: Vec<Box<str>>,
+    /// Numeric job names (StarPU's) → job, and the others.
+    job_numbers: FxHashMap<u64, Job>,
+    job_texts: FxHashMap<Box<str>, Job>,
+    job_names: Vec<Label>,
     /// Line of a job's defining record, or of its first mention until it is defined.
     job_line: Vec<u32>,
     kinds: Vec<JobKind>,
@@ -76,19 +78,28 @@ pub(crate) struct Records {
 impl Records {
     /// The dense index of job `name`, mentioned at `line`.
     pub fn job(&mut self, name: &str, line: u32) -> Job {
-        if let Some(&j) = self.job_index.get(name) {
-            return j;
+        let next = self.job_names.len() as Job;
+        let (j, label) = match Label::number(name) {
+            Some(n) => (*self.job_numbers.entry(n).or_insert(next), Label::Number(n)),
+            None => match self.job_texts.get(name) {
+                Some(&j) => return j,
+                None => {
+                    let text: Box<str> = name.into();
+                    self.job_texts.insert(text.clone(), next);
+                    (next, Label::Text(text))
+                }
+            },
+        };
+        if j == next {
+            self.job_names.push(label);
+            self.job_line.push(line);
+            self.kinds.push(JobKind::Unknown);
         }
-        let j = self.job_names.len() as Job;
-        self.job_index.insert(name.into(), j);
-        self.job_names.push(name.into());
-        self.job_line.push(line);
-        self.kinds.push(JobKind::Unknown);
         j
     }
 
     /// The name of job `job`.
-    pub fn job_name(&self, job: Job) -> &str {
+    pub fn job_name(&self, job: Job) -> &Label {
         &self.job_names[job as usize]
     }
 
@@ -134,7 +145,8 @@ impl Records {
     pub fn add_internal(&mut self, job: Job, deps_start: u32, line: u32) -> Result<(), InputError> {
         let idx = self.internal.len() as u32;
         self.define(job, JobKind::Internal(idx), line)?;
-        self.internal.push((deps_start..self.deps.len() as u32, line));
+        self.internal
+            .push((deps_start..self.deps.len() as u32, line));
         Ok(())
     }
 
@@ -234,7 +246,13 @@ impl Records {
                 });
             }
             let id = b
-                .submit_after(ids[t.codelet as usize], t.flops, t.priority, &accesses, &after)
+                .submit_after(
+                    ids[t.codelet as usize],
+                    t.flops,
+                    t.priority,
+                    &accesses,
+                    &after,
+                )
                 .map_err(|e| e.at_line(t.line as usize))?;
             if scratch_bytes > 0 {
                 b.add_model_bytes(id, scratch_bytes)?;
@@ -302,7 +320,7 @@ impl<'a> Contraction<'a> {
         kinds: &'a [JobKind],
         deps: &[Job],
         internal: &[(Range<u32>, u32)],
-        names: &[Box<str>],
+        names: &[Label],
     ) -> Result<Self, InputError> {
         const TODO: u8 = 0;
         const OPEN: u8 = 1;
@@ -347,7 +365,7 @@ impl<'a> Contraction<'a> {
                             let job = kinds
                                 .iter()
                                 .position(|k| *k == JobKind::Internal(i))
-                                .map_or("?", |j| &names[j]);
+                                .map_or("?".to_string(), |j| names[j].to_string());
                             return Err(InputError::new(format!(
                                 "the dependencies contain a cycle through job {job}: a task \
                                  cannot wait for itself"

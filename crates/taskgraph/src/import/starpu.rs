@@ -100,7 +100,10 @@ fn read_data_rec(tasks: &Path) -> Result<Option<(std::path::PathBuf, DataRec)>, 
             continue;
         }
         let Some((key, value)) = line.split_once(": ") else {
-            return Err(err(n as usize, format!("expected `Field: value`, found `{line}`")));
+            return Err(err(
+                n as usize,
+                format!("expected `Field: value`, found `{line}`"),
+            ));
         };
         if handle.is_none() && size.is_none() {
             start = n;
@@ -230,8 +233,8 @@ impl Reader {
             "Handles" => {
                 c.handles.clear();
                 for h in value.split_ascii_whitespace() {
-                    let v = u64::from_str_radix(h, 16)
-                        .map_err(|_| num("hexadecimal handle values"))?;
+                    let v =
+                        u64::from_str_radix(h, 16).map_err(|_| num("hexadecimal handle values"))?;
                     c.handles.push((v, line));
                 }
             }
@@ -339,7 +342,10 @@ impl Reader {
             _ => None,
         };
         let name = c.model.or(c.name).unwrap_or_else(|| "unnamed".to_string());
-        let codelet = self.rec.codelet(&name).map_err(|e| e.at_line(c.start as usize))?;
+        let codelet = self
+            .rec
+            .codelet(&name)
+            .map_err(|e| e.at_line(c.start as usize))?;
         let order = match c.submit_order {
             Some(o) => (1, o),
             // starpu_replay submits the records without a SubmitOrder first.
@@ -403,7 +409,10 @@ fn parse_mode(m: &str) -> Option<Mode> {
         return Some(Mode::Scratch);
     }
     // A reduction reads and writes; commuting writers are ordered here as plain writers.
-    let (r, w) = (m.contains('R') || m.contains('X'), m.contains('W') || m.contains('X'));
+    let (r, w) = (
+        m.contains('R') || m.contains('X'),
+        m.contains('W') || m.contains('X'),
+    );
     Some(Mode::Access(match (r, w) {
         (true, true) => AccessMode::RW,
         (true, false) => AccessMode::R,

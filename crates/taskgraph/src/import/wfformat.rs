@@ -34,7 +34,11 @@ fn field<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -58,7 +62,12 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
             .get("tasks")
             .and_then(Value::as_array)
             .ok_or_else(|| bad("`workflow.specification.tasks` is not a list"))?;
-        for f in spec.get("files").and_then(Value::as_array).into_iter().flatten() {
+        for f in spec
+            .get("files")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let (Some(id), Some(size)) = (
                 f.get("id").and_then(Value::as_str),
                 f.get("sizeInBytes").and_then(Value::as_u64),
@@ -94,7 +103,9 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
             };
             tasks.push(WfTask {
                 codelet,
-                runtime_s: e.and_then(|e| e.get("runtimeInSeconds")).and_then(Value::as_f64),
+                runtime_s: e
+                    .and_then(|e| e.get("runtimeInSeconds"))
+                    .and_then(Value::as_f64),
                 priority: e
                     .and_then(|e| e.get("priority"))
                     .and_then(Value::as_i64)
@@ -115,8 +126,17 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
                 .to_string();
             let mut inputs = Vec::new();
             let mut outputs = Vec::new();
-            for f in t.get("files").and_then(Value::as_array).into_iter().flatten() {
-                let name = f.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+            for f in t
+                .get("files")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let name = f
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 let size = f.get("size").and_then(Value::as_u64);
                 match f.get("link").and_then(Value::as_str) {
                     Some("output") => outputs.push((name, size)),
@@ -223,9 +243,7 @@ fn build(
                 let h = match handles.get(name) {
                     Some(&h) => h,
                     None => {
-                        let bytes = size
-                            .or_else(|| file_sizes.remove(name))
-                            .unwrap_or(0);
+                        let bytes = size.or_else(|| file_sizes.remove(name)).unwrap_or(0);
                         let h = b.add_handle(Handle::bytes(bytes))?;
                         handles.insert(name.clone(), h);
                         h
@@ -242,7 +260,7 @@ fn build(
         let id = b.submit_after(codelet, 0.0, t.priority, &accesses, &after)?;
         origins.push(TaskOrigin {
             line: 0,
-            id: t.id.clone().into(),
+            id: super::Label::new(&t.id),
             recorded: t.runtime_s.filter(|r| *r >= 0.0).map(|r| (Unit::Cpu, r)),
         });
         debug_assert_eq!(id.index() + 1, origins.len());
