@@ -643,3 +643,43 @@ fn exported_graphs_follow_the_json_schema() {
     assert_eq!(verdicts, want);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The run refuses what it cannot simulate, naming the record: a task whose codelet the
+/// machine has no model of (the stencil's `memset`, job 1, whose record opens the file), and
+/// `--sched recorded` on a machine whose workers differ from the recording's (job 108, the
+/// first task recorded on worker 3, a CPU core of mirage: the record starting at line 2155;
+/// gemini's worker 3 is a GPU).
+#[test]
+fn replays_the_machine_cannot_run_are_refused_with_the_task_named() {
+    let out = hetsim(&[
+        "run",
+        "scenarios/replay-stencil-mirage.toml",
+        "--set",
+        "workload.durations=models",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "hetsim: error: scenarios/../traces/starpu/stencil-32x16-dmda/tasks.rec.gz:line 1: task 1 \
+         (`memset`, 4461600 bytes of data): machine `mirage` has no kernel model of codelet \
+         `memset` for that size on any unit; add one to the machine file, or set \
+         workload.durations = \"recorded\" to use the duration the file recorded\n"
+    );
+    let out = hetsim(&[
+        "run",
+        "scenarios/replay-cholesky-mirage.toml",
+        "--set",
+        "scenario.machine=calibration/gemini.toml",
+        "--sched",
+        "recorded",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "hetsim: error: scenarios/../traces/starpu/cholesky-9600-dmdas/tasks.rec:line 2155: \
+             task 108 ran on worker 3 (a CPU), but this run of machine `gemini` has 8 GPU workers"
+        ),
+        "{err}"
+    );
+}
