@@ -620,11 +620,6 @@ pub fn evaluate_bcast(p: &Params) -> Result<Evaluation, InputError> {
     let mut ev = Evaluation::default();
     let procs = p.count("procs")?;
     let bytes = p.real("bytes")?;
-    let thresholds = MpichBcastThresholds {
-        short_msg_bytes: p.real("short_msg_bytes")?,
-        long_msg_bytes: p.real("long_msg_bytes")?,
-        min_procs: p.count("min_procs")?,
-    };
     let table = bcast_params_from_calibration(&MhLogGpCalibration::dawning_tc3600(), procs, bytes)?;
     let mut defaulted = Vec::new();
     let mut pick = |k: &'static str, d: f64| -> Result<f64, InputError> {
@@ -644,7 +639,16 @@ pub fn evaluate_bcast(p: &Params) -> Result<Evaluation, InputError> {
         latency_s: pick("latency_s", table.latency_s)?,
     };
     let algo = match p.text("algorithm")?.as_str() {
-        "auto" => mpich_bcast_algorithm(procs, bytes, &thresholds),
+        // The selection rule's thresholds are read only when the rule chooses: given with a
+        // fixed algorithm, they are unused (and the command says so).
+        "auto" => {
+            let thresholds = MpichBcastThresholds {
+                short_msg_bytes: p.real("short_msg_bytes")?,
+                long_msg_bytes: p.real("long_msg_bytes")?,
+                min_procs: p.count("min_procs")?,
+            };
+            mpich_bcast_algorithm(procs, bytes, &thresholds)
+        }
         other => BcastAlgorithm::parse(other).ok_or_else(|| {
             InputError::new(format!("unknown algorithm `{other}`")).at_field("algorithm")
         })?,

@@ -7,8 +7,10 @@
 pub mod calibrate;
 pub mod crosscheck;
 pub mod graph_file;
+mod inputs;
 pub mod netcase;
 pub mod programs;
 pub mod report_text;
 pub mod scenario;
+pub mod shard;
 pub mod sweep;

@@ -1305,17 +1305,18 @@ impl Scenario {
         p: &ProgramWorkload,
         observer: &mut dyn hetsim_runtime::Observer,
     ) -> Result<RunReport, Error> {
-        let program = p
+        // The program is as large as its graph: only the graph stays for the run.
+        let graph = p
             .generator()
             .generate(&cluster)
+            .and_then(|program| program.into_task_graph())
             .map_err(|e| self.locate(e))?;
         let sched = |r: u32| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r)));
-        crate::programs::simulate_program(&program, &cluster, &sched, &self.run, observer).map_err(
-            |e| match e {
+        crate::programs::simulate_program_graph(&graph, &cluster, &sched, &self.run, observer)
+            .map_err(|e| match e {
                 Error::Input(e) => Error::Input(self.locate_run_error(e)),
                 other => other,
-            },
-        )
+            })
     }
 
     /// A task-graph workload on a cluster: StarPU-MPI's distributed graph over the ranks

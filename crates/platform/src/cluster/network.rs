@@ -227,19 +227,20 @@ impl ClusterNetwork {
     }
 
     /// Names of the links between nodes, in link order after the nodes' own links: node n's NIC
-    /// k as `n{n}.NIC{k}_UP` / `_DOWN`, leaf l's links to the spine as `leaf{l}_UP` / `_DOWN`.
-    pub fn internode_link_names(&self) -> Vec<String> {
+    /// k as `n{n}.NIC{k}_UP` / `_DOWN`, leaf l's links to the spine as `leaf{l}_UP` / `_DOWN`;
+    /// each with the node it belongs to (its NICs), `None` for the switches' links.
+    pub fn internode_link_names(&self) -> Vec<(String, Option<NodeId>)> {
         let mut names = Vec::new();
         for n in 0..self.nodes {
             for k in 0..self.nic_count {
-                names.push(format!("n{n}.NIC{k}_UP"));
-                names.push(format!("n{n}.NIC{k}_DOWN"));
+                names.push((format!("n{n}.NIC{k}_UP"), Some(NodeId(n))));
+                names.push((format!("n{n}.NIC{k}_DOWN"), Some(NodeId(n))));
             }
         }
         let leaves = (self.net.link_count() as u32).saturating_sub(self.leaf_base) / 2;
         for l in 0..leaves {
-            names.push(format!("leaf{l}_UP"));
-            names.push(format!("leaf{l}_DOWN"));
+            names.push((format!("leaf{l}_UP"), None));
+            names.push((format!("leaf{l}_DOWN"), None));
         }
         names
     }

@@ -51,6 +51,7 @@ use std::fmt;
 use std::path::Path;
 
 use hetsim_core::error::{InputError, read_input};
+use hetsim_core::files::{InputFiles, RoleFile};
 use hetsim_models::PerfModels;
 
 pub mod format;
@@ -345,12 +346,20 @@ pub struct Machine {
     perf_models: PerfModels,
     /// Per GPU (by id), CPU core indices sorted by proximity; empty when not given.
     affinity: Vec<Vec<u32>>,
+    /// The machine file and the files it includes.
+    sources: InputFiles,
 }
 
 impl Machine {
     /// The machine's name (`[machine] name`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The files the machine was read from: the machine file, then each included codelet
+    /// file (commands refuse to write over them).
+    pub fn source_files(&self) -> &[RoleFile] {
+        &self.sources.0
     }
 
     /// The one-line description, if any.

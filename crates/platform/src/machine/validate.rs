@@ -16,6 +16,7 @@ use super::{
     Route, RuntimeConfig, Sharing, TransferModel,
 };
 use hetsim_core::error::{InputError, line_of_offset, read_input};
+use hetsim_core::files::{FileRole, InputFiles, RoleFile};
 use hetsim_core::units::Kind;
 use hetsim_models::{
     DeviceKind, DeviceModel, DeviceSelector, Histogram, History, HistoryEntry, Noise, ParamError,
@@ -818,7 +819,14 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         ));
     }
 
-    let perf_models = perf_models(ctx, raw.perfmodels.as_ref(), &raw.codelets, &gpus)?;
+    let mut sources = vec![RoleFile::new(FileRole::Machine, ctx.file)];
+    let perf_models = perf_models(
+        ctx,
+        raw.perfmodels.as_ref(),
+        &raw.codelets,
+        &gpus,
+        &mut sources,
+    )?;
     let affinity = affinity(ctx, raw.affinity.as_ref(), &gpus, total_cores)?;
 
     Ok(Machine {
@@ -833,6 +841,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         runtime,
         perf_models,
         affinity,
+        sources: InputFiles(sources),
     })
 }
 
@@ -890,12 +899,14 @@ fn affinity(
     Ok(out)
 }
 
-/// `[perfmodels]`, the `[[codelets]]` of the machine file, then those of each included file.
+/// `[perfmodels]`, the `[[codelets]]` of the machine file, then those of each included file
+/// (added to `sources`).
 fn perf_models(
     ctx: &Ctx<'_>,
     settings: Option<&Spanned<RawPerfModels>>,
     raw_codelets: &[Spanned<RawCodelet>],
     gpus: &[Gpu],
+    sources: &mut Vec<RoleFile>,
 ) -> Result<PerfModels, InputError> {
     let settings = settings.map(Spanned::get_ref);
     let default_noise = match settings.and_then(|p| p.noise.as_ref()) {
@@ -934,6 +945,7 @@ fn perf_models(
                 ),
             )
         })?;
+        sources.push(RoleFile::new(FileRole::Included, &path));
         let inc_ctx = Ctx {
             text: &text,
             file: &path,
