@@ -181,9 +181,12 @@ struct Reader {
     cur: Current,
     /// Records read, for the order of tasks without a `SubmitOrder`.
     file_order: u64,
-    /// "Will not be used" records: job, order, handle pointer value, line.
-    hints: Vec<(Option<u32>, (u64, u64), u64, u32)>,
+    /// "Will not be used" records.
+    hints: Vec<WontUseRecord>,
 }
+
+/// A `Control: WontUse` record: its job, order key, handle pointer value, line.
+type WontUseRecord = (Option<u32>, (u64, u64), u64, u32);
 
 impl Reader {
     fn field(&mut self, text: &str, line: u32) -> Result<(), InputError> {
