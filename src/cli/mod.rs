@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod calibrate;
 mod check;
 mod crosscheck;
+mod export_graph;
 pub mod model;
 mod net;
 mod run;
@@ -45,6 +46,8 @@ enum Command {
     Crosscheck(crosscheck::CrosscheckArgs),
     /// Import StarPU's calibrations into machine files; show a machine's kernel models.
     Calibrate(calibrate::CalibrateArgs),
+    /// Write a scenario's task graph (generated or read from a file) in hetsim's JSON format.
+    ExportGraph(export_graph::ExportGraphArgs),
 }
 
 /// Parse the command line, run the subcommand and turn its outcome into an exit status.
@@ -63,6 +66,7 @@ pub fn main() -> ExitCode {
         Command::Model(args) => model::run(&args),
         Command::Crosscheck(args) => crosscheck::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
+        Command::ExportGraph(args) => export_graph::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

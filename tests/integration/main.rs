@@ -22,6 +22,7 @@ mod plots;
 mod random_runs;
 mod readme;
 mod registry_docs;
+mod replay;
 mod robustness;
 mod runtime_semantics;
 mod sched_ws_heft;

@@ -70,6 +70,7 @@ fn the_walk_through_runs_as_written() {
         "cholesky.paje",
         "cholesky.svg",
         "my-machine.toml",
+        "stencil-graph.json",
     ] {
         let len = std::fs::metadata(out.join(f)).map_or(0, |m| m.len());
         assert!(len > 0, "{f} was not written");

@@ -6,6 +6,7 @@
 
 pub mod calibrate;
 pub mod crosscheck;
+pub mod graph_file;
 mod inputs;
 pub mod netcase;
 pub mod programs;

@@ -72,6 +72,16 @@ fn write_report(
         cpus,
         plural(cpus)
     )?;
+    if let Some(g) = &sc.graph_file {
+        writeln!(
+            s,
+            "workload     taskgraph {} (durations: {}): {} tasks, {:.4} GFlop",
+            g.file.display(),
+            g.durations.name(),
+            r.tasks,
+            r.total_flops / 1e9
+        )?;
+    }
     if let Some(w) = &sc.workload {
         writeln!(
             s,

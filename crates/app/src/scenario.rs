@@ -6,7 +6,7 @@
 //! name = "cholesky-mirage"
 //! machine = "../calibration/mirage.toml"   # relative to the scenario file
 //! [workload]
-//! kind = "cholesky"                         # cholesky | lu | gemm
+//! kind = "cholesky"                         # cholesky | lu | gemm | taskgraph | a program
 //! n = 9600
 //! nb = 960
 //! precision = "single"
@@ -50,6 +50,8 @@ use hetsim_sched as sched;
 use hetsim_sched::{SchedulerConfig, SchedulerEntry};
 use hetsim_taskgraph::distributed::BlockCyclic;
 use hetsim_taskgraph::{Kernel, Precision, TaskGraph};
+
+use crate::graph_file::{GraphFileSpec, GraphFileWithSpans};
 
 /// One override of a scenario value by dotted path, from the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,6 +236,8 @@ pub struct Scenario {
     pub workload: Option<WorkloadSpec>,
     /// `[workload]` of a program kind ([`ProgramWorkload::KINDS`]); `None` for task graphs.
     pub program: Option<ProgramWorkload>,
+    /// `[workload]` of kind `taskgraph`: a graph read from a file.
+    pub graph_file: Option<GraphFileSpec>,
     /// `[scheduler]`, `--sched` applied.
     pub scheduler: SchedulerSpec,
     /// `[run]`, `--seed` applied.
@@ -282,6 +286,7 @@ pub fn from_str<'i>(
         next += len + 1;
     }
     let program = take_program_workload(&src, &mut table)?;
+    let graph_file = crate::graph_file::take(&src, &mut table)?;
     // A program's kernels are placed by the program; among a rank's ready kernels the one of
     // highest priority goes first, as MPI programs order them.
     let default = if program.is_some() {
@@ -292,7 +297,7 @@ pub fn from_str<'i>(
     let scheduler = take_scheduler(&src, &mut table, default)?;
     let de = toml::de::Deserializer::from(Spanned::new(span, table));
     let raw = RawScenario::deserialize(de).map_err(|e| src.toml_error(&e))?;
-    build(&src, raw, program, scheduler, overrides)
+    build(&src, raw, (program, graph_file), scheduler, overrides)
 }
 
 /// A machine or cluster file given where a scenario is expected (`hetsim run mirage.toml`) is
@@ -579,14 +584,19 @@ fn article(type_str: &str) -> String {
 }
 
 /// The text being loaded and the overrides' span ranges, to turn spans into locations.
-struct Source<'a> {
+pub(crate) struct Source<'a> {
     file: &'a Path,
     text: &'a str,
     regions: Vec<(Range<usize>, &'a Override)>,
 }
 
 impl Source<'_> {
-    fn override_at(&self, offset: usize) -> Option<&Override> {
+    /// The scenario file's directory, which paths in the file are relative to.
+    pub(crate) fn dir(&self) -> &Path {
+        self.file.parent().unwrap_or(Path::new(""))
+    }
+
+    pub(crate) fn override_at(&self, offset: usize) -> Option<&Override> {
         self.regions
             .iter()
             .find(|(r, _)| r.start <= offset && offset < r.end.max(r.start + 1))
@@ -609,7 +619,12 @@ impl Source<'_> {
         }
     }
 
-    fn err(&self, span: &Range<usize>, field: &str, message: impl Into<String>) -> InputError {
+    pub(crate) fn err(
+        &self,
+        span: &Range<usize>,
+        field: &str,
+        message: impl Into<String>,
+    ) -> InputError {
         InputError {
             location: self.location(span, field),
             message: message.into(),
@@ -617,7 +632,7 @@ impl Source<'_> {
     }
 
     /// A TOML syntax or serde error, located from its span.
-    fn toml_error(&self, e: &toml::de::Error) -> InputError {
+    pub(crate) fn toml_error(&self, e: &toml::de::Error) -> InputError {
         let message = plain_message(e.message());
         let Some(span) = e.span() else {
             return InputError::new(message).in_file(self.file);
@@ -791,7 +806,7 @@ pub use crate::programs::PROGRAM_SCHEDULER;
 fn build(
     src: &Source<'_>,
     raw: RawScenario,
-    program: Option<ProgramWithSpans>,
+    (program, graph_file): (Option<ProgramWithSpans>, Option<GraphFileWithSpans>),
     (scheduler, scheduler_spans): SchedulerWithSpans,
     overrides: &[Override],
 ) -> Result<Scenario, InputError> {
@@ -864,8 +879,13 @@ fn build(
     }
 
     // [workload]
-    let workload = match (raw.workload, &program) {
-        (_, Some((_, kspan, fields))) => {
+    // A program's or a graph file's table was taken out of the tree already.
+    let taken = match (&program, &graph_file) {
+        (Some((_, kspan, fields)), _) | (None, Some((_, kspan, fields))) => Some((kspan, fields)),
+        (None, None) => None,
+    };
+    let workload = match (raw.workload, taken) {
+        (_, Some((kspan, fields))) => {
             note!("workload", kspan);
             note!("workload.kind", kspan);
             for (f, span) in fields {
@@ -876,7 +896,8 @@ fn build(
         (None, None) => {
             return Err(InputError::new(format!(
                 "missing field `workload`: a [workload] table with kind = one of cholesky, lu, \
-                 gemm, {}",
+                 gemm, {}, {}",
+                crate::graph_file::KIND,
                 ProgramWorkload::KINDS.join(", ")
             ))
             .in_file(src.file)
@@ -889,6 +910,17 @@ fn build(
     // [scheduler], read by take_scheduler
     for (f, span) in &scheduler_spans {
         note!(f, span);
+    }
+    if scheduler.name() == "recorded" && graph_file.is_none() {
+        return Err(locate_with(
+            &origins,
+            src.file,
+            InputError::new(
+                "`recorded` replays the workers a recorded run used: it needs a workload of kind \
+                 `taskgraph` read from a file that has them (StarPU's tasks.rec)",
+            )
+            .at_field("scheduler.name"),
+        ));
     }
 
     // [run]
@@ -968,6 +1000,7 @@ fn build(
         ranks_per_node,
         workload,
         program: program.map(|(p, _, _)| p),
+        graph_file: graph_file.map(|(g, _, _)| g),
         scheduler,
         run,
         noise,
@@ -1242,7 +1275,7 @@ impl Scenario {
         if let Some(p) = &self.program {
             return self.run_program(cluster, p, observer);
         }
-        if cluster.nodes() > 1 || self.ranks_per_node > 1 {
+        if self.graph_file.is_none() && (cluster.nodes() > 1 || self.ranks_per_node > 1) {
             return self.run_distributed(cluster, observer);
         }
         let machine = self.load_machine()?;
@@ -1250,8 +1283,13 @@ impl Scenario {
             let e = e.at_field("scenario.machine");
             self.locate(e)
         })?;
-        self.check_data_fits(&machine)?;
-        let graph = self.generate()?;
+        let graph = match self.read_graph_file(&machine)? {
+            Some(imported) => imported.graph,
+            None => {
+                self.check_data_fits(&machine)?;
+                self.generate()?
+            }
+        };
         let mut sched = self.build_scheduler();
         let report = hetsim_runtime::simulate_observed(
             &machine,
@@ -1390,7 +1428,7 @@ impl Scenario {
     /// those about kernel models (`codelets`) to the machine file.
     fn locate_run_error(&self, e: InputError) -> InputError {
         match e.location.field.as_deref() {
-            Some("codelets") if e.location.file.is_none() => {
+            Some("codelets") if e.location.file.is_none() && self.workload.is_some() => {
                 let nb = self
                     .origins
                     .get("workload.nb")
@@ -1410,9 +1448,15 @@ impl Scenario {
     /// every field of the [`RunReport`].
     pub fn json(&self, report: &RunReport) -> Result<serde_json::Value, Error> {
         use serde_json::json;
-        let workload = match &self.program {
-            Some(p) => json!({ "kind": p.kind_name() }),
-            None => {
+        let workload = match (&self.program, &self.graph_file) {
+            (Some(p), _) => json!({ "kind": p.kind_name() }),
+            (None, Some(g)) => json!({
+                "kind": crate::graph_file::KIND,
+                "file": g.file.display().to_string(),
+                "format": g.format.map(|f| f.name()),
+                "durations": g.durations.name(),
+            }),
+            (None, None) => {
                 let w = self.graph_workload()?;
                 json!({
                     "kind": w.kind_name(),

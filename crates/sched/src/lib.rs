@@ -17,6 +17,7 @@ pub mod heft;
 mod list;
 pub mod peft;
 mod random;
+mod recorded;
 pub mod registry;
 #[cfg(test)]
 mod runtime_rules;
@@ -27,6 +28,7 @@ pub use dmda::{Dmda, Params, TransferEstimate, Variant};
 pub use heft::Heft;
 pub use list::{ListPlanner, ListScheduler, Plan, Slot};
 pub use random::Random;
+pub use recorded::Recorded;
 pub use registry::{SchedulerConfig, SchedulerEntry};
 pub use ws::{Victims, WorkStealing};
 
@@ -139,6 +141,12 @@ pub static REGISTRY: &[SchedulerEntry] = &[
         help: "PEFT (Arabnejad and Barbosa 2014): a plan like heft's, ranked and placed by an optimistic cost table",
         options: &[],
         configure: |de| configured(de, |_: &NoOptions, _| Box::new(peft::Peft::new())),
+    },
+    SchedulerEntry {
+        name: "recorded",
+        help: "each task on the worker it ran on in the recorded run (tasks.rec's WorkerId), FIFO per worker",
+        options: &[],
+        configure: |de| configured(de, |_: &NoOptions, _| Box::new(Recorded::default())),
     },
 ];
 

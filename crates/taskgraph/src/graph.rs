@@ -277,6 +277,20 @@ pub struct TaskGraph {
     /// Every edge goes from an earlier task to a later one: submission order is a
     /// topological order.
     forward: bool,
+    /// Per task, the worker it ran on in a recorded run ([`TaskGraphBuilder::record_worker`]);
+    /// empty when no task has one.
+    recorded: Vec<Option<RecordedWorker>>,
+}
+
+/// The worker a task ran on in a recorded run (the `WorkerId` of StarPU's `tasks.rec`), for
+/// replaying the recorded mapping. Workers are numbered as StarPU and hetsim both number them:
+/// GPUs first, then CPU cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedWorker {
+    /// The worker's number in the recorded run.
+    pub id: u32,
+    /// Its kind.
+    pub unit: Unit,
 }
 
 /// A "will not be used" hint on a handle, placed in submission order right after task `after`
@@ -297,6 +311,41 @@ pub struct WontUse {
 }
 
 impl TaskGraph {
+    /// The worker `task` ran on in the recorded run the graph was read from, if known.
+    pub fn recorded_worker(&self, task: TaskId) -> Option<RecordedWorker> {
+        self.recorded.get(task.index()).copied().flatten()
+    }
+
+    /// Whether some task has a recorded worker.
+    pub fn has_recorded_workers(&self) -> bool {
+        self.recorded.iter().any(Option::is_some)
+    }
+
+    /// Fix `task`'s duration on `unit` once the graph is built, as
+    /// [`TaskGraphBuilder::fix_duration`] does before: for readers of recorded runs that learn
+    /// only from the machine which tasks have no kernel model.
+    pub fn fix_duration(&mut self, task: TaskId, unit: Unit, secs: f64) -> Result<(), InputError> {
+        let Some(t) = self.tasks.get(task.index()) else {
+            return Err(InputError::new(format!(
+                "duration of task {} of {}",
+                task.0,
+                self.tasks.len()
+            )));
+        };
+        if !(secs.is_finite() && secs >= 0.0) {
+            return Err(InputError::new(format!(
+                "duration {secs} s of task {} ({}): expected a finite duration >= 0",
+                task.0,
+                self.codelets[t.codelet.index()]
+            )));
+        }
+        if self.params.len() < self.tasks.len() {
+            self.params.resize(self.tasks.len(), [f64::NAN; 2]);
+        }
+        self.params[task.index()][unit.index()] = secs;
+        Ok(())
+    }
+
     /// The "will not be used" hints, in submission order.
     pub fn wont_use_hints(&self) -> &[WontUse] {
         &self.wont_use
@@ -666,6 +715,10 @@ pub struct TaskGraphBuilder {
     /// Some explicit dependency went to a task other than the newest one (it may close a
     /// cycle): the lists are merged and checked for cycles at build.
     unordered: bool,
+    /// Accesses imply no dependency ([`TaskGraphBuilder::infer_dependencies`]).
+    explicit_only: bool,
+    /// Per task submitted so far, its recorded worker (empty until one is recorded).
+    recorded: Vec<Option<RecordedWorker>>,
 }
 
 impl TaskGraphBuilder {
@@ -730,6 +783,46 @@ impl TaskGraphBuilder {
         self.gpu_sync[id.index()] = true;
     }
 
+    /// Record the worker `task` ran on in a recorded run ([`TaskGraph::recorded_worker`]).
+    pub fn record_worker(
+        &mut self,
+        task: TaskId,
+        worker: RecordedWorker,
+    ) -> Result<(), InputError> {
+        if task.index() >= self.tasks.len() {
+            return Err(InputError::new(format!(
+                "recorded worker of task {} of {} submitted",
+                task.0,
+                self.tasks.len()
+            )));
+        }
+        if self.recorded.len() < self.tasks.len() {
+            self.recorded.resize(self.tasks.len(), None);
+        }
+        self.recorded[task.index()] = Some(worker);
+        Ok(())
+    }
+
+    /// Add `bytes` to the size `task`'s kernel model is looked up by
+    /// ([`Task::model_size_bytes`]) without a handle: a buffer StarPU counts but that moves no
+    /// data (a scratch buffer, allocated where the task runs).
+    pub fn add_model_bytes(&mut self, task: TaskId, bytes: u64) -> Result<(), InputError> {
+        let Some(t) = self.tasks.get_mut(task.index()) else {
+            return Err(InputError::new(format!(
+                "model size of unknown task {}",
+                task.0
+            )));
+        };
+        t.model_size_bytes = t.model_size_bytes.saturating_add(bytes);
+        Ok(())
+    }
+
+    /// Whether accesses submitted from now on imply dependencies (on by default). Off, a task
+    /// waits only for the tasks given explicitly: for files that list every edge themselves.
+    pub fn infer_dependencies(&mut self, on: bool) {
+        self.explicit_only = !on;
+    }
+
     /// Register a data handle.
     pub fn add_handle(&mut self, handle: Handle) -> Result<HandleId, InputError> {
         let id = u32::try_from(self.handles.len())
@@ -773,6 +866,43 @@ impl TaskGraphBuilder {
         accesses: &[Access],
         node: NodeId,
         kind: TaskKind,
+    ) -> Result<TaskId, InputError> {
+        self.submit_inner(codelet, flops, priority, accesses, node, kind, &[])
+    }
+
+    /// Submit a computation on node 0 that waits for the tasks its `accesses` imply and for the
+    /// tasks `after` too (explicit dependencies, each submitted before it): StarPU's
+    /// `starpu_task_declare_deps` beside the implicit ones, as graphs read from files have
+    /// them. An edge both imply is kept once. O(accesses + after).
+    pub fn submit_after(
+        &mut self,
+        codelet: CodeletId,
+        flops: f64,
+        priority: i32,
+        accesses: &[Access],
+        after: &[TaskId],
+    ) -> Result<TaskId, InputError> {
+        self.submit_inner(
+            codelet,
+            flops,
+            priority,
+            accesses,
+            NodeId(0),
+            TaskKind::Compute,
+            after,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn submit_inner(
+        &mut self,
+        codelet: CodeletId,
+        flops: f64,
+        priority: i32,
+        accesses: &[Access],
+        node: NodeId,
+        kind: TaskKind,
+        after: &[TaskId],
     ) -> Result<TaskId, InputError> {
         if codelet.index() >= self.codelets.len() {
             return Err(InputError::new(format!(
@@ -823,6 +953,9 @@ impl TaskGraphBuilder {
                 )));
             }
             model_size_bytes = model_size_bytes.saturating_add(handle.size_bytes);
+            if self.explicit_only {
+                continue;
+            }
             let st = &mut self.state[a.handle.index()];
             // Both reads and writes wait for the last writer (RAW, WAW).
             if let Some(w) = st.last_writer {
@@ -838,6 +971,16 @@ impl TaskGraphBuilder {
             } else if st.readers.last() != Some(&tid) {
                 st.readers.push(tid);
             }
+        }
+        for &a in after {
+            if a.0 >= id {
+                return Err(InputError::new(format!(
+                    "task {id} waits for task {}, which is not submitted before it",
+                    a.0
+                ))
+                .at_field("workload.dependencies"));
+            }
+            push_pred(&mut self.preds, &mut self.mark, a, tid, stamp);
         }
         // A task that both reads and writes one handle through two buffers must not be left as a
         // reader of the value it wrote itself.
@@ -1036,6 +1179,32 @@ impl TaskGraphBuilder {
         Ok(t)
     }
 
+    /// A task on a cycle of the dependencies, if explicit ones made a cycle (which
+    /// [`TaskGraphBuilder::build`] refuses): for readers of files to name the record at fault.
+    /// O(tasks + edges) when some explicit dependency pointed backwards, O(1) otherwise.
+    pub fn find_cycle(&self) -> Option<TaskId> {
+        if !self.unordered {
+            return None;
+        }
+        let node = |t: TaskId| petgraph::graph::NodeIndex::<u32>::new(t.index());
+        let n = self.tasks.len();
+        let mut g = petgraph::Graph::<(), ()>::with_capacity(n, self.pred.len() + self.late.len());
+        for _ in 0..n {
+            g.add_node(());
+        }
+        for (t, w) in self.pred_offsets.windows(2).enumerate() {
+            for &p in &self.pred[w[0] as usize..w[1] as usize] {
+                g.add_edge(node(p), node(TaskId(t as u32)), ());
+            }
+        }
+        for &(before, after) in &self.late {
+            g.add_edge(node(before), node(after), ());
+        }
+        petgraph::algo::toposort(&g, None)
+            .err()
+            .map(|c| TaskId(c.node_id().index() as u32))
+    }
+
     /// Freeze the graph. Fails if explicit dependencies made a cycle.
     pub fn build(mut self) -> Result<TaskGraph, InputError> {
         // Room for what follows: the per-task scratch is no longer needed.
@@ -1044,6 +1213,9 @@ impl TaskGraphBuilder {
         self.codelet_index = FxHashMap::default();
         if !self.params.is_empty() {
             self.params.resize(self.tasks.len(), [f64::NAN; 2]);
+        }
+        if !self.recorded.is_empty() {
+            self.recorded.resize(self.tasks.len(), None);
         }
         let n = self.tasks.len();
         if self.pred_offsets.is_empty() {
@@ -1095,6 +1267,7 @@ impl TaskGraphBuilder {
             wont_use: self.wont_use,
             params: self.params,
             forward: false,
+            recorded: self.recorded,
         };
         if self.unordered {
             graph.check_acyclic()?;

@@ -12,6 +12,9 @@
 //! - [`lu`]: tiled LU without pivoting, `starpu_{s,d}lu_lu_model_{getrf,trsm_ll,trsm_ru,gemm}`;
 //! - [`gemm`]: tiled C += A·B, `starpu_{s,d}gemm_gemm`.
 //!
+//! Graphs can also be read from files ([`import`]: StarPU's `tasks.rec` and `dag.dot`, hetsim's
+//! JSON format, WfCommons' WfFormat) and written as JSON ([`import::json::write`]).
+//!
 //! `docs/workloads.md` explains the choices (priorities, flops, the `size` used for model lookup)
 //! and where in StarPU's sources and sample files they come from.
 
@@ -19,6 +22,7 @@ mod cholesky;
 pub mod distributed;
 mod gemm;
 mod graph;
+pub mod import;
 mod lu;
 
 pub use cholesky::{
@@ -27,8 +31,8 @@ pub use cholesky::{
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Place, Task, TaskGraph,
-    TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
+    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Place, RecordedWorker, Task,
+    TaskGraph, TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
 
