@@ -201,9 +201,13 @@ fn replaying_the_recorded_cholesky_gives_hetsims_makespans_under_every_scheduler
 #[test]
 fn the_json_format_round_trips() {
     for (kind, n) in [("cholesky", 4800), ("lu", 4800), ("gemm", 2880)] {
-        let g =
-            hetsim::workload::Kernel::generate(kind.parse().unwrap(), n, 960, Precision::Single)
-                .unwrap();
+        let g = hetsim::workload::TiledAlgorithm::generate(
+            kind.parse().unwrap(),
+            n,
+            960,
+            Precision::Single,
+        )
+        .unwrap();
         let text = json::write(&g, Some(kind.into())).unwrap();
         let file: GraphFile = serde_json::from_str(&text).unwrap();
         let (back, _, _) = json::from_file(&file, &GpuSynchronous::None).unwrap();

@@ -397,9 +397,9 @@ pub(crate) fn assert_invariants(g: &TaskGraph, r: &hetsim::runtime::RunReport, i
 fn invariants_hold_on_every_scheduler_and_workload() {
     let roomy = machine(2, 1 << 30);
     for kind in [
-        workload::Kernel::Cholesky,
-        workload::Kernel::Lu,
-        workload::Kernel::Gemm,
+        workload::TiledAlgorithm::Cholesky,
+        workload::TiledAlgorithm::Lu,
+        workload::TiledAlgorithm::Gemm,
     ] {
         let g = kind.generate(6 * NB, NB, Precision::Single).unwrap();
         for name in sched::names() {
@@ -543,7 +543,10 @@ fn dmda_bookkeeping_never_goes_negative_and_drains_on_real_runs() {
     // (StarPU issue #6 was this bookkeeping going wrong); here they must also return to zero.
     use hetsim::sched::{Dmda, Params, Variant};
     let m = machine(2, 6 * TILE as u64);
-    for kind in [workload::Kernel::Cholesky, workload::Kernel::Lu] {
+    for kind in [
+        workload::TiledAlgorithm::Cholesky,
+        workload::TiledAlgorithm::Lu,
+    ] {
         let g = kind.generate(6 * NB, NB, Precision::Single).unwrap();
         for v in [
             Variant::Dm,

@@ -7,7 +7,7 @@ use hetsim::runtime::{
     FlopRate, Observer, RunConfig, SimEvent, WorkerId, simulate, simulate_observed,
 };
 use hetsim::sched::{self, Heft, WorkStealing};
-use hetsim::workload::{Kernel, Precision, TaskId};
+use hetsim::workload::{Precision, TaskId, TiledAlgorithm};
 
 const NB: u64 = 960;
 const TILE: u64 = NB * NB * 4;
@@ -53,7 +53,11 @@ fn every_scheduler_completes_every_workload_and_drains_its_queues() {
         ("roomy", machine(2, 1 << 30)),
         ("tight", machine(2, 6 * TILE)),
     ] {
-        for kind in [Kernel::Cholesky, Kernel::Lu, Kernel::Gemm] {
+        for kind in [
+            TiledAlgorithm::Cholesky,
+            TiledAlgorithm::Lu,
+            TiledAlgorithm::Gemm,
+        ] {
             let g = kind.generate(6 * NB, NB, Precision::Single).unwrap();
             for name in sched::names() {
                 let mut s = sched::by_name(name, 1).unwrap();
@@ -69,7 +73,7 @@ fn every_scheduler_completes_every_workload_and_drains_its_queues() {
 #[test]
 fn work_stealing_steals_on_a_real_run() {
     let m = machine(2, 1 << 30);
-    let g = Kernel::Cholesky
+    let g = TiledAlgorithm::Cholesky
         .generate(12 * NB, NB, Precision::Single)
         .unwrap();
     for mut s in [WorkStealing::ws(), WorkStealing::lws()] {
@@ -95,7 +99,7 @@ impl Observer for Starts {
 #[test]
 fn heft_runs_exactly_its_plan() {
     let m = machine(2, 1 << 30);
-    for kind in [Kernel::Cholesky, Kernel::Lu] {
+    for kind in [TiledAlgorithm::Cholesky, TiledAlgorithm::Lu] {
         let g = kind.generate(8 * NB, NB, Precision::Single).unwrap();
         let mut s = Heft::new();
         let mut starts = Starts::default();
@@ -139,7 +143,7 @@ fn heft_runs_exactly_its_plan() {
 #[test]
 fn heft_and_work_stealing_are_deterministic() {
     let m = machine(2, 6 * TILE);
-    let g = Kernel::Cholesky
+    let g = TiledAlgorithm::Cholesky
         .generate(8 * NB, NB, Precision::Single)
         .unwrap();
     for name in ["ws", "lws", "heft"] {

@@ -391,9 +391,9 @@ pub(crate) fn check_chrome_file(path: &Path, tasks_run: usize) -> BTreeMap<Strin
 fn paje_and_chrome_of_small_machine_runs() {
     let m = small_machine(2, 1 << 30);
     for (kind, tiles) in [
-        (workload::Kernel::Cholesky, 5),
-        (workload::Kernel::Lu, 4),
-        (workload::Kernel::Gemm, 3),
+        (workload::TiledAlgorithm::Cholesky, 5),
+        (workload::TiledAlgorithm::Lu, 4),
+        (workload::TiledAlgorithm::Gemm, 3),
     ] {
         let g = kind.generate(tiles * NB, NB, Precision::Single).unwrap();
         for sched_name in ["eager", "dmda"] {
@@ -454,7 +454,10 @@ fn paje_and_chrome_under_memory_pressure() {
 fn paje_and_chrome_of_mirage_with_its_calibrated_models() {
     let m = mirage();
     let k = kernels_for(&m).unwrap();
-    for (kind, tiles) in [(workload::Kernel::Cholesky, 8), (workload::Kernel::Lu, 5)] {
+    for (kind, tiles) in [
+        (workload::TiledAlgorithm::Cholesky, 8),
+        (workload::TiledAlgorithm::Lu, 5),
+    ] {
         let g = kind.generate(tiles * NB, NB, Precision::Single).unwrap();
         for links in [LinkResolution::Exact, LinkResolution::default()] {
             let tag = format!("mirage-{kind:?}-{links:?}");

@@ -2,8 +2,8 @@
 //! small cases and an independent brute-force reading of the dependency rule.
 
 use hetsim::workload::{
-    Access, AccessMode, CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, Handle, Kernel, Precision,
-    TaskGraph, TaskGraphBuilder, TaskId, cholesky, gemm, gemm_codelet, lu, lu_codelets,
+    Access, AccessMode, CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, Handle, Precision, TaskGraph,
+    TaskGraphBuilder, TaskId, TiledAlgorithm, cholesky, gemm, gemm_codelet, lu, lu_codelets,
 };
 use std::collections::BTreeSet;
 
@@ -247,7 +247,11 @@ fn generated_edges_equal_the_brute_force_rule() {
 fn every_generated_graph_is_acyclic_and_consistent() {
     let mut graphs = small_graphs();
     for p in [Precision::Single, Precision::Double] {
-        for k in [Kernel::Cholesky, Kernel::Lu, Kernel::Gemm] {
+        for k in [
+            TiledAlgorithm::Cholesky,
+            TiledAlgorithm::Lu,
+            TiledAlgorithm::Gemm,
+        ] {
             graphs.push(("generated", k.generate(960 * 12, 960, p).unwrap()));
         }
     }

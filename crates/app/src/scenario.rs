@@ -49,7 +49,7 @@ use hetsim_runtime::{RunConfig, RunReport};
 use hetsim_sched as sched;
 use hetsim_sched::{SchedulerConfig, SchedulerEntry};
 use hetsim_taskgraph::distributed::BlockCyclic;
-use hetsim_taskgraph::{Kernel, Precision, TaskGraph};
+use hetsim_taskgraph::{Precision, TaskGraph, TiledAlgorithm};
 
 use crate::graph_file::{GraphFileSpec, GraphFileWithSpans};
 
@@ -150,7 +150,7 @@ fn split_path(key: &str) -> Result<Vec<String>, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkloadSpec {
     /// Which generator.
-    pub kind: Kernel,
+    pub kind: TiledAlgorithm,
     /// Matrix order.
     pub n: u64,
     /// Tile size.
@@ -173,9 +173,9 @@ impl WorkloadSpec {
             * u128::from(self.nb)
             * u128::from(self.precision.bytes_per_element());
         let tiles = match self.kind {
-            Kernel::Cholesky => t * (t + 1) / 2,
-            Kernel::Lu => t * t,
-            Kernel::Gemm => 3 * t * t,
+            TiledAlgorithm::Cholesky => t * (t + 1) / 2,
+            TiledAlgorithm::Lu => t * t,
+            TiledAlgorithm::Gemm => 3 * t * t,
         };
         u64::try_from(tiles * tile).unwrap_or(u64::MAX)
     }
@@ -183,9 +183,9 @@ impl WorkloadSpec {
     /// `cholesky`, `lu` or `gemm`.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
-            Kernel::Cholesky => "cholesky",
-            Kernel::Lu => "lu",
-            Kernel::Gemm => "gemm",
+            TiledAlgorithm::Cholesky => "cholesky",
+            TiledAlgorithm::Lu => "lu",
+            TiledAlgorithm::Gemm => "gemm",
         }
     }
 }
@@ -1027,7 +1027,7 @@ fn graph_workload(
     note!("workload.kind", &w.kind.span());
     note!("workload.n", &w.n.span());
     note!("workload.nb", &w.nb.span());
-    let kind: Kernel = w
+    let kind: TiledAlgorithm = w
         .kind
         .get_ref()
         .parse()
@@ -1086,9 +1086,9 @@ fn parse_grid(text: &str) -> Result<(u32, u32), String> {
 fn check_tiling(w: &WorkloadSpec) -> Result<(), InputError> {
     let count = |t: u64| -> u64 {
         match w.kind {
-            Kernel::Cholesky => cholesky_tasks(t),
-            Kernel::Lu => lu_tasks(t),
-            Kernel::Gemm => t.saturating_mul(t).saturating_mul(t),
+            TiledAlgorithm::Cholesky => cholesky_tasks(t),
+            TiledAlgorithm::Lu => lu_tasks(t),
+            TiledAlgorithm::Gemm => t.saturating_mul(t).saturating_mul(t),
         }
     };
     hetsim_taskgraph::Tiling::new(w.n, w.nb, w.precision, count).map(|_| ())
@@ -1616,7 +1616,7 @@ from = \"host\"
     fn loads_and_resolves_the_machine_path() {
         let s = load_with(BASE, &[]).unwrap();
         assert_eq!(s.machine_file, Path::new("dir/m.toml"));
-        assert_eq!(s.workload.unwrap().kind, Kernel::Cholesky);
+        assert_eq!(s.workload.unwrap().kind, TiledAlgorithm::Cholesky);
         assert_eq!(s.workload.unwrap().n, 960);
         assert_eq!(s.run.seed, 4);
         assert_eq!(s.scheduler.name(), "eager");

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use crate::scenario::{self, Override, Scenario};
 use hetsim_core::error::{Error, InputError};
-use hetsim_taskgraph::Kernel;
+use hetsim_taskgraph::TiledAlgorithm;
 
 /// One `--vary KEY=V1,V2,...`: a dotted scenario path and the values it takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,7 +253,7 @@ impl Sweep {
         let report = sc.run().map_err(located)?;
         let gflops_starpu = sc
             .workload
-            .filter(|w| w.kind == Kernel::Cholesky)
+            .filter(|w| w.kind == TiledAlgorithm::Cholesky)
             .map(|w| (w.n as f64).powi(3) / 3.0 / report.makespan_s / 1e9);
         // Program workloads: GFlop/s as the application counts them (HPL's formula).
         let counted = match &sc.program {

@@ -94,7 +94,7 @@ impl FromStr for Precision {
 /// Which generator to run; the scenario loader maps `workload.kind` to this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kernel {
+pub enum TiledAlgorithm {
     /// [`cholesky`].
     Cholesky,
     /// [`lu`].
@@ -103,13 +103,13 @@ pub enum Kernel {
     Gemm,
 }
 
-impl Kernel {
+impl TiledAlgorithm {
     /// Run the generator for this kernel.
     pub fn generate(self, n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError> {
         match self {
-            Kernel::Cholesky => cholesky(n, nb, precision),
-            Kernel::Lu => lu(n, nb, precision),
-            Kernel::Gemm => gemm(n, nb, precision),
+            TiledAlgorithm::Cholesky => cholesky(n, nb, precision),
+            TiledAlgorithm::Lu => lu(n, nb, precision),
+            TiledAlgorithm::Gemm => gemm(n, nb, precision),
         }
     }
 
@@ -124,21 +124,21 @@ impl Kernel {
         cache: bool,
     ) -> Result<TaskGraph, InputError> {
         match self {
-            Kernel::Cholesky => distributed::cholesky(n, nb, precision, grid, cache),
-            Kernel::Lu => distributed::lu(n, nb, precision, grid, cache),
-            Kernel::Gemm => distributed::gemm(n, nb, precision, grid, cache),
+            TiledAlgorithm::Cholesky => distributed::cholesky(n, nb, precision, grid, cache),
+            TiledAlgorithm::Lu => distributed::lu(n, nb, precision, grid, cache),
+            TiledAlgorithm::Gemm => distributed::gemm(n, nb, precision, grid, cache),
         }
     }
 }
 
-impl FromStr for Kernel {
+impl FromStr for TiledAlgorithm {
     type Err = InputError;
 
     fn from_str(s: &str) -> Result<Self, InputError> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "cholesky" | "potrf" => Ok(Kernel::Cholesky),
-            "lu" | "getrf" => Ok(Kernel::Lu),
-            "gemm" => Ok(Kernel::Gemm),
+            "cholesky" | "potrf" => Ok(TiledAlgorithm::Cholesky),
+            "lu" | "getrf" => Ok(TiledAlgorithm::Lu),
+            "gemm" => Ok(TiledAlgorithm::Gemm),
             other => Err(InputError::new(format!(
                 "unknown workload kind `{other}`: expected `cholesky`, `lu` or `gemm`"
             ))
@@ -246,8 +246,8 @@ mod tests {
 
     #[test]
     fn kernel_parsing() {
-        assert_eq!("LU".parse::<Kernel>().unwrap(), Kernel::Lu);
-        let e = "qr".parse::<Kernel>().unwrap_err();
+        assert_eq!("LU".parse::<TiledAlgorithm>().unwrap(), TiledAlgorithm::Lu);
+        let e = "qr".parse::<TiledAlgorithm>().unwrap_err();
         assert!(e.message.contains("cholesky"));
     }
 
