@@ -24,6 +24,7 @@ mod runtime_semantics;
 mod sched_ws_heft;
 mod seed_machines;
 mod simgrid_oracle;
+mod smpi_hpl;
 mod starpu_agreement;
 mod starpu_mpi_agreement;
 mod stencil_cluster;
