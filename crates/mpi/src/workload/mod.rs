@@ -8,7 +8,7 @@ mod p2p;
 mod stencil;
 
 pub use bcast::{BcastChoice, BcastSpec};
-pub use hpl::HplSpec;
+pub use hpl::{HplSpec, Pivots};
 pub use matmul::{GpuInit, MatmulSpec};
 pub use offload::OffloadSpec;
 pub use p2p::{BufferSpec, ByteCount, P2pSpec};

@@ -107,7 +107,16 @@ pub(super) fn row(
         part.alone_s += alone(rank(me), rank(to), bytes);
     };
     match v {
-        BcastVariant::Long => long(&mut parts, &(0..q).map(col).collect::<Vec<_>>(), bytes, &recv, &send, &rank, tag, alone),
+        BcastVariant::Long => long(
+            &mut parts,
+            &(0..q).map(col).collect::<Vec<_>>(),
+            bytes,
+            &recv,
+            &send,
+            &rank,
+            tag,
+            alone,
+        ),
         BcastVariant::LongModified => {
             let next = col(1);
             send(&mut parts[root as usize], root, next, bytes, true);
@@ -265,7 +274,8 @@ fn long(
             part.script.issend(rank(partner), tag, sb);
             part.script.recv(rank(partner), tag);
             part.script.wait_all();
-            part.alone_s += alone(rank(me), rank(partner), sb).max(alone(rank(partner), rank(me), rb));
+            part.alone_s +=
+                alone(rank(me), rank(partner), sb).max(alone(rank(partner), rank(me), rb));
         }
     }
 }
@@ -352,7 +362,12 @@ mod tests {
             ]
         );
         // Two columns: every variant is one message.
-        for v in [IncreasingRing, IncreasingRingModified, Increasing2Ring, Increasing2RingModified] {
+        for v in [
+            IncreasingRing,
+            IncreasingRingModified,
+            Increasing2Ring,
+            Increasing2RingModified,
+        ] {
             assert_eq!(links(v, 2), [(None, vec![1]), (Some(0), vec![])]);
         }
     }
@@ -379,7 +394,10 @@ mod tests {
                     .iter()
                     .filter_map(|a| match *a {
                         Act::Send {
-                            to, bytes, blocking, ..
+                            to,
+                            bytes,
+                            blocking,
+                            ..
                         } => Some((to.0, bytes, blocking)),
                         _ => None,
                     })
@@ -401,7 +419,12 @@ mod tests {
         assert_eq!(sends[2][0], (3, 2000.0, true));
         // Every process is in all three roll steps.
         for p in &parts {
-            let waits = p.script.0.iter().filter(|a| matches!(a, Act::WaitAll)).count();
+            let waits = p
+                .script
+                .0
+                .iter()
+                .filter(|a| matches!(a, Act::WaitAll))
+                .count();
             assert_eq!(waits, 3);
         }
     }

@@ -109,7 +109,9 @@ impl<'a> Builder<'a> {
         let g = self.grid;
         let panels = g.panels();
         match self.process {
-            ProcessModel::Sequential if !self.lookahead || g.q == 1 => {
+            // Without look-ahead (DEPTH 0, or HPL 2.0's sequential process on one process
+            // column, which never looks ahead) each panel waits for the previous update.
+            _ if !self.lookahead || (self.process == ProcessModel::Sequential && g.q == 1) => {
                 for k in 0..panels {
                     self.fact(&mut e, k);
                     self.broadcast_polled(&mut e, k);
@@ -234,8 +236,13 @@ impl<'a> Builder<'a> {
     fn broadcast_polled(&self, e: &mut Exec, k: u64) {
         let g = self.grid;
         for r in 0..g.p {
-            for (c, part) in self.broadcast_parts(k, r, FirstRecv::Posted).into_iter().enumerate() {
-                e.script(Tid::main(g.rank(r, c as u64))).extend(&part.script);
+            for (c, part) in self
+                .broadcast_parts(k, r, FirstRecv::Posted)
+                .into_iter()
+                .enumerate()
+            {
+                e.script(Tid::main(g.rank(r, c as u64)))
+                    .extend(&part.script);
             }
         }
     }
@@ -266,17 +273,12 @@ impl<'a> Builder<'a> {
                 &|x| g.rank(x as u64, c),
             );
         } else {
-            let by_dist: Vec<u64> = (0..g.p).map(|d| counts[((curr + d) % g.p) as usize]).collect();
-            swap::binary_exchange(
-                s,
-                g.p,
-                (r + g.p - curr) % g.p,
-                jb,
-                n,
-                &by_dist,
-                t,
-                &|d| g.rank((curr + d) % g.p, c),
-            );
+            let by_dist: Vec<u64> = (0..g.p)
+                .map(|d| counts[((curr + d) % g.p) as usize])
+                .collect();
+            swap::binary_exchange(s, g.p, (r + g.p - curr) % g.p, jb, n, &by_dist, t, &|d| {
+                g.rank((curr + d) % g.p, c)
+            });
         }
     }
 

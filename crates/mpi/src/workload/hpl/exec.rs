@@ -86,7 +86,11 @@ pub(super) enum Act {
     /// Time that passes (a fixed cost, an estimate of time spent blocked).
     Delay(f64),
     /// A copy between the rank's own memories (a message from the rank to itself).
-    Copy { bytes: f64, from: Buffer, to: Buffer },
+    Copy {
+        bytes: f64,
+        from: Buffer,
+        to: Buffer,
+    },
     /// A send; `blocking`: the thread goes on only when it completes; `sync`: rendezvous at any
     /// size (`MPI_Ssend`).
     Send {
@@ -339,11 +343,6 @@ impl Exec {
         self.front[t.index()].clear();
     }
 
-    /// The operations thread `t`'s next operation waits for.
-    pub fn position(&self, t: Tid) -> &[OpId] {
-        &self.front[t.index()]
-    }
-
     /// Run every thread's script to its end, building the operations; slots are cleared after.
     ///
     /// Panics if the scripts deadlock (a generator bug: HPL's patterns never do).
@@ -404,7 +403,6 @@ impl Exec {
             self.enqueue(owner);
         }
     }
-
 
     /// Try to unblock thread `t`: true if it may go on.
     fn unblock(&mut self, t: usize) -> bool {
@@ -590,10 +588,13 @@ impl Exec {
             let probe = match &r.posted {
                 Posted::Probe(gate) => {
                     let deps = deps_of(&[&s.posted, gate]);
-                    Some(self.b.kernel(
-                        Kernel::new(dst, Unit::Gpu, "probe", 0.0, 0.0).with_priority(PROBE_PRIORITY),
-                        &deps,
-                    ))
+                    Some(
+                        self.b.kernel(
+                            Kernel::new(dst, Unit::Gpu, "probe", 0.0, 0.0)
+                                .with_priority(PROBE_PRIORITY),
+                            &deps,
+                        ),
+                    )
                 }
                 Posted::At(_) => None,
             };
@@ -777,7 +778,10 @@ mod tests {
         let Op::Kernel(k) = p.ops()[probe] else {
             unreachable!()
         };
-        assert_eq!((k.rank, k.unit, k.priority), (r1, Unit::Gpu, PROBE_PRIORITY));
+        assert_eq!(
+            (k.rank, k.unit, k.priority),
+            (r1, Unit::Gpu, PROBE_PRIORITY)
+        );
         let names = |o: OpId| -> Vec<&str> {
             p.preds(o)
                 .iter()

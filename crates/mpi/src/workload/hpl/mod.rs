@@ -68,7 +68,8 @@ pub enum ProcessModel {
     #[default]
     Sequential,
     /// NVIDIA-style: the GPU's updates run asynchronously; the process factorises the next
-    /// panel and communicates while the GPU updates the rest (look-ahead for every grid).
+    /// panel and communicates while the GPU updates the rest (with `DEPTH = 1`, look-ahead for
+    /// every grid; with `DEPTH = 0` each panel waits for the previous update).
     Concurrent,
 }
 
@@ -280,8 +281,10 @@ impl HplSpec {
             .at_field("workload.ndiv"));
         }
         if self.cores == Some(0) {
-            return Err(InputError::new("a rank needs at least 1 host core to factorise")
-                .at_field("workload.cores"));
+            return Err(
+                InputError::new("a rank needs at least 1 host core to factorise")
+                    .at_field("workload.cores"),
+            );
         }
         let ranks = cluster.ranks();
         let (p, q) = match (self.p, self.q) {

@@ -138,10 +138,7 @@ fn inter_steps(
 ) -> Vec<Step> {
     let (na, nb) = (NodeId(0), NodeId(1));
     if cluster.gpu_direct()
-        && let Some(r) = net.route(
-            Endpoint { node: na, mem: a },
-            Endpoint { node: nb, mem: b },
-        )
+        && let Some(r) = net.route(Endpoint { node: na, mem: a }, Endpoint { node: nb, mem: b })
     {
         return vec![fluid(net, &r)];
     }

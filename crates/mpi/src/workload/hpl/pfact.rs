@@ -274,8 +274,16 @@ mod tests {
 
     #[test]
     fn one_segment_per_pivot_search_plus_one() {
-        for pf in [Factorisation::Left, Factorisation::Crout, Factorisation::Right] {
-            for rf in [Factorisation::Left, Factorisation::Crout, Factorisation::Right] {
+        for pf in [
+            Factorisation::Left,
+            Factorisation::Crout,
+            Factorisation::Right,
+        ] {
+            for rf in [
+                Factorisation::Left,
+                Factorisation::Crout,
+                Factorisation::Right,
+            ] {
                 assert_eq!(segments(&algo(pf, rf), 1000, 384, true).len(), 385);
                 assert_eq!(segments(&algo(pf, rf), 0, 7, false).len(), 8);
             }
@@ -287,11 +295,33 @@ mod tests {
         // n = 4 ≤ NBMIN: the leaf alone. Right-looking, m = 10 rows, not the current row
         // (Mm1 = 10 throughout): per column DSCAL 10, then for the 3 columns with a column to
         // their right DAXPY 20 and DGER 2·10·(rest − 1) = 40, 20, 0.
-        let s = segments(&algo(Factorisation::Right, Factorisation::Crout), 10, 4, false);
-        assert_eq!(s, vec![0.0, 10.0 + 20.0 + 40.0, 10.0 + 20.0 + 20.0, 10.0 + 20.0, 10.0]);
+        let s = segments(
+            &algo(Factorisation::Right, Factorisation::Crout),
+            10,
+            4,
+            false,
+        );
+        assert_eq!(
+            s,
+            vec![
+                0.0,
+                10.0 + 20.0 + 40.0,
+                10.0 + 20.0 + 20.0,
+                10.0 + 20.0,
+                10.0
+            ]
+        );
         // The current row loses a candidate per column: Mm1 = 9, 8, 7, 6.
-        let s = segments(&algo(Factorisation::Right, Factorisation::Crout), 10, 4, true);
-        assert_eq!(s, vec![0.0, 9.0 + 18.0 + 36.0, 8.0 + 16.0 + 16.0, 7.0 + 14.0, 6.0]);
+        let s = segments(
+            &algo(Factorisation::Right, Factorisation::Crout),
+            10,
+            4,
+            true,
+        );
+        assert_eq!(
+            s,
+            vec![0.0, 9.0 + 18.0 + 36.0, 8.0 + 16.0 + 16.0, 7.0 + 14.0, 6.0]
+        );
     }
 
     #[test]
@@ -301,8 +331,16 @@ mod tests {
         // 0.5 % for m = 1000, n = 384.
         let (m, n) = (1000u64, 384u64);
         let lu = (m * n * n) as f64 - (n * n * n) as f64 / 3.0;
-        for pf in [Factorisation::Left, Factorisation::Crout, Factorisation::Right] {
-            for rf in [Factorisation::Left, Factorisation::Crout, Factorisation::Right] {
+        for pf in [
+            Factorisation::Left,
+            Factorisation::Crout,
+            Factorisation::Right,
+        ] {
+            for rf in [
+                Factorisation::Left,
+                Factorisation::Crout,
+                Factorisation::Right,
+            ] {
                 let total: f64 = segments(&algo(pf, rf), m, n, true).iter().sum();
                 assert!(
                     ((total - lu) / lu).abs() < 5e-3,
@@ -332,7 +370,10 @@ mod tests {
         assert_eq!(pattern(4, 2), [('r', 3), ('s', 3), ('r', 0), ('s', 0)]);
         // P = 3: 2 folds into 0 (exchange), 0 and 1 exchange, 0 sends the result back to 2.
         assert_eq!(pattern(3, 2), [('r', 0), ('s', 0), ('r', 0)]);
-        assert_eq!(pattern(3, 0), [('r', 2), ('s', 2), ('r', 1), ('s', 1), ('s', 2)]);
+        assert_eq!(
+            pattern(3, 0),
+            [('r', 2), ('s', 2), ('r', 1), ('s', 1), ('s', 2)]
+        );
         assert_eq!(pattern(3, 1), [('r', 0), ('s', 0)]);
         // P = 1: nothing.
         assert!(pattern(1, 0).is_empty());

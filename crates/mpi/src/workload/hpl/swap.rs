@@ -8,9 +8,9 @@ use serde::Deserialize;
 use rand::RngExt;
 
 use super::exec::{Script, Tag};
-use hetsim_core::rng::SimRng;
 use super::pfact::{binomial, pow2_below};
 use crate::RankId;
+use hetsim_core::rng::SimRng;
 
 /// HPL's `SWAP`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -246,7 +246,11 @@ fn spread(
         mask = (mask << 1) + 1;
     }
     let mut mydist2 = mydist;
-    let mut il: isize = if right { ip2 as isize } else { (npm1 - ip2) as isize };
+    let mut il: isize = if right {
+        ip2 as isize
+    } else {
+        (npm1 - ip2) as isize
+    };
     let lgth = if right { len[src + nprow] } else { len[nprow] };
     let row = |rows: u64| 8.0 * (rows * n) as f64;
     loop {
@@ -264,7 +268,11 @@ fn spread(
             let lbuf = end.saturating_sub(ibuf);
             if lbuf > 0 {
                 let partner = mydist ^ ip2;
-                let who = if right { src + partner } else { npm1.wrapping_sub(partner) };
+                let who = if right {
+                    src + partner
+                } else {
+                    npm1.wrapping_sub(partner)
+                };
                 if mydist & ip2 != 0 {
                     s.recv(rank(map[who]), tag);
                 } else if partner < nprow {
@@ -273,7 +281,11 @@ fn spread(
             }
         }
         let step = |il: isize, by: usize, plus: bool| {
-            if plus { il + by as isize } else { il - by as isize }
+            if plus {
+                il + by as isize
+            } else {
+                il - by as isize
+            }
         };
         if mydist2 < ip2 {
             ip2 >>= 1;
@@ -470,7 +482,12 @@ mod tests {
         binary_exchange(&mut s, 4, 1, 4, 10, &llen, 0, &r);
         assert_eq!(
             pattern(&s),
-            [('r', 0, 0.0), ('s', 0, 88.0), ('r', 3, 0.0), ('s', 3, 320.0)]
+            [
+                ('r', 0, 0.0),
+                ('s', 0, 88.0),
+                ('r', 3, 0.0),
+                ('s', 3, 320.0)
+            ]
         );
     }
 

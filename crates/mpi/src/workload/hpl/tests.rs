@@ -4,10 +4,9 @@ use super::*;
 use crate::{Buffer, Kernel, Op, OpId, RankId, Unit};
 
 fn node4() -> Cluster {
-    let m = hetsim_platform::machine::load(hetsim_testkit::repo(
-        "calibration/hdpex-p100-node.toml",
-    ))
-    .unwrap();
+    let m =
+        hetsim_platform::machine::load(hetsim_testkit::repo("calibration/hdpex-p100-node.toml"))
+            .unwrap();
     Cluster::single_node(m)
 }
 
@@ -130,10 +129,9 @@ fn error_matrix_too_large_for_gpu_memory() {
     // NB = 384: N² + 1536·N ≤ 2^31 gives N ≤ 45 579, so the largest multiple of 384 is
     // 118 × 384 = 45 312 (45 312² + 1536·45 312 = 2 122 776 576 ≤ 2 147 483 648, and
     // 45 696 gives 2 158 313 472 >).
-    let m = hetsim_platform::machine::load(hetsim_testkit::repo(
-        "calibration/hdpex-p100-node.toml",
-    ))
-    .unwrap();
+    let m =
+        hetsim_platform::machine::load(hetsim_testkit::repo("calibration/hdpex-p100-node.toml"))
+            .unwrap();
     // One GPU: square_grid(1) = 1 × 1; fits at 45 312, not at 45 696.
     let c = Cluster::single_node(m).with_shape(1, 1).unwrap();
     assert!(spec(45_312, 384).plan(&c).is_ok());
@@ -153,4 +151,3 @@ fn error_unknown_field_and_variant() {
     let e = toml::from_str::<HplSpec>(&format!("{base}bcast = \"3ring\"\n")).unwrap_err();
     assert!(e.to_string().contains("increasing-ring"), "{e}");
 }
-
