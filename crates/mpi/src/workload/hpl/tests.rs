@@ -1,7 +1,7 @@
 //! Unit tests of the HPL generator: input errors, and program shapes counted by hand.
 
 use super::*;
-use crate::{Buffer, Kernel, Op, OpId, RankId, Unit};
+use crate::{Kernel, Op};
 
 fn node4() -> Cluster {
     let m =
@@ -150,4 +150,36 @@ fn error_unknown_field_and_variant() {
     assert!(e.to_string().contains("depths"), "{e}");
     let e = toml::from_str::<HplSpec>(&format!("{base}bcast = \"3ring\"\n")).unwrap_err();
     assert!(e.to_string().contains("increasing-ring"), "{e}");
+}
+
+fn kernels<'a>(p: &'a crate::Program, name: &'a str) -> impl Iterator<Item = &'a Kernel> + 'a {
+    p.ops().iter().filter_map(move |o| match o {
+        Op::Kernel(k) if k.name == name => Some(k),
+        _ => None,
+    })
+}
+
+#[test]
+fn two_by_two_grid_update_counts_and_flops_by_hand() {
+    // 4 ranks on one node: square_grid(4) = 2 × 2. N = 4·NB: 4 panels, blocks 0..3 dealt
+    // cyclically (block i to row i mod 2 and column i mod 2); the right-hand side is column N,
+    // in block 4 (column 0). Trailing columns after panel k: k = 0: blocks 1, 2, 3 and the
+    // right-hand side (both columns, both rows); k = 1: 2, 3, rhs (both); k = 2: 3 (column 1)
+    // and rhs (column 0); k = 3: rhs (column 0). With rows below the panel on both process
+    // rows for k = 0, 1, 2 and on row 1 only for k = 3 — but every process row of the column
+    // applies DTRSM to its U, so each of the P ranks of a column with trailing columns makes
+    // one update call: 4 + 4 + 4 + 2 = 14.
+    let nb = 100;
+    let s = spec(4 * nb, nb);
+    let c = node4();
+    let plan = s.plan(&c).unwrap();
+    assert_eq!((plan.p, plan.q, plan.panels), (2, 2, 4));
+    let prog = s.generate(&c).unwrap();
+    assert_eq!(kernels(&prog, "update").count(), 14);
+    // Flops: DGEMM 2·(N − t)·(N + 1 − t)·NB over the grid, t = (k + 1)·NB, and DTRSM
+    // NB²·(N + 1 − t) on each of the P = 2 process rows:
+    // DGEMM 2·NB·[300·301 + 200·201 + 100·101 + 0] = 2·100·140 600 = 28 120 000;
+    // DTRSM 2·NB²·(301 + 201 + 101 + 1) = 2·10 000·604 = 12 080 000. Total 40 200 000.
+    let upd: f64 = kernels(&prog, "update").map(|k| k.flops).sum();
+    assert_eq!(upd, 40_200_000.0);
 }
