@@ -1,4 +1,4 @@
-//! Hold benchmark of the event queues (issue 2): which structure should hold the flows' dates?
+//! Hold benchmark of the event queues: which structure should hold the flows' dates?
 //!
 //! N items are kept pending. One *step* pops the earliest item and puts it back at a later
 //! date; with re-timing, a step first moves the dates of R random pending keys (the fluid

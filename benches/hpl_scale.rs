@@ -1,13 +1,15 @@
 //! Scale benchmark: HPL with N = 400 000 on 256 nodes × 4 P100 (1024 ranks, a 32 × 32 grid) of
-//! the HD-PEX cluster file, simulated on one core. Prints build time, simulation time, operations,
-//! events, events/s, the program's heap bytes and the process's peak memory (VmHWM).
+//! the HD-PEX cluster file, simulated on one core. Prints build time (the program and its task
+//! graph; the program is dropped before the run, as `hetsim run` does), simulation time,
+//! operations, edges, operations/s, the program's heap bytes, the process's peak memory (VmHWM)
+//! and that peak per operation.
 //!
 //! `cargo bench -p hetsim-benches --bench hpl_scale` (release profile). Optional arguments after `--`:
 //! `NODES GPUS N NB` (default 256 4 400000 384).
 
 use std::time::Instant;
 
-use hetsim::programs::simulate_program_default as run;
+use hetsim::programs::simulate_program_graph_default as run;
 use hetsim::workload::{HplSpec, ProgramGenerator};
 
 /// Peak resident memory of this process, from `/proc/self/status` (Linux), in kB.
@@ -53,23 +55,30 @@ fn main() {
     let spec: HplSpec = w.try_into().expect("an hpl workload");
     let t0 = Instant::now();
     let program = spec.generate(&cluster).expect("program");
+    let (ops, edges, program_bytes) = (program.ops().len(), program.edges(), program.heap_bytes());
+    let graph = program.into_task_graph().expect("task graph");
     let build_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let report = run(&program, &cluster).expect("run");
+    let report = run(&graph, &cluster).expect("run");
     let sim_s = t1.elapsed().as_secs_f64();
+    let peak_kb = vm_hwm_kb();
     println!(
         "hpl_scale: {nodes} nodes x {gpus} GPUs, N = {n}, NB = {nb}, grid {} ranks",
         cluster.ranks()
     );
     println!("  build        {build_s:.2} s");
     println!("  simulate     {sim_s:.2} s");
-    println!("  ops          {}", program.ops().len());
-    println!("  edges        {}", program.edges());
-    println!("  operations/s {:.3e}", program.ops().len() as f64 / sim_s);
-    println!("  program heap {:.1} MB", program.heap_bytes() as f64 / 1e6);
+    println!("  ops          {ops}");
+    println!("  edges        {edges}");
+    println!("  operations/s {:.3e}", ops as f64 / sim_s);
+    println!("  program heap {:.1} MB", program_bytes as f64 / 1e6);
     println!(
         "  peak memory  {} (VmHWM)",
-        vm_hwm_kb().map_or("unknown".into(), |k| format!("{:.1} MB", k as f64 / 1e3))
+        peak_kb.map_or("unknown".into(), |k| format!(
+            "{:.1} MB, {:.0} B per operation",
+            k as f64 / 1e3,
+            k as f64 * 1e3 / ops as f64
+        ))
     );
     println!(
         "  simulated    {:.3} s, {:.1} GFlop/s",

@@ -17,7 +17,7 @@ use std::time::Instant;
 use hetsim::analytic::loggp::BcastAlgorithm;
 use hetsim::cluster::{Cluster, Nic, OverheadTable, Switch};
 use hetsim::machine::MemNodeId;
-use hetsim::mpi::collective::{Bcast, bcast};
+use hetsim::mpi::collective::{Bcast, Selection, bcast};
 use hetsim::mpi::{Buffer, Message, Program, ProgramBuilder, RankId};
 use hetsim::programs::simulate_program_default as run;
 
@@ -48,7 +48,7 @@ fn cluster(nodes: u32) -> Cluster {
         .unwrap()
 }
 
-fn bcasts(ranks: u32, bytes: f64, alg: Option<BcastAlgorithm>, repeat: u32) -> Program {
+fn bcasts(ranks: u32, bytes: f64, alg: Selection<BcastAlgorithm>, repeat: u32) -> Program {
     let group: Vec<RankId> = (0..ranks).map(RankId).collect();
     let mut b = ProgramBuilder::new(ranks);
     let mut ready: Vec<Option<hetsim::mpi::OpId>> = vec![None; ranks as usize];
@@ -99,11 +99,20 @@ fn measure(name: &str, nodes: u32, p: &Program) {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let (big, rep, a2a) = if full { (256, 64, 64) } else { (4, 2, 4) };
-    measure("bcast-ring", big, &bcasts(4 * big, 1048576.0, None, 1));
+    measure(
+        "bcast-ring",
+        big,
+        &bcasts(4 * big, 1048576.0, Selection::Mpich, 1),
+    );
     measure(
         "bcast-binomial",
         big,
-        &bcasts(4 * big, 4096.0, Some(BcastAlgorithm::Binomial), rep),
+        &bcasts(
+            4 * big,
+            4096.0,
+            Selection::Forced(BcastAlgorithm::Binomial),
+            rep,
+        ),
     );
     measure("alltoall", a2a, &alltoall(4 * a2a, 65536.0));
 }

@@ -1,6 +1,21 @@
-//! Steady-state "hold" benchmark of the fluid network alone (issue 2).
+//! Benchmarks of the fluid network alone.
 //!
-//! K flows are kept live: whenever flows finish, as many new ones are started at that date on
+//! Three suites, each printing a markdown table with flow events (activations + completions)
+//! per second of wall time and the wall time itself:
+//!
+//! - `hold` (steady state, below);
+//! - `alltoall N`: N hosts on a crossbar, each with a NIC up link and a NIC down link
+//!   (12.5 GB/s, 1 µs); at t = 0 every host sends one flow to every other host, N(N − 1) flows of
+//!   log-uniform sizes between 64 KiB and 64 MiB, run to the last completion (what
+//!   `hetsim net` does with such a case);
+//! - `shared3 K`: K flows at t = 0 on a chain of 3 shared links (12.5 GB/s, 1 µs), each on one of
+//!   the 6 contiguous sub-chains, same sizes, run to the last completion.
+//!
+//! A batch run stops early when it exceeds its wall-time budget (`--budget SECS`, default 600);
+//! its row then says how far it got. The last column of the batch tables is the growth exponent
+//! of wall time in the number of flows from the previous row: ln(t₂/t₁) / ln(F₂/F₁).
+//!
+//! Hold model: K flows are kept live: whenever flows finish, as many new ones are started at that date on
 //! random routes (seeded splitmix64, so every run does the same work), with random sizes. The
 //! figure of merit is flow events (activations + completions) per second of wall time, and the
 //! mean size of the component re-solved per solve, to show that the cost follows the part of the
@@ -12,8 +27,14 @@
 //! - `disjoint`: every flow on its own private pair of links (no sharing at all).
 //!
 //! Run: `cargo bench -p hetsim-benches --bench network` (all), or `cargo bench -p hetsim-benches --bench network -- disjoint 100`
-//! to keep only the configurations whose name contains every word given. Without `--bench`
-//! (as `cargo test --benches` runs it) every configuration runs a few hundred events only.
+//! to keep only the configurations whose name (`hold node8 100`, `alltoall 256`,
+//! `shared3 10000`) contains every word given. Without `--bench` (as `cargo test --benches` runs
+//! it) every configuration is small or runs a few hundred events only.
+//!
+//! `--census` instead counts, per event, the flows active before and after it whose rate did not
+//! change, changed by floating-point noise only, or really changed, beside the flows the solver
+//! re-solved (hold node8 and fattree64 at K = 100, 1000, 10 000; alltoall 32, 64, 128): what any
+//! exact solver has to update, against what this one touches.
 
 use std::time::{Duration, Instant};
 
@@ -351,44 +372,74 @@ fn run(topo: &mut dyn Topology, k: usize, max_events: u64, budget: Duration) -> 
     }
 }
 
-/// Over `events` steps after warm-up, classify the rate changes an event causes among the flows
-/// that were active before and after it: unchanged, changed by less than 1e-9 relative (floating
-/// point noise of re-running the solver, yet each such flow is re-timed), or really changed.
-fn rate_census(topo: &mut dyn Topology, k: usize, steps: u64) -> (u64, u64, u64) {
+/// Rate changes an advance causes among the flows active before and after it: unchanged, changed
+/// by less than 1e-9 relative (floating point noise of re-solving), or really changed; with the
+/// flows active and the flows re-solved. Sums over the advances counted.
+#[derive(Default)]
+struct Census {
+    events: u64,
+    active: u64,
+    solved: u64,
+    same: u64,
+    noise: u64,
+    real: u64,
+}
+
+impl Census {
+    /// Advance `net` to its next date, classifying the rates of the flows `0..ids`.
+    fn step(&mut self, net: &mut FluidNetwork, ids: usize, finished: &mut Vec<FlowId>) -> f64 {
+        let rate = |net: &FluidNetwork, i: usize| {
+            let id = FlowId(i as u32);
+            (net.flow_phase(id) == FlowPhase::Active).then(|| net.flow_rate_bytes_per_sec(id))
+        };
+        let before: Vec<Option<f64>> = (0..ids).map(|i| rate(net, i)).collect();
+        let s0 = net.solve_stats().flows_solved;
+        let t = net.next_event_time().expect("live flows");
+        net.advance(t, finished);
+        self.events += 1;
+        self.solved += net.solve_stats().flows_solved - s0;
+        for (i, r0) in before.into_iter().enumerate() {
+            let (Some(r0), Some(r1)) = (r0, rate(net, i)) else {
+                continue;
+            };
+            self.active += 1;
+            if r1 == r0 {
+                self.same += 1;
+            } else if ((r1 - r0) / r0).abs() < 1e-9 {
+                self.noise += 1;
+            } else {
+                self.real += 1;
+            }
+        }
+        t
+    }
+
+    fn row(&self, case: &str) {
+        let per = |x: u64| x as f64 / self.events.max(1) as f64;
+        println!(
+            "| {case} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} % |",
+            self.events,
+            per(self.active),
+            per(self.solved),
+            per(self.same),
+            per(self.noise),
+            per(self.real),
+            100.0 * self.real as f64 / self.active.max(1) as f64,
+        );
+    }
+}
+
+/// The census over `steps` hold steps after warm-up.
+fn hold_census(topo: &mut dyn Topology, k: usize, steps: u64) -> Census {
     let mut h = Hold::new(topo, k, 0x5eed_0000 + k as u64);
     let c0 = h.completed;
     while 2 * (h.completed - c0) < (4 * k as u64).max(2000) {
         h.step();
     }
-    let (mut same, mut noise, mut real) = (0, 0, 0);
-    let mut before: Vec<f64> = Vec::new();
+    let mut census = Census::default();
     for _ in 0..steps {
-        let net = h.topo.net();
-        before.clear();
-        before.extend((0..h.slot_of.len()).map(|i| {
-            let id = FlowId(i as u32);
-            if net.flow_phase(id) == FlowPhase::Active {
-                net.flow_rate_bytes_per_sec(id)
-            } else {
-                f64::NAN
-            }
-        }));
-        let t = net.next_event_time().expect("live flows");
-        net.advance(t, &mut h.finished);
-        for (i, &r0) in before.iter().enumerate() {
-            let id = FlowId(i as u32);
-            if r0.is_nan() || net.flow_phase(id) != FlowPhase::Active {
-                continue;
-            }
-            let r1 = net.flow_rate_bytes_per_sec(id);
-            if r1 == r0 {
-                same += 1;
-            } else if ((r1 - r0) / r0).abs() < 1e-9 {
-                noise += 1;
-            } else {
-                real += 1;
-            }
-        }
+        let ids = h.slot_of.len();
+        let t = census.step(h.topo.net(), ids, &mut h.finished);
         h.now_s = t;
         let mut done = std::mem::take(&mut h.finished);
         h.completed += done.len() as u64;
@@ -398,7 +449,174 @@ fn rate_census(topo: &mut dyn Topology, k: usize, steps: u64) -> (u64, u64, u64)
         }
         h.finished = done;
     }
-    (same, noise, real)
+    census
+}
+
+/// The census over a whole batch run (every flow started at t = 0).
+fn batch_census(mut net: FluidNetwork, flows: Vec<FlowSpec>) -> Census {
+    let ids = flows.len();
+    for spec in flows {
+        net.start_flow(0.0, spec);
+    }
+    let mut census = Census::default();
+    let mut finished = Vec::new();
+    while net.next_event_time().is_some() {
+        census.step(&mut net, ids, &mut finished);
+        finished.clear();
+    }
+    census
+}
+
+/// N hosts on a crossbar, each with a NIC up and a NIC down link; one flow from every host to
+/// every other at t = 0.
+fn alltoall(n: usize, rng: &mut Rng) -> (FluidNetwork, Vec<FlowSpec>) {
+    let mut net = FluidNetwork::new(SharingMode::Plain);
+    let up: Vec<LinkId> = (0..n)
+        .map(|_| net.add_link(12.5 * GB, 1.0 * US, Sharing::Shared))
+        .collect();
+    let down: Vec<LinkId> = (0..n)
+        .map(|_| net.add_link(12.5 * GB, 1.0 * US, Sharing::Shared))
+        .collect();
+    let mut flows = Vec::with_capacity(n * (n - 1));
+    for (s, &from) in up.iter().enumerate() {
+        for (_, &to) in down.iter().enumerate().filter(|&(d, _)| d != s) {
+            flows.push(FlowSpec::new(vec![from, to], flow_bytes(rng)));
+        }
+    }
+    (net, flows)
+}
+
+/// K flows at t = 0 on a chain of 3 shared links, each on one of its 6 contiguous sub-chains.
+fn shared3(k: usize, rng: &mut Rng) -> (FluidNetwork, Vec<FlowSpec>) {
+    let mut net = FluidNetwork::new(SharingMode::Plain);
+    let l: Vec<LinkId> = (0..3)
+        .map(|_| net.add_link(12.5 * GB, 1.0 * US, Sharing::Shared))
+        .collect();
+    let routes = [
+        vec![l[0]],
+        vec![l[1]],
+        vec![l[2]],
+        vec![l[0], l[1]],
+        vec![l[1], l[2]],
+        vec![l[0], l[1], l[2]],
+    ];
+    let flows = (0..k)
+        .map(|_| {
+            let route = routes[rng.below(routes.len())].clone();
+            FlowSpec::new(route, flow_bytes(rng))
+        })
+        .collect();
+    (net, flows)
+}
+
+struct BatchRow {
+    flows: usize,
+    events: u64,
+    secs: f64,
+    complete: bool,
+    sim_s: f64,
+    solves: u64,
+    flows_solved: u64,
+    retimes: u64,
+}
+
+/// Start every flow at t = 0, then advance from date to date until none is left or the wall
+/// time exceeds `budget`.
+fn run_batch(mut net: FluidNetwork, flows: Vec<FlowSpec>, budget: Duration) -> BatchRow {
+    let n = flows.len();
+    let begin = Instant::now();
+    let ids: Vec<FlowId> = flows
+        .into_iter()
+        .map(|spec| net.start_flow(0.0, spec))
+        .collect();
+    let mut finished = Vec::new();
+    let mut completed = 0u64;
+    let mut now = 0.0;
+    let mut complete = true;
+    'run: while let Some(t) = net.next_event_time() {
+        for _ in 0..16 {
+            let Some(t) = net.next_event_time() else {
+                break 'run;
+            };
+            net.advance(t, &mut finished);
+            completed += finished.len() as u64;
+            finished.clear();
+        }
+        now = t;
+        if begin.elapsed() >= budget {
+            complete = net.next_event_time().is_none();
+            break;
+        }
+    }
+    let secs = begin.elapsed().as_secs_f64();
+    // Flows still in latency have not activated; finished ones may have had their ids reused,
+    // which only happens after a completion, so count activations from what is left.
+    let in_latency = if complete {
+        0
+    } else {
+        ids.iter()
+            .filter(|&&id| net.flow_phase(id) == FlowPhase::Latency)
+            .count()
+    };
+    let st = net.solve_stats();
+    BatchRow {
+        flows: n,
+        events: (n - in_latency) as u64 + completed,
+        secs,
+        complete,
+        sim_s: now,
+        solves: st.solves,
+        flows_solved: st.flows_solved,
+        retimes: st.retimes,
+    }
+}
+
+/// Run the batch cases `(label, size)` of one suite that pass the filters, printing a table.
+fn batch_suite(
+    suite: &str,
+    sizes: &[usize],
+    build: fn(usize, &mut Rng) -> (FluidNetwork, Vec<FlowSpec>),
+    keep: &dyn Fn(&str) -> bool,
+    budget: Duration,
+) {
+    let mut header = false;
+    let mut prev: Option<(usize, f64)> = None;
+    for &size in sizes {
+        if !keep(&format!("{suite} {size}")) {
+            continue;
+        }
+        if !header {
+            println!(
+                "| case | flows | flow events | wall s | flow events/s | done | sim s | \
+                 flows/solve | retimes/event | exponent |"
+            );
+            println!("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|");
+            header = true;
+        }
+        let (net, flows) = build(size, &mut Rng(0x5eed_0a11 + size as u64));
+        let r = run_batch(net, flows, budget);
+        let exponent = match prev {
+            Some((f, t)) if r.complete => {
+                format!(
+                    "{:.2}",
+                    (r.secs / t).ln() / (r.flows as f64 / f as f64).ln()
+                )
+            }
+            _ => "–".to_string(),
+        };
+        println!(
+            "| {suite} {size} | {} | {} | {:.3} | {:.0} | {} | {:.4} | {:.1} | {:.2} | {exponent} |",
+            r.flows,
+            r.events,
+            r.secs,
+            r.events as f64 / r.secs,
+            if r.complete { "yes" } else { "stopped" },
+            r.sim_s,
+            r.flows_solved as f64 / r.solves.max(1) as f64,
+            r.retimes as f64 / r.events.max(1) as f64,
+        );
+        prev = r.complete.then_some((r.flows, r.secs));
+    }
 }
 
 fn main() {
@@ -406,28 +624,43 @@ fn main() {
     let bench = args.iter().any(|a| a == "--bench");
     let filters: Vec<&str> = args
         .iter()
-        .filter(|a| !a.starts_with('-'))
-        .map(String::as_str)
+        .enumerate()
+        .filter(|&(i, a)| !a.starts_with('-') && (i == 0 || args[i - 1] != "--budget"))
+        .map(|(_, a)| a.as_str())
         .collect();
+    let keep = |label: &str| {
+        filters.iter().all(|f| {
+            label
+                .split(' ')
+                .any(|w| w == *f || (w.contains(*f) && f.parse::<usize>().is_err()))
+        })
+    };
     if args.iter().any(|a| a == "--census") {
         println!(
-            "| topology | K | flows unchanged/event | noise-only changes/event | real changes/event |"
+            "| case | advances | flows active/event | flows re-solved/event | unchanged/event | \
+             noise-only changes/event | real changes/event | real changes / active |"
         );
-        println!("|---|---:|---:|---:|---:|");
-        for k in [100usize, 1000] {
-            let steps = if bench { 2000 } else { 50 };
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+        let steps = if bench { 2000 } else { 50 };
+        for k in [100usize, 1000, 10_000] {
             let mut topos: [Box<dyn Topology>; 2] =
                 [Box::new(Node8::new()), Box::new(FatTree64::new())];
             for topo in &mut topos {
-                let name = topo.name();
-                let (same, noise, real) = rate_census(topo.as_mut(), k, steps);
-                let per = |x: u64| x as f64 / steps as f64;
-                println!(
-                    "| {name} | {k} | {:.1} | {:.1} | {:.1} |",
-                    per(same),
-                    per(noise),
-                    per(real)
-                );
+                let case = format!("hold {} {k}", topo.name());
+                if keep(&case) {
+                    hold_census(topo.as_mut(), k, steps).row(&case);
+                }
+            }
+        }
+        for &n in if bench {
+            &[32usize, 64, 128][..]
+        } else {
+            &[8, 16][..]
+        } {
+            let case = format!("alltoall {n}");
+            if keep(&case) {
+                let (net, flows) = alltoall(n, &mut Rng(0x5eed_0a11 + n as u64));
+                batch_census(net, flows).row(&case);
             }
         }
         return;
@@ -437,21 +670,34 @@ fn main() {
     } else {
         (400, Duration::from_millis(200))
     };
+    let batch_budget = args
+        .iter()
+        .position(|a| a == "--budget")
+        .and_then(|i| args.get(i + 1))
+        .map_or(Duration::from_secs(600), |s| {
+            Duration::from_secs_f64(s.parse().expect("--budget takes a number of seconds"))
+        });
+    let (hosts, shared): (&[usize], &[usize]) = if bench {
+        (&[64, 128, 256, 1024], &[10_000, 20_000, 50_000])
+    } else {
+        (&[8, 16], &[300])
+    };
+    batch_suite("alltoall", hosts, alltoall, &keep, batch_budget);
+    batch_suite("shared3", shared, shared3, &keep, batch_budget);
 
-    println!(
-        "| topology | K | events | wall s | flow events/s | ns/event | events/advance | \
-         flows/solve | links/solve | retimes/event | sim s |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut header = false;
     for topo_name in ["node8", "fattree64", "disjoint"] {
         for k in [10usize, 100, 1000, 10_000] {
-            let label = format!("{topo_name} {k}");
-            if !filters.iter().all(|f| {
-                label
-                    .split(' ')
-                    .any(|w| w == *f || (w.contains(*f) && f.parse::<usize>().is_err()))
-            }) {
+            if !keep(&format!("hold {topo_name} {k}")) {
                 continue;
+            }
+            if !header {
+                println!(
+                    "| topology | K | events | wall s | flow events/s | ns/event | \
+                     events/advance | flows/solve | links/solve | retimes/event | sim s |"
+                );
+                println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+                header = true;
             }
             let mut topo: Box<dyn Topology> = match topo_name {
                 "node8" => Box::new(Node8::new()),

@@ -51,6 +51,20 @@ scheds="eager prio random dm dmda dmdap dmdar dmdas dmdasd ws lws heft"
         file_sum "gantt $s" "$work/t.svg"
     done
 
+    # A cluster run: StarPU-MPI's distributed Cholesky on 4 mirage nodes, and 2 ranks per
+    # node of 2 GPUs each on a cluster of 2-GPU mirage nodes.
+    for set in "machine.nodes=4" "machine.ranks_per_node=2 --set machine.gpus_per_node=2"; do
+        # shellcheck disable=SC2086
+        "$HETSIM" run scenarios/cholesky-mirage-mpi.toml --sched dmda --quiet --set $set \
+            --paje "$work/t.paje" --chrome "$work/t.json" --gantt "$work/t.svg" >/dev/null
+        file_sum "paje cholesky-mirage-mpi $set" "$work/t.paje"
+        file_sum "chrome cholesky-mirage-mpi $set" "$work/t.json"
+        file_sum "gantt cholesky-mirage-mpi $set" "$work/t.svg"
+    done
+    "$HETSIM" sweep scenarios/cholesky-mirage-mpi.toml --quiet --sched dmda,ws \
+        --vary machine.nodes=1,2,4 -o "$work/n.csv" --plot "$work/n.svg"
+    file_sum "sweep mirage-mpi csv" "$work/n.csv"
+    file_sum "sweep mirage-mpi svg" "$work/n.svg"
     "$HETSIM" sweep scenarios/sweep-cholesky-attila.toml --quiet \
         --sched eager,dmda,dmdas,ws,heft --vary workload.n=28800,42240 --seeds 1..2 \
         -o "$work/s.csv" --plot "$work/s.svg"

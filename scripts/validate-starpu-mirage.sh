@@ -5,7 +5,7 @@
 # the makespan. The StarPU figures come from docs/validation/starpu14-simgrid-mirage-cholesky.csv
 # (override with STARPU_CSV=...); without that file only hetsim's column is printed.
 # StarPU's lws in SimGrid mode is its ws (no hwloc): hetsim's lws row is compared with StarPU's ws.
-# Targets (issue 4): within 5 % for dmda, dmdar, dmdas; within 10 % for ws, lws, eager.
+# Targets: within 5 % for dmda, dmdar, dmdas; within 10 % for ws, lws, eager.
 #
 # With --starpu13 the reference is StarPU 1.3.10, measured for hetsim
 # (docs/validation/starpu13-simgrid-cholesky.csv), and the machine gets StarPU 1.3's two runtime

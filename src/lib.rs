@@ -24,8 +24,8 @@
 //! crates.
 
 pub use hetsim_analytic as analytic;
-pub use hetsim_app::{calibrate, crosscheck, netcase, programs, report_text, scenario};
-pub use hetsim_core::{Error, InputError, Result, engine, error, fluid, units};
+pub use hetsim_app::{calibrate, crosscheck, netcase, programs, report_text, scenario, shard};
+pub use hetsim_core::{Error, InputError, Result, engine, error, files, fluid, units};
 pub use hetsim_models as perfmodel;
 pub use hetsim_mpi as mpi;
 pub use hetsim_platform::{cluster, machine};

@@ -179,8 +179,10 @@ pub fn plot_svg(sweep: &Sweep, rows: &[Row], title: &str, path: &Path) -> Result
     };
     // Room for the y tick labels: the widest of them.
     let ytick_w = text_px(&ylabel_of(&y1), 12.0).ceil() as u32;
-    let draw = || -> Result<(), Box<dyn std::error::Error>> {
-        let root = SVGBackend::new(path, (width, height)).into_drawing_area();
+    // Drawn in memory, then written all at once (the file changes only if drawing succeeds).
+    let mut svg = String::new();
+    let mut draw = || -> Result<(), Box<dyn std::error::Error>> {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE)?;
         let root = root.titled(title, ("sans-serif", 22))?;
         let (plots, legend) = root.split_horizontally(plot_w);
@@ -268,7 +270,9 @@ pub fn plot_svg(sweep: &Sweep, rows: &[Row], title: &str, path: &Path) -> Result
         root.present()?;
         Ok(())
     };
-    draw().map_err(|e| Error::Internal(format!("cannot draw {}: {e}", path.display())))
+    draw().map_err(|e| Error::Internal(format!("cannot draw {}: {e}", path.display())))?;
+    hetsim_core::files::write_output(path, svg.as_bytes())?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -291,6 +295,7 @@ mod tests {
             evictions: 4,
             writebacks: 5,
             tasks: 6,
+            messages: None,
         }
     }
 

@@ -6,13 +6,12 @@
 //! hetsim calibrate show FILE [--codelet NAME]
 //! ```
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::Error;
 use crate::calibrate::{self, ImportOptions};
+use crate::files::{FileRole, RoleFile, check_distinct, write_output};
 
 /// Options of `hetsim calibrate`.
 #[derive(Debug, Args)]
@@ -101,23 +100,22 @@ fn import(a: &ImportArgs) -> crate::Result<()> {
             crate::InputError::new(format!("--ram: {}", e.message)).at_field("--ram")
         })?;
     }
-    let text = calibrate::import_to_toml(&opts)?;
-    match &a.output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            // A closed pipe (`| head`) is not an error worth reporting.
-            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-        }
+    let imported = calibrate::import_starpu(&opts)?;
+    if let Some(path) = &a.output {
+        check_distinct(
+            &imported.input_files(),
+            &[RoleFile::new(FileRole::Output("output"), path)],
+        )?;
     }
-    Ok(())
+    let text = calibrate::imported_toml(&imported)?;
+    match &a.output {
+        Some(path) => Ok(write_output(path, text.as_bytes())?),
+        None => super::print(&text),
+    }
 }
 
 fn show(a: &ShowArgs) -> crate::Result<()> {
     let m = crate::machine::load(&a.file)?;
     let text = calibrate::show::render(&m, a.codelet.as_deref()).map_err(|e| e.in_file(&a.file))?;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-    Ok(())
+    super::print(&text)
 }

@@ -18,9 +18,8 @@ pub fn run(args: &CheckArgs) -> crate::Result<()> {
     let cluster = crate::cluster::load(&args.file)?;
     if cluster.nic().is_none() {
         // A plain machine file: its own summary, as always.
-        print!("{}", cluster.node_machine().summary());
+        super::print(&cluster.node_machine().summary())
     } else {
-        print!("{}", cluster.summary().map_err(|e| e.in_file(&args.file))?);
+        super::print(&cluster.summary().map_err(|e| e.in_file(&args.file))?)
     }
-    Ok(())
 }

@@ -55,25 +55,21 @@ pub fn run(args: &CrosscheckArgs) -> Result<(), Error> {
             "kind": kind,
             "crosscheck": outcome,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?
-        );
+        let mut text =
+            serde_json::to_string_pretty(&value).map_err(|e| Error::Internal(e.to_string()))?;
+        text.push('\n');
+        super::print(&text)
     } else {
-        print!(
-            "{}",
-            crosscheck::text(
-                &format!(
-                    "{} ({} on {}, {} node(s), {} rank(s))",
-                    sc.name,
-                    kind,
-                    cluster.name(),
-                    cluster.nodes(),
-                    cluster.ranks()
-                ),
-                &outcome
-            )
-        );
+        super::print(&crosscheck::text(
+            &format!(
+                "{} ({} on {}, {} node(s), {} rank(s))",
+                sc.name,
+                kind,
+                cluster.name(),
+                cluster.nodes(),
+                cluster.ranks()
+            ),
+            &outcome,
+        ))
     }
-    Ok(())
 }

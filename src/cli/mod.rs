@@ -1,7 +1,11 @@
 //! The command-line front end. `main.rs` calls [`main`]; each subcommand lives in its own
 //! module and returns a [`crate::Result`], so the exit status is decided in one place:
-//! 0 on success, 2 for bad input (usage errors included), 1 for internal errors.
+//! 0 on success, 2 for bad input (usage errors included) and for an output that cannot be
+//! written (a bad path, a full disk), 1 for internal errors. Every command prints through
+//! [`print`] and writes files through [`crate::files`], so a closed pipe ends it quietly and
+//! a file is replaced only when complete.
 
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -9,7 +13,7 @@ use clap::{Parser, Subcommand};
 mod calibrate;
 mod check;
 mod crosscheck;
-mod model;
+pub mod model;
 mod net;
 mod run;
 mod sweep;
@@ -63,10 +67,30 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hetsim: error: {e}");
+            // Not `eprintln!`, which panics when stderr cannot be written (`2>/dev/full`).
+            let _ = writeln!(std::io::stderr().lock(), "hetsim: error: {e}");
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// Print `text` on stdout. A closed pipe (`hetsim check FILE | head -1`) is not an error: the
+/// reader has what it wanted, and the command ends quietly with status 0, as other Unix tools
+/// do. Any other failure (`> /dev/full`) is an error (exit status 2).
+fn print(text: &str) -> crate::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => {
+            Err(crate::InputError::new(format!("cannot write to standard output: {e}")).into())
+        }
+    }
+}
+
+/// A note on stderr (`eprintln!` without its panic when stderr cannot be written).
+fn note(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
 /// The registered schedulers, one per line with its rule and its options (the text after

@@ -9,16 +9,15 @@
 //! status 2) naming the parameter.
 
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Write};
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::json_line;
+use crate::InputError;
 use crate::analytic::params::{Evaluation, Need, ParamType, Value, format_number};
 use crate::analytic::{MODELS, ModelEntry, Params};
 use crate::error::read_input;
-use crate::{Error, InputError};
 
 /// Options of `hetsim model`.
 #[derive(Debug, Args)]
@@ -86,7 +85,27 @@ fn evaluate(params: &Params) -> Result<Evaluation, InputError> {
         // An unreadable file is reported only if the model reads it.
         p.set_file_text(&key, read_input(std::path::Path::new(&path)));
     }
-    (p.model().evaluate)(&p)
+    let ev = (p.model().evaluate)(&p)?;
+    // A parameter given but never read would be silently ignored: the user meant something
+    // the model does not do.
+    if let Some(key) = p.unused().first() {
+        return Err(InputError::new(format!(
+            "parameter `{key}` is not used by `{}` with the other parameters given; remove it \
+             (see `hetsim model {} --help-params`)",
+            p.model().name,
+            p.model().name
+        ))
+        .at_field(*key));
+    }
+    // The models' figures are finite for finite parameters in their ranges; anything else is
+    // a parameter out of range that the model did not catch.
+    if let Some((name, v, _)) = ev.terms.iter().find(|t| !t.1.is_finite()) {
+        return Err(InputError::new(format!(
+            "the parameters give {name} = {v}: a parameter is out of the model's range (a zero \
+             rate or size, or figures that overflow)"
+        )));
+    }
+    Ok(ev)
 }
 
 fn model_of(text: &str) -> Result<&'static ModelEntry, InputError> {
@@ -302,13 +321,7 @@ fn text_sweep(p: &Params, key: &str, rows: &[(String, Evaluation)]) -> String {
 
 /// Run `hetsim model`.
 pub fn run(args: &ModelArgs) -> crate::Result<()> {
-    let text = render(args)?;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Error::Internal(format!("cannot write to stdout: {e}"))),
-    }
+    super::print(&render(args)?)
 }
 
 #[cfg(test)]

@@ -41,6 +41,5 @@ impl From<SharingArg> for SharingMode {
 pub fn run(args: &NetArgs) -> crate::Result<()> {
     let case = netcase::load(&args.case)?;
     let results = case.run(args.sharing.into());
-    println!("{}", netcase::finish_times_json(&results));
-    Ok(())
+    super::print(&format!("{}\n", netcase::finish_times_json(&results)))
 }

@@ -4,18 +4,17 @@
 //! report (or one JSON object), and write the traces asked for (a flag per registered trace
 //! format, [`crate::trace::FORMATS`]).
 
-use std::io::{ErrorKind, Write};
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::json_line;
+use crate::files::{FileRole, OutputFile, RoleFile, check_distinct};
 use crate::report_text::{self, Detail, Links};
 use crate::runtime::Observer;
 use crate::scenario::{self, Override};
 use crate::trace::formats::{OptionDoc, OptionValues};
 use crate::trace::{FORMATS, TraceFormat, TraceOptions, TraceWriter};
-use crate::{Error, InputError};
 
 /// Options of `hetsim run`.
 #[derive(Debug, Args)]
@@ -144,14 +143,24 @@ impl clap::Args for TraceArgs {
     }
 }
 
-/// The trace writers asked for, each with its file.
-struct Writers(Vec<(PathBuf, Box<dyn TraceWriter>)>);
+/// The trace writers asked for, each with its file (a temporary file renamed into place by
+/// [`Writers::finish`]; dropped before, it leaves the target as it was).
+struct Writers(Vec<(OutputFile, Box<dyn TraceWriter>)>);
 
 impl Writers {
-    fn create(args: &TraceArgs) -> crate::Result<Self> {
+    /// Refuse traces that would overwrite an input or each other, then start writing them.
+    fn create(args: &TraceArgs, inputs: &[RoleFile]) -> crate::Result<Self> {
+        let outputs: Vec<RoleFile> = args
+            .traces
+            .iter()
+            .map(|(f, path, _)| RoleFile::new(FileRole::Output(f.name), path))
+            .collect();
+        check_distinct(inputs, &outputs)?;
         let mut v = Vec::with_capacity(args.traces.len());
         for (f, path, options) in &args.traces {
-            v.push((path.clone(), (f.create)(path, options)?));
+            let out = OutputFile::create(path)?;
+            let w = (f.create)(out.writer()?, options)?;
+            v.push((out, w));
         }
         Ok(Writers(v))
     }
@@ -163,12 +172,16 @@ impl Writers {
             .collect()
     }
 
-    /// Flush every file; the first failure is reported with its file.
+    /// Complete every file, then put them all in place; the first failure is reported with
+    /// its file, and then none is replaced.
     fn finish(self) -> crate::Result<()> {
-        for (path, w) in self.0 {
-            w.finish().map_err(|e| {
-                Error::from(InputError::new(format!("cannot write trace: {e}")).in_file(&path))
-            })?;
+        let mut done = Vec::with_capacity(self.0.len());
+        for (out, w) in self.0 {
+            w.finish().map_err(|e| out.error(&e))?;
+            done.push(out);
+        }
+        for out in done {
+            out.commit()?;
         }
         Ok(())
     }
@@ -202,7 +215,12 @@ pub fn overrides(args: &RunArgs) -> crate::Result<Vec<Override>> {
 pub fn run(args: &RunArgs) -> crate::Result<()> {
     let ovs = overrides(args)?;
     let sc = scenario::load(&args.scenario, &ovs)?;
-    let mut writers = Writers::create(&args.traces)?;
+    let inputs = if args.traces.traces.is_empty() {
+        Vec::new()
+    } else {
+        sc.input_files()?
+    };
+    let mut writers = Writers::create(&args.traces, &inputs)?;
     let mut progress = Progress::new(!(args.quiet || args.json));
     let mut observers = writers.observers();
     observers.push(&mut progress);
@@ -214,7 +232,7 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
     } else {
         report_text::render(&sc, &report, detail(args), args.links.into())
     };
-    write_stdout(&text)
+    super::print(&text)
 }
 
 /// A progress bar on stderr (tasks done out of total) for runs that take more than a second;
@@ -291,16 +309,6 @@ fn detail(args: &RunArgs) -> Detail {
         Detail::Summary
     } else {
         Detail::Full
-    }
-}
-
-/// Write to stdout; a closed pipe (`hetsim run ... | head -1`) is not an error.
-fn write_stdout(text: &str) -> crate::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Error::Internal(format!("cannot write to stdout: {e}"))),
     }
 }
 

@@ -15,7 +15,7 @@ use hetsim::analytic::hpl::{
     self, MclHplParams, MclLayer, equivalent_bandwidth_bytes_per_sec, latency_from_cycles_s,
     rpeak_flops_per_sec,
 };
-use hetsim::analytic::loggp::{Device, MhLogGpCalibration, mhloggp_p2p};
+use hetsim::analytic::loggp::{Location, MhLogGpCalibration, mhloggp_p2p};
 use hetsim::analytic::mmgp::{MmgpParams, mmgp, mmgp_search};
 use hetsim::analytic::roofline::{self, improved_roofline_from_intensity};
 use hetsim::analytic::stencil::{BandwidthModel, fit_bandwidth_model};
@@ -83,15 +83,15 @@ fn assert_within(what: &str, got: f64, paper: f64, tol: f64) {
 
 const FACTS: &str = "seed004_stencil_facts.csv";
 
-fn k20x() -> roofline::Device {
-    roofline::Device {
+fn k20x() -> roofline::Peaks {
+    roofline::Peaks {
         peak_flops_per_sec: fact(FACTS, "k20x_peak_flops"),
         peak_bytes_per_sec: fact(FACTS, "k20x_peak_bw"),
     }
 }
 
-fn m2050() -> roofline::Device {
-    roofline::Device {
+fn m2050() -> roofline::Peaks {
+    roofline::Peaks {
         peak_flops_per_sec: fact(FACTS, "m2050_peak_flops"),
         peak_bytes_per_sec: fact(FACTS, "m2050_peak_bw"),
     }
@@ -333,7 +333,7 @@ fn mhloggp_csv_tables_equal_the_built_in_calibration() {
     assert_eq!(cal, MhLogGpCalibration::dawning_tc3600());
     // 1 MB GPU→GPU, not the first message: o_s = org + oscn = 824 + 65; l = 755;
     // o_r = orn + ord = 67 + 381; (k − 1)·G = 1048575 × 0.000845 µs.
-    let d = mhloggp_p2p(&cal, Device::Gpu, Device::Gpu, 1048576.0, false).unwrap();
+    let d = mhloggp_p2p(&cal, Location::Gpu, Location::Gpu, 1048576.0, false).unwrap();
     let want = (824.0 + 65.0 + 755.0 + 67.0 + 381.0 + 1048575.0 * 0.000845) * 1e-6;
     assert!(rel(d.total_s, want).abs() < 1e-12);
 }

@@ -6,6 +6,8 @@
 // Figures are typed exactly as StarPU's files write them.
 #![allow(clippy::excessive_precision)]
 
+use crate::common::{close, repo};
+
 use crate::common::hetsim;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -15,19 +17,11 @@ use hetsim::fluid::{FlowSpec, FluidNetwork, LinkId as FluidLink, Sharing, Sharin
 use hetsim::machine::{self, GpuId, Machine};
 use hetsim::perfmodel::{DeviceKind, DeviceRef, DeviceSelector};
 
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
 const SAMPLES: &str = "tests/data/starpu-samples/starpu-sampling";
 const GEMINI: &str = "tests/data/starpu-samples/starpu-sampling-icpp2023-gemini";
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-12 * b.abs()
 }
 
 /// The options `scripts/import-starpu-library.sh` uses, without the header notes.
@@ -458,11 +452,16 @@ fn bus_figures_match_the_sample_files() {
     // <link id="PCI:0000:[00-13] through" bandwidth="13037706632.395157Bps" latency="0.000000s"/>
     let idgraf = load("idgraf");
     let l = idgraf.link_by_name("PCI:0000:[00-13] through").unwrap();
-    assert!(close(l.bandwidth_bytes_per_sec, 13_037_706_632.395157));
+    assert!(close(
+        l.bandwidth_bytes_per_sec,
+        13_037_706_632.395157,
+        1e-12
+    ));
     // line 72: <link id="Host" bandwidth="6520981045.053596Bps" latency="0.000000s"/>
     assert!(close(
         idgraf.link_by_name("Host").unwrap().bandwidth_bytes_per_sec,
-        6_520_981_045.053596
+        6_520_981_045.053596,
+        1e-12
     ));
     // idgraf.config: 12 CPUs, 8 CUDA devices; <prop id="memsize" value="2817982464"/>.
     assert_eq!(idgraf.cpu_cores(), 12);
@@ -503,7 +502,8 @@ fn bus_figures_match_the_sample_files() {
             .link_by_name("Share")
             .unwrap()
             .bandwidth_bytes_per_sec,
-        5_988_971_975.023217
+        5_988_971_975.023217,
+        1e-12
     ));
     assert_eq!(
         route_names(&hannibal, "RAM", "CUDA0"),
@@ -515,7 +515,8 @@ fn bus_figures_match_the_sample_files() {
             .link_by_name("RAM-CUDA0")
             .unwrap()
             .bandwidth_bytes_per_sec,
-        1_653_658_596.433726
+        1_653_658_596.433726,
+        1e-12
     ));
 
     // gemini-1-cho_dep_corrected.platform.v4.xml line 151:
@@ -523,7 +524,11 @@ fn bus_figures_match_the_sample_files() {
     // pair whose route (line 283) is that link alone; line 113: Interconnect 41060000000Bps.
     let gemini = load("gemini");
     let nv = gemini.link_by_name("CUDA0-CUDA3").unwrap();
-    assert!(close(nv.bandwidth_bytes_per_sec, 47_812_592_269.543030));
+    assert!(close(
+        nv.bandwidth_bytes_per_sec,
+        47_812_592_269.543030,
+        1e-12
+    ));
     assert!((nv.latency_s - 10e-6).abs() < 1e-15);
     assert_eq!(route_names(&gemini, "CUDA0", "CUDA3"), ["CUDA0-CUDA3"]);
     assert!(close(
@@ -531,7 +536,8 @@ fn bus_figures_match_the_sample_files() {
             .link_by_name("Interconnect")
             .unwrap()
             .bandwidth_bytes_per_sec,
-        41_060_000_000.0
+        41_060_000_000.0,
+        1e-12
     ));
     // memsize 34089730048 (32 GB V100); 40 CPUs, 8 CUDA devices.
     assert_eq!(
@@ -561,7 +567,7 @@ fn codelet_figures_match_the_sample_files() {
         DeviceSelector::Gpu(GpuId(1)),
         24883200,
     );
-    assert!(close(mean, 2.632193e-3) && close(dev, 3.963412e-4) && n == 9174);
+    assert!(close(mean, 2.632193e-3, 1e-12) && close(dev, 3.963412e-4, 1e-12) && n == 9174);
     // line 179 (cpu0_impl0): 112 ms on one core.
     let (mean, ..) = mean_s(
         &sirocco,
@@ -569,7 +575,7 @@ fn codelet_figures_match_the_sample_files() {
         DeviceSelector::Kind(DeviceKind::Cpu),
         24883200,
     );
-    assert!(close(mean, 1.120418e-1));
+    assert!(close(mean, 1.120418e-1, 1e-12));
     // GFlop/s: 5.971968e+09 flop in 2.632193e+03 us.
     let e = sirocco
         .perf_models()
@@ -590,7 +596,7 @@ fn codelet_figures_match_the_sample_files() {
         DeviceSelector::Gpu(GpuId(0)),
         29491200,
     );
-    assert!(close(mean, 1.123499e-2) && n == 106);
+    assert!(close(mean, 1.123499e-2, 1e-12) && n == 106);
     let text = std::fs::read_to_string(repo("calibration/attila.toml")).unwrap();
     assert!(text.contains("# dropped line 81 (footprint c00cf6b7"));
 
@@ -638,13 +644,13 @@ fn lookup_is_exact_size_then_regression_then_an_error_listing_sizes() {
     let t = pm
         .predict_s("nl_synthetic", DeviceRef::Cpu, 1000, 0.0)
         .unwrap();
-    assert!(close(t, 70e-6), "{t}");
+    assert!(close(t, 70e-6, 1e-12), "{t}");
     // 10000 B: no entry, the regression applies in [0.9*1000, 1.1*100000]:
     // 2e-3 * 10000^1.5 + 5 = 2005 us.
     let t = pm
         .predict_s("nl_synthetic", DeviceRef::Cpu, 10_000, 0.0)
         .unwrap();
-    assert!(close(t, 2005e-6), "{t}");
+    assert!(close(t, 2005e-6, 1e-12), "{t}");
     let t = pm
         .predict_s("nl_synthetic", DeviceRef::Cpu, 900, 0.0)
         .unwrap();

@@ -4,12 +4,9 @@
 //! rows of `bus/<host>.affinity`), never from hetsim's output or its machine files.
 
 use crate::common::hetsim;
+use crate::common::repo;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
+use std::path::Path;
 
 const SAMPLES: &str = "tests/data/starpu-samples/starpu-sampling";
 const GEMINI: &str = "tests/data/starpu-samples/starpu-sampling-icpp2023-gemini";

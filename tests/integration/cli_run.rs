@@ -5,6 +5,7 @@
 //! The test machine (`tests/data/run/tiny.toml`) has peak flop rates, so kernel durations come
 //! from the flop-rate model and no calibration is needed.
 
+use crate::common::close;
 use crate::common::hetsim;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -75,10 +76,6 @@ fn cholesky_flops(t: u64, nb: u64) -> f64 {
 /// Tasks of a tiled LU: T getrf, T(T−1)/2 trsm of each kind, Σ (T−k−1)² gemm.
 fn lu_tasks(t: u64) -> u64 {
     t + t * (t - 1) + (t - 1) * t * (2 * t - 1) / 6
-}
-
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * a.abs().max(b.abs())
 }
 
 #[test]

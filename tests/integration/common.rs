@@ -2,6 +2,8 @@
 
 use std::process::{Command, Output, Stdio};
 
+pub use hetsim_testkit::{assert_close, close, repo};
+
 /// Run the `hetsim` binary with `args` from the crate root, stdin closed (as in CI).
 pub fn hetsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hetsim"))
@@ -12,18 +14,27 @@ pub fn hetsim(args: &[&str]) -> Output {
         .expect("run hetsim")
 }
 
-/// One multi-node row of `docs/validation/starpu14-mpi-cholesky.csv` (StarPU-MPI 1.4.12's
-/// distributed Cholesky in SimGrid mode), with the fields as the CSV writes them.
+/// One row of `docs/validation/starpu14-mpi-cholesky.csv` (StarPU-MPI 1.4.12's distributed
+/// Cholesky in SimGrid mode), with the fields as the CSV writes them.
 pub struct MpiCell {
     pub nodes: String,
     pub sched: String,
     pub n: String,
     pub sim_ms: f64,
     pub mpi_sends: String,
+    pub mpi_bytes: String,
 }
 
 /// The multi-node rows of `docs/validation/starpu14-mpi-cholesky.csv`, in file order.
 pub fn starpu_mpi_cells() -> Vec<MpiCell> {
+    starpu_mpi_rows()
+        .into_iter()
+        .filter(|c| c.nodes != "1")
+        .collect()
+}
+
+/// Every row of `docs/validation/starpu14-mpi-cholesky.csv` (one node too), in file order.
+pub fn starpu_mpi_rows() -> Vec<MpiCell> {
     let csv = std::fs::read_to_string(hetsim_testkit::repo(
         "docs/validation/starpu14-mpi-cholesky.csv",
     ))
@@ -32,15 +43,15 @@ pub fn starpu_mpi_cells() -> Vec<MpiCell> {
     let header: Vec<&str> = rows.next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let (nodes, sched, n) = (col("nodes"), col("sched"), col("n"));
-    let (sim_ms, sends) = (col("sim_ms"), col("mpi_sends"));
+    let (sim_ms, sends, bytes) = (col("sim_ms"), col("mpi_sends"), col("mpi_bytes"));
     rows.map(|row| row.split(',').collect::<Vec<_>>())
-        .filter(|f| f[nodes] != "1")
         .map(|f| MpiCell {
             nodes: f[nodes].to_string(),
             sched: f[sched].to_string(),
             n: f[n].to_string(),
             sim_ms: f[sim_ms].parse().unwrap(),
             mpi_sends: f[sends].to_string(),
+            mpi_bytes: f[bytes].to_string(),
         })
         .collect()
 }

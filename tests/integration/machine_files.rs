@@ -5,22 +5,15 @@
 // so that they can be compared with the source by eye.
 #![allow(clippy::excessive_precision)]
 
+use crate::common::{close, repo};
+
 use crate::common::hetsim;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hetsim::machine::{self, Direction, Machine, MemKind, Sharing, TransferModel};
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
+use hetsim::machine::{self, Direction, LinkPolicy, Machine, MemKind, TransferModel};
 
 fn load(rel: &str) -> Machine {
     machine::load(repo(rel)).unwrap_or_else(|e| panic!("{rel} should load: {e}"))
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-12 * b.abs()
 }
 
 fn route_names(m: &Machine, src: &str, dst: &str) -> Vec<String> {
@@ -81,12 +74,12 @@ fn mirage_matches_starpu_sample_files() {
             .link_by_name(name)
             .unwrap_or_else(|| panic!("no link {name}"));
         assert!(
-            close(l.bandwidth_bytes_per_sec, bw),
+            close(l.bandwidth_bytes_per_sec, bw, 1e-12),
             "{name}: {}",
             l.bandwidth_bytes_per_sec
         );
         assert!((l.latency_s - lat).abs() < 1e-15, "{name}: {}", l.latency_s);
-        assert_eq!(l.sharing, Sharing::Shared);
+        assert_eq!(l.sharing, LinkPolicy::Shared);
     }
     // 13 CUDA links (6 RAM<->CUDA, 6 CUDA<->CUDA, Host) + 21 PCI links; no OpenCL, no DISK.
     assert_eq!(m.links().len(), 34);
@@ -139,11 +132,16 @@ fn attila_matches_starpu_sample_files() {
     }
     // <link id="RAM-CUDA2" bandwidth="5231971524.585075Bps" latency="0.000010s"/>
     let l = m.link_by_name("RAM-CUDA2").unwrap();
-    assert!(close(l.bandwidth_bytes_per_sec, 5_231_971_524.585075));
+    assert!(close(
+        l.bandwidth_bytes_per_sec,
+        5_231_971_524.585075,
+        1e-12
+    ));
     // <link id="Host" bandwidth="6526732233.112210Bps" latency="0.000000s"/>
     assert!(close(
         m.link_by_name("Host").unwrap().bandwidth_bytes_per_sec,
-        6_526_732_233.112210
+        6_526_732_233.112210,
+        1e-12
     ));
     // <route src="CUDA0" dst="CUDA1">: same PCI switch, so it does not cross Host.
     assert!(!route_names(&m, "CUDA0", "CUDA1").contains(&"Host".to_string()));
@@ -166,8 +164,8 @@ fn tsubame2_node_uses_the_stencil_model_of_seed_004() {
             let Some(TransferModel::Stencil(s)) = &r.model else {
                 panic!("{} route should carry the stencil model", g.name)
             };
-            assert!(close(s.b0_bytes_per_sec(), 4.29e9));
-            assert!(close(s.t0_s(), 16.9e-6));
+            assert!(close(s.b0_bytes_per_sec(), 4.29e9, 1e-12));
+            assert!(close(s.t0_s(), 16.9e-6, 1e-12));
             // 1 MiB: 1048576 / 4.29e9 + 16.9e-6 = 261.32331e-6 s (to 10 ps).
             let model = r.model.as_ref().unwrap();
             assert!((model.duration_secs(1_048_576.0) - 261.32331e-6).abs() < 1e-11);

@@ -5,21 +5,15 @@
 // Figures are typed exactly as StarPU's files write them.
 #![allow(clippy::excessive_precision)]
 
-use std::path::{Path, PathBuf};
+use crate::common::{close, repo};
+
+use std::path::Path;
 
 use hetsim::machine::{self, GpuId, Machine};
 use hetsim::perfmodel::{
     DeviceKind, DeviceRef, DeviceSelector, Histogram, History, HistoryEntry, NoModelReason, Noise,
     PerfModels, rng_from_seed,
 };
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs()
-}
 
 const CPU: DeviceRef = DeviceRef::Cpu;
 const CUDA0: DeviceRef = DeviceRef::Gpu(GpuId(0));

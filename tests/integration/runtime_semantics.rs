@@ -2,6 +2,7 @@
 //! (allocation, queueing, serialised transfers, kernels, final write-back), invariants checked on
 //! every event of real runs, determinism, and the eviction-deadlock diagnosis.
 
+use crate::common::assert_close;
 use std::collections::BTreeMap;
 
 use hetsim::machine::{self, Machine};
@@ -66,13 +67,6 @@ fn gpu_only(ngpu: u32) -> RunConfig {
     }
 }
 
-fn close(got: f64, want: f64) {
-    assert!(
-        (got - want).abs() <= 1e-9 * want.abs(),
-        "got {got:.12e}, expected {want:.12e}"
-    );
-}
-
 /// One copy of one tile alone on its pair: queueing, then route latency, then the tile at the
 /// link bandwidth.
 const COPY: f64 = QUEUE + LAT + TILE / BW;
@@ -90,17 +84,21 @@ fn one_gemm_on_one_gpu_by_hand() {
     // the GPU (10 µs).
     let inputs_ready = MALLOC + 3.0 * COPY;
     let kernel = g.tasks()[0].flops / GPU_RATE;
-    close(r.makespan_s, inputs_ready + KQ + kernel);
+    assert_close(r.makespan_s, inputs_ready + KQ + kernel, 1e-9);
     // C was modified on the GPU: one write-back to RAM at the end.
-    close(r.end_with_writeback_s, inputs_ready + KQ + kernel + COPY);
+    assert_close(
+        r.end_with_writeback_s,
+        inputs_ready + KQ + kernel + COPY,
+        1e-9,
+    );
     assert_eq!(r.transfers, 4);
     assert_eq!(r.allocations, 1);
-    close(r.bytes_transferred, 4.0 * TILE);
-    close(r.fetch_bytes, 3.0 * TILE);
-    close(r.writeback_bytes, TILE);
+    assert_close(r.bytes_transferred, 4.0 * TILE, 1e-9);
+    assert_close(r.fetch_bytes, 3.0 * TILE, 1e-9);
+    assert_close(r.writeback_bytes, TILE, 1e-9);
     // The shared host link carried all four copies.
     let host = r.links.iter().find(|l| l.name == "Host").unwrap();
-    close(host.bytes, 4.0 * TILE);
+    assert_close(host.bytes, 4.0 * TILE, 1e-9);
 }
 
 #[test]
@@ -134,9 +132,9 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
         ]
     );
     let makespan = MALLOC + 3.0 * COPY + 2.0 * KQ + d.iter().sum::<f64>();
-    close(r.makespan_s, makespan);
+    assert_close(r.makespan_s, makespan, 1e-9);
     // All three tiles were modified on the GPU: three write-backs, one after the other.
-    close(r.end_with_writeback_s, makespan + 3.0 * COPY);
+    assert_close(r.end_with_writeback_s, makespan + 3.0 * COPY, 1e-9);
     assert_eq!(r.writebacks, 3);
 }
 
@@ -174,7 +172,11 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
     // a: allocate (no copy, write-only), queue, run. b: allocated at start (its worker popped
     // it when it became ready, after a; GPU1 opens its own chunk), then GPU0 → RAM → GPU1,
     // queue, run.
-    close(r.makespan_s, MALLOC + KQ + k + MALLOC + 2.0 * COPY + KQ + k);
+    assert_close(
+        r.makespan_s,
+        MALLOC + KQ + k + MALLOC + 2.0 * COPY + KQ + k,
+        1e-9,
+    );
     assert_eq!(
         r.transfers, 2,
         "staged copy is two transfers; RAM is then valid"
@@ -215,13 +217,13 @@ fn a_synchronous_gpu_codelet_stalls_the_pipeline() {
         };
         simulate(&m, &g, &KERNELS, sc.as_mut(), &cfg).unwrap()
     };
-    close(run(true).makespan_s, MALLOC + k + COPY + KQ + k);
-    close(run(false).makespan_s, MALLOC + KQ + k + k);
+    assert_close(run(true).makespan_s, MALLOC + k + COPY + KQ + k, 1e-9);
+    assert_close(run(false).makespan_s, MALLOC + KQ + k + k, 1e-9);
 }
 
 /// Checks every event of a run against the runtime's invariants.
 #[derive(Default)]
-struct Invariants {
+pub(crate) struct Invariants {
     capacity: Vec<u64>,
     preds: BTreeMap<u32, Vec<u32>>,
     started: BTreeMap<u32, f64>,
@@ -230,8 +232,8 @@ struct Invariants {
     last_write: BTreeMap<u32, (f64, u32)>,
     ram_versions: BTreeMap<u32, u32>,
     written: BTreeMap<u32, u32>,
-    events: u64,
-    fingerprint: u64,
+    pub(crate) events: u64,
+    pub(crate) fingerprint: u64,
     writes: Vec<Vec<u32>>,
 }
 
@@ -345,9 +347,27 @@ fn check_run(
     sched_name: &str,
     config: &RunConfig,
 ) -> (hetsim::runtime::RunReport, Invariants) {
+    let (r, inv) = run_observed(m, g, sched_name, config, &KERNELS).unwrap();
+    assert_invariants(g, &r, &inv);
+    (r, inv)
+}
+
+/// Run under `sched_name` with the invariants watching every event.
+pub(crate) fn run_observed(
+    m: &Machine,
+    g: &TaskGraph,
+    sched_name: &str,
+    config: &RunConfig,
+    kernels: &FlopRate,
+) -> hetsim::Result<(hetsim::runtime::RunReport, Invariants)> {
     let mut inv = Invariants::new(m, g);
     let mut s = sched::by_name(sched_name, config.seed).unwrap();
-    let r = simulate_observed(m, g, &KERNELS, s.as_mut(), config, &mut inv).unwrap();
+    let r = simulate_observed(m, g, kernels, s.as_mut(), config, &mut inv)?;
+    Ok((r, inv))
+}
+
+/// What must hold at the end of a run (the per-event checks run in [`Invariants`]).
+pub(crate) fn assert_invariants(g: &TaskGraph, r: &hetsim::runtime::RunReport, inv: &Invariants) {
     assert_eq!(
         inv.started.len(),
         g.num_tasks(),
@@ -365,9 +385,12 @@ fn check_run(
         );
     }
     for w in &r.workers {
-        close(w.busy_s + w.waiting_s + w.idle_s, r.end_with_writeback_s);
+        assert_close(
+            w.busy_s + w.waiting_s + w.idle_s,
+            r.end_with_writeback_s,
+            1e-9,
+        );
     }
-    (r, inv)
 }
 
 #[test]

@@ -2,21 +2,13 @@
 //! loads, carries the figures of its source (typed here from the papers and validation CSVs), and
 //! its Cholesky scenario runs to completion.
 
-use std::path::{Path, PathBuf};
+use crate::common::{close, repo};
 
 use hetsim::machine::{self, Direction, Machine, TransferModel};
 use hetsim::perfmodel::DeviceRef;
 
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
 fn load(rel: &str) -> Machine {
     machine::load(repo(rel)).unwrap_or_else(|e| panic!("{rel} should load: {e}"))
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * b.abs()
 }
 
 const FILES: [&str; 4] = [
@@ -81,8 +73,8 @@ fn cray_xk6m_figures_of_seed_004() {
         let Some(TransferModel::Stencil(s)) = &m.route(src, dst).unwrap().model else {
             panic!("the K20X routes should carry the stencil model")
         };
-        assert!(close(s.b0_bytes_per_sec(), 6.34e9));
-        assert!(close(s.t0_s(), 41.5e-6));
+        assert!(close(s.b0_bytes_per_sec(), 6.34e9, 1e-9));
+        assert!(close(s.t0_s(), 41.5e-6, 1e-9));
     }
 }
 
@@ -121,7 +113,11 @@ fn dawning_figures_of_seed_000() {
         assert_eq!(pts.len(), 9);
         for (size, secs) in expect {
             let p = pts.iter().find(|p| p.0 == size).expect("table size");
-            assert!(close(p.1, secs), "{size} B: {} s, expected {secs} s", p.1);
+            assert!(
+                close(p.1, secs, 1e-9),
+                "{size} B: {} s, expected {secs} s",
+                p.1
+            );
         }
     }
 }

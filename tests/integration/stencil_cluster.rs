@@ -3,6 +3,7 @@
 //! The clusters are built here from the node files and the network figures of the cluster files
 //! (calibration/*-cluster.toml), so that the tests do not depend on the cluster-file reader.
 
+use crate::common::close;
 use hetsim::cluster::{Cluster, Nic, OverheadTable, Switch};
 use hetsim::machine::MemNodeId;
 use hetsim::programs::simulate_program_default as run;
@@ -81,10 +82,6 @@ fn messages(r: &RunReport) -> u64 {
     r.cluster.as_ref().map_or(0, |c| c.messages)
 }
 
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * b.abs()
-}
-
 #[test]
 fn one_exchange_on_two_cray_nodes_by_hand() {
     // 64³ diffusion on 2 ranks (1 × 2): each subdomain 64 × 64 × 32 = 131072 points.
@@ -104,11 +101,11 @@ fn one_exchange_on_two_cray_nodes_by_hand() {
     let nic = 16384.0 / 9.87e9 + 3.75e-6;
     let expected = kernel + 2.0 * pcie + nic;
     assert!(
-        close(r.makespan_s, expected),
+        close(r.makespan_s, expected, 1e-9),
         "{} vs {expected}",
         r.makespan_s
     );
-    assert!(close(gpu_busy(&r)[0], kernel));
+    assert!(close(gpu_busy(&r)[0], kernel, 1e-9));
     assert_eq!(messages(&r), 2);
 }
 
@@ -131,7 +128,7 @@ fn overlapping_beats_non_overlapping_on_a_small_cluster() {
         non.makespan_s
     );
     // Same useful work either way.
-    assert!(close(ovl.total_flops, non.total_flops));
+    assert!(close(ovl.total_flops, non.total_flops, 1e-9));
 }
 
 #[test]
@@ -160,7 +157,7 @@ fn matmul_runs_and_counts_its_flops() {
     // n = 512 on 3 Cray nodes: master + 2 workers; 2n³ flops, all on the workers' GPUs.
     let s: MatmulSpec = toml::from_str("n = 512\ngpu_init = \"0.1 s\"\n").unwrap();
     let r = exec(&s, &cray(3));
-    assert!(close(r.total_flops, 2.0 * 512f64.powi(3)));
+    assert!(close(r.total_flops, 2.0 * 512f64.powi(3), 1e-9));
     // At least: the GPU initialisation (0.1 s) after the first block arrives.
     assert!(r.makespan_s > 0.1);
     // 2 A blocks, B by a binomial broadcast over 3 ranks (2 messages into host memory), 2

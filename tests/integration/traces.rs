@@ -7,6 +7,7 @@
 //! `pj_dump` is looked up on the PATH. Without it the Paje checks that need it are skipped
 //! with a message, unless `CI` is set, in which case its absence fails the test.
 
+use crate::common::assert_close;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -143,7 +144,7 @@ fn expected_counts(g: &TaskGraph) -> BTreeMap<String, usize> {
 
 /// `pj_dump`'s output for `path`, or `None` if `pj_dump` is not installed (a failure if `CI`
 /// is set). Panics if it rejects the file.
-fn pj_dump(path: &Path) -> Option<String> {
+pub(crate) fn pj_dump(path: &Path) -> Option<String> {
     match Command::new("pj_dump").arg(path).output() {
         Ok(out) => {
             assert!(
@@ -188,7 +189,7 @@ fn executing_per_codelet(dump: &str) -> BTreeMap<String, usize> {
 
 /// Our own checks of a Paje file: no comment lines, every event line's date (field 2 of the
 /// timestamped events) never decreases, definitions before events.
-fn check_paje_text(path: &Path) {
+pub(crate) fn check_paje_text(path: &Path) {
     let text = std::fs::read_to_string(path).unwrap();
     let timestamped: BTreeSet<&str> = ["7", "8", "9", "10", "13", "18", "19", "20", "24"]
         .into_iter()
@@ -230,6 +231,13 @@ fn check_paje(path: &Path, g: &TaskGraph) {
 
 /// Structural checks of a Chrome trace; returns the number of task events per codelet.
 fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
+    check_chrome_file(path, g.num_tasks())
+}
+
+/// Structural checks of a Chrome trace of a run of `tasks` tasks (valid JSON, required
+/// fields, every begin closed, every arrow with both ends, pids and tids named, slices of a
+/// thread apart); returns the number of task events per codelet.
+pub(crate) fn check_chrome_file(path: &Path, tasks_run: usize) -> BTreeMap<String, usize> {
     let text = std::fs::read_to_string(path).unwrap();
     let doc: Value = serde_json::from_str(&text).expect("valid JSON");
     assert!(doc["otherData"]["seed"].is_u64());
@@ -313,6 +321,9 @@ fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
                 if o.get("flow_out") == Some(&Value::Bool(true)) {
                     flow_out.insert(o["bind_id"].as_u64().unwrap(), ts);
                 }
+                if o.get("flow_in") == Some(&Value::Bool(true)) {
+                    flow_in.push((o["bind_id"].as_u64().unwrap(), ts));
+                }
             }
             "e" => {
                 let key = (
@@ -340,6 +351,11 @@ fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
         let out = flow_out.get(id).expect("flow_in without its flow_out");
         assert!(out <= ts, "flow {id} ends before it starts");
     }
+    let ends: BTreeSet<u64> = flow_in.iter().map(|f| f.0).collect();
+    assert_eq!(ends.len(), flow_in.len(), "an arrow with two ends");
+    for id in flow_out.keys() {
+        assert!(ends.contains(id), "flow_out {id} without its flow_in");
+    }
     for p in &used_pids {
         assert!(process_names.contains(p), "pid {p} has no process_name");
     }
@@ -361,7 +377,7 @@ fn check_chrome(path: &Path, g: &TaskGraph) -> BTreeMap<String, usize> {
             );
         }
     }
-    assert_eq!(job_ids.len(), g.num_tasks());
+    assert_eq!(job_ids.len(), tasks_run);
     assert!(
         !flow_in.is_empty(),
         "some task gets an arrow from its input"
@@ -627,10 +643,6 @@ fn graph(flops: &[f64], deps: &[(u32, u32)]) -> TaskGraph {
     b.build().unwrap()
 }
 
-fn close(a: f64, b: f64) {
-    assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
-}
-
 #[test]
 fn bounds_of_hand_computed_graphs() {
     // CPU 1 flop/s, GPU 4 flop/s (ratio 4 for every task).
@@ -642,20 +654,24 @@ fn bounds_of_hand_computed_graphs() {
     // over 2 + 4 flop/s; the critical path is the largest task on the GPU.
     let g = graph(&[4.0, 4.0, 8.0], &[]);
     let b = trace::bounds(&g, &k, &workers(2, 1));
-    close(b.area_bound_s, 16.0 / 6.0);
-    close(b.critical_path_s, 2.0);
+    assert_close(b.area_bound_s, 16.0 / 6.0, 1e-12);
+    assert_close(b.critical_path_s, 2.0, 1e-12);
     // A diamond 0 → {1, 2} → 3 of 4, 8, 12, 4 flops: longest path 0, 2, 3 at GPU speed.
     let g = graph(&[4.0, 8.0, 12.0, 4.0], &[(0, 1), (0, 2), (1, 3), (2, 3)]);
     let b = trace::bounds(&g, &k, &workers(1, 1));
-    close(b.critical_path_s, (4.0 + 12.0 + 4.0) / 4.0);
-    close(b.area_bound_s, 28.0 / 5.0);
+    assert_close(b.critical_path_s, (4.0 + 12.0 + 4.0) / 4.0, 1e-12);
+    assert_close(b.area_bound_s, 28.0 / 5.0, 1e-12);
     // CPUs only: the work over the cores.
     let b = trace::bounds(&g, &k, &workers(4, 0));
-    close(b.area_bound_s, 28.0 / 4.0);
-    close(b.critical_path_s, 20.0);
+    assert_close(b.area_bound_s, 28.0 / 4.0, 1e-12);
+    assert_close(b.critical_path_s, 20.0, 1e-12);
     // Dependencies declared against submission order are followed.
     let g = graph(&[4.0, 4.0, 4.0], &[(2, 1), (1, 0)]);
-    close(trace::bounds(&g, &k, &workers(1, 1)).critical_path_s, 3.0);
+    assert_close(
+        trace::bounds(&g, &k, &workers(1, 1)).critical_path_s,
+        3.0,
+        1e-12,
+    );
 }
 
 /// Kernel times per codelet: (cpu, gpu) seconds.
@@ -698,11 +714,15 @@ fn area_bound_splits_by_relative_speed() {
     let g = b.build().unwrap();
     let k = PerCodelet(vec![(10.0, 1.0), (2.0, 1.0)]);
     let bounds = trace::bounds(&g, &k, &workers(1, 1));
-    close(bounds.area_bound_s, 4.0 / 3.0);
-    close(bounds.critical_path_s, 1.0);
+    assert_close(bounds.area_bound_s, 4.0 / 3.0, 1e-12);
+    assert_close(bounds.critical_path_s, 1.0, 1e-12);
     // A GPU-only codelet heavier than everything: the GPU bounds the run.
     let k = PerCodelet(vec![(f64::INFINITY, 10.0), (2.0, 1.0)]);
-    close(trace::bounds(&g, &k, &workers(4, 1)).area_bound_s, 10.0);
+    assert_close(
+        trace::bounds(&g, &k, &workers(4, 1)).area_bound_s,
+        10.0,
+        1e-12,
+    );
 }
 
 #[test]
@@ -716,9 +736,10 @@ fn run_reports_carry_the_bounds() {
         assert!(r.critical_path_s > 0.0 && r.area_bound_s > 0.0);
         // Without kernel noise no schedule beats either bound.
         assert!(r.makespan_s >= r.critical_path_s.max(r.area_bound_s));
-        close(
+        assert_close(
             r.bound_ratio,
             r.makespan_s / r.critical_path_s.max(r.area_bound_s),
+            1e-12,
         );
         let json = serde_json::to_value(&r).unwrap();
         for k in ["critical_path_s", "area_bound_s", "bound_ratio"] {
@@ -782,10 +803,16 @@ fn example_traces_are_valid_and_small() {
 /// `pj_dump` is the strict gate).
 #[test]
 fn vite_reads_the_example_trace() {
-    let svg = tmp("vite.svg");
+    vite_reads(&Path::new(EXAMPLES).join("cholesky-mirage-6x6.paje"));
+}
+
+/// ViTE (if installed) exports the Paje file at `path` and finds no error or warning in it.
+pub(crate) fn vite_reads(path: &Path) {
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    let svg = tmp(&format!("vite-{stem}.svg"));
     let out = match Command::new("vite")
         .env("QT_QPA_PLATFORM", "offscreen")
-        .arg(Path::new(EXAMPLES).join("cholesky-mirage-6x6.paje"))
+        .arg(path)
         .arg("-e")
         .arg(&svg)
         .output()
@@ -803,6 +830,7 @@ fn vite_reads_the_example_trace() {
     );
     assert!(
         text.contains("0 errors and 0 warnings"),
-        "vite complained: {text}"
+        "vite complained about {}: {text}",
+        path.display()
     );
 }

@@ -123,27 +123,27 @@ pub fn plogp_p2p_s(p: &PLogP, bytes: f64) -> Result<f64, InputError> {
 
 /// Where a message's data starts or ends in mHLogGP (Liu et al. 2012 Fig. 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Device {
+pub enum Location {
     /// Host memory, handled by the CPU.
     Cpu,
     /// GPU global memory.
     Gpu,
 }
 
-impl Device {
+impl Location {
     /// `cpu` or `gpu`.
     pub fn name(self) -> &'static str {
         match self {
-            Device::Cpu => "cpu",
-            Device::Gpu => "gpu",
+            Location::Cpu => "cpu",
+            Location::Gpu => "gpu",
         }
     }
 
     /// Parse `cpu` or `gpu`.
-    pub fn parse(text: &str) -> Option<Device> {
+    pub fn parse(text: &str) -> Option<Location> {
         match text {
-            "cpu" => Some(Device::Cpu),
-            "gpu" => Some(Device::Gpu),
+            "cpu" => Some(Location::Cpu),
+            "gpu" => Some(Location::Gpu),
             _ => None,
         }
     }
@@ -318,19 +318,19 @@ fn csv_error(e: &csv::Error, name: &str) -> InputError {
 /// the receiving GPU still has to be initialised (`o_rgb`, about 0.1 s on the paper's machine).
 pub fn mhloggp_p2p(
     cal: &MhLogGpCalibration,
-    sender: Device,
-    receiver: Device,
+    sender: Location,
+    receiver: Location,
     bytes: f64,
     first: bool,
 ) -> Result<P2pCost, InputError> {
     let k = non_negative("bytes", bytes)?;
     let os = match sender {
-        Device::Cpu => cal.oscn_s.at(k),
-        Device::Gpu => cal.osg_s.at(k) + cal.oscn_s.at(k),
+        Location::Cpu => cal.oscn_s.at(k),
+        Location::Gpu => cal.osg_s.at(k) + cal.oscn_s.at(k),
     };
     let or = match receiver {
-        Device::Cpu => cal.orn_s.at(k),
-        Device::Gpu => {
+        Location::Cpu => cal.orn_s.at(k),
+        Location::Gpu => {
             let init = if first { cal.orgb_s.at(k) } else { 0.0 };
             init + cal.orn_s.at(k) + cal.oscd_ord_s.at(k)
         }
@@ -591,9 +591,9 @@ fn calibration(p: &Params) -> Result<(MhLogGpCalibration, bool), InputError> {
 /// `mhloggp`: [`mhloggp_p2p`] in one of its four cases.
 pub fn evaluate_mhloggp(p: &Params) -> Result<Evaluation, InputError> {
     let mut ev = Evaluation::default();
-    let parse = |k: &str| -> Result<Device, InputError> {
+    let parse = |k: &str| -> Result<Location, InputError> {
         let t = p.text(k)?;
-        Device::parse(&t)
+        Location::parse(&t)
             .ok_or_else(|| InputError::new(format!("`{t}` is not cpu or gpu")).at_field(k))
     };
     let (s, r) = (parse("sender")?, parse("receiver")?);
@@ -602,10 +602,10 @@ pub fn evaluate_mhloggp(p: &Params) -> Result<Evaluation, InputError> {
     let c = mhloggp_p2p(&cal, s, r, p.real("bytes")?, first)?;
     p2p_terms(&mut ev, &c);
     let case = match (s, r) {
-        (Device::Cpu, Device::Cpu) => "A (CPU to CPU)",
-        (Device::Cpu, Device::Gpu) => "B (CPU to GPU)",
-        (Device::Gpu, Device::Cpu) => "C (GPU to CPU)",
-        (Device::Gpu, Device::Gpu) => "D (GPU to GPU)",
+        (Location::Cpu, Location::Cpu) => "A (CPU to CPU)",
+        (Location::Cpu, Location::Gpu) => "B (CPU to GPU)",
+        (Location::Gpu, Location::Cpu) => "C (GPU to CPU)",
+        (Location::Gpu, Location::Gpu) => "D (GPU to GPU)",
     };
     ev.note("case", case);
     if builtin {
@@ -620,11 +620,6 @@ pub fn evaluate_bcast(p: &Params) -> Result<Evaluation, InputError> {
     let mut ev = Evaluation::default();
     let procs = p.count("procs")?;
     let bytes = p.real("bytes")?;
-    let thresholds = MpichBcastThresholds {
-        short_msg_bytes: p.real("short_msg_bytes")?,
-        long_msg_bytes: p.real("long_msg_bytes")?,
-        min_procs: p.count("min_procs")?,
-    };
     let table = bcast_params_from_calibration(&MhLogGpCalibration::dawning_tc3600(), procs, bytes)?;
     let mut defaulted = Vec::new();
     let mut pick = |k: &'static str, d: f64| -> Result<f64, InputError> {
@@ -644,7 +639,16 @@ pub fn evaluate_bcast(p: &Params) -> Result<Evaluation, InputError> {
         latency_s: pick("latency_s", table.latency_s)?,
     };
     let algo = match p.text("algorithm")?.as_str() {
-        "auto" => mpich_bcast_algorithm(procs, bytes, &thresholds),
+        // The selection rule's thresholds are read only when the rule chooses: given with a
+        // fixed algorithm, they are unused (and the command says so).
+        "auto" => {
+            let thresholds = MpichBcastThresholds {
+                short_msg_bytes: p.real("short_msg_bytes")?,
+                long_msg_bytes: p.real("long_msg_bytes")?,
+                min_procs: p.count("min_procs")?,
+            };
+            mpich_bcast_algorithm(procs, bytes, &thresholds)
+        }
         other => BcastAlgorithm::parse(other).ok_or_else(|| {
             InputError::new(format!("unknown algorithm `{other}`")).at_field("algorithm")
         })?,
@@ -731,16 +735,16 @@ mod tests {
         // Table 2: G = 0.004577 µs/B.
         let tr = 65535.0 * 0.004577e-6;
         let us = 1e-6;
-        let a = mhloggp_p2p(&cal, Device::Cpu, Device::Cpu, k, true).unwrap();
+        let a = mhloggp_p2p(&cal, Location::Cpu, Location::Cpu, k, true).unwrap();
         assert!(close(a.total_s, (17.0 + 268.0 + 15.0) * us + tr));
-        let b = mhloggp_p2p(&cal, Device::Cpu, Device::Gpu, k, true).unwrap();
+        let b = mhloggp_p2p(&cal, Location::Cpu, Location::Gpu, k, true).unwrap();
         assert!(close(b.recv_overhead_s, (109455.0 + 15.0 + 64.0) * us));
-        let b2 = mhloggp_p2p(&cal, Device::Cpu, Device::Gpu, k, false).unwrap();
+        let b2 = mhloggp_p2p(&cal, Location::Cpu, Location::Gpu, k, false).unwrap();
         assert!(close(b2.recv_overhead_s, (15.0 + 64.0) * us));
-        let c = mhloggp_p2p(&cal, Device::Gpu, Device::Cpu, k, true).unwrap();
+        let c = mhloggp_p2p(&cal, Location::Gpu, Location::Cpu, k, true).unwrap();
         assert!(close(c.send_overhead_s, (50.0 + 17.0) * us));
         assert!(close(c.recv_overhead_s, 15.0 * us));
-        let d = mhloggp_p2p(&cal, Device::Gpu, Device::Gpu, k, false).unwrap();
+        let d = mhloggp_p2p(&cal, Location::Gpu, Location::Gpu, k, false).unwrap();
         assert!(close(
             d.total_s,
             (50.0 + 17.0 + 268.0 + 15.0 + 64.0) * us + tr

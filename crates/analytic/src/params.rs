@@ -9,7 +9,8 @@
 //! parameter of type [`ParamType::Path`] names a file; the front end reads it and hands its
 //! text over ([`Params::set_file_text`]), so nothing here does I/O.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 
 use hetsim_core::InputError;
 
@@ -126,6 +127,8 @@ pub struct Params {
     /// The text of the files that [`ParamType::Path`] parameters name, or why it could not be
     /// read (reported if the model reads it).
     files: BTreeMap<String, Result<String, InputError>>,
+    /// The parameters the model read, given or not ([`Params::unused`]).
+    read: RefCell<BTreeSet<String>>,
 }
 
 /// The spec a key names, if any (`l3_alpha_s` matches `l<k>_alpha_s`, k = 3).
@@ -153,6 +156,7 @@ impl Params {
             model,
             values: BTreeMap::new(),
             files: BTreeMap::new(),
+            read: RefCell::default(),
         }
     }
 
@@ -210,6 +214,7 @@ impl Params {
     }
 
     fn raw(&self, key: &str) -> Option<Value> {
+        self.read.borrow_mut().insert(key.to_string());
         if let Some(v) = self.values.get(key) {
             return Some(v.clone());
         }
@@ -270,6 +275,7 @@ impl Params {
 
     /// The text of the file parameter `key` names, if it was given.
     pub fn file_text(&self, key: &str) -> Result<Option<&str>, InputError> {
+        self.read.borrow_mut().insert(key.to_string());
         match (self.values.get(key), self.files.get(key)) {
             (None, _) => Ok(None),
             (Some(_), Some(Ok(text))) => Ok(Some(text)),
@@ -287,6 +293,17 @@ impl Params {
             .filter_map(|key| spec_for(self.model.params, key).and_then(|(_, k)| k))
             .max()
             .unwrap_or(0)
+    }
+
+    /// The given parameters the model has not read (after an evaluation: those it ignored
+    /// with the others given, such as a parameter of another case), in name order.
+    pub fn unused(&self) -> Vec<&str> {
+        let read = self.read.borrow();
+        self.values
+            .keys()
+            .filter(|k| !read.contains(*k))
+            .map(String::as_str)
+            .collect()
     }
 
     /// The given parameters in name order, as given: (name, value).

@@ -7,14 +7,14 @@ use hetsim_core::InputError;
 
 /// A device's peaks.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Device {
+pub struct Peaks {
     /// `F_peak`: the peak floating-point rate, flop/s.
     pub peak_flops_per_sec: f64,
     /// `B_peak`: the peak memory bandwidth, bytes/s.
     pub peak_bytes_per_sec: f64,
 }
 
-impl Device {
+impl Peaks {
     fn check(&self) -> Result<(), InputError> {
         positive("peak_flops_per_sec", self.peak_flops_per_sec)?;
         positive("peak_bytes_per_sec", self.peak_bytes_per_sec)?;
@@ -26,7 +26,7 @@ impl Device {
 /// and moving `B` bytes (per grid point, per call ... any unit of work), `α` being the time of
 /// its other operations (the paper takes `α = 0`). Returns flop/s.
 pub fn improved_roofline_flops_per_sec(
-    device: &Device,
+    device: &Peaks,
     flops: f64,
     bytes: f64,
     other_s: f64,
@@ -41,7 +41,7 @@ pub fn improved_roofline_flops_per_sec(
 /// Shimokawabe et al. 2013 eq. 1, second form with `α = 0`: with the arithmetic intensity `I = F/B` (flop per
 /// byte), `P = I / (I + F_peak/B_peak) · F_peak`.
 pub fn improved_roofline_from_intensity(
-    device: &Device,
+    device: &Peaks,
     intensity_flops_per_byte: f64,
 ) -> Result<f64, InputError> {
     device.check()?;
@@ -52,7 +52,7 @@ pub fn improved_roofline_from_intensity(
 
 /// The Roofline model for comparison (Williams et al. 2009): `min(F_peak, I·B_peak)`.
 pub fn roofline_flops_per_sec(
-    device: &Device,
+    device: &Peaks,
     intensity_flops_per_byte: f64,
 ) -> Result<f64, InputError> {
     device.check()?;
@@ -84,8 +84,8 @@ pub const ROOFLINE_PARAMS: &[ParamSpec] = &[
 ];
 
 /// The device from `peak_flops_per_sec` and `peak_bytes_per_sec`.
-pub(crate) fn device_of(p: &Params) -> Result<Device, InputError> {
-    Ok(Device {
+pub(crate) fn peaks_of(p: &Params) -> Result<Peaks, InputError> {
+    Ok(Peaks {
         peak_flops_per_sec: p.real("peak_flops_per_sec")?,
         peak_bytes_per_sec: p.real("peak_bytes_per_sec")?,
     })
@@ -94,7 +94,7 @@ pub(crate) fn device_of(p: &Params) -> Result<Device, InputError> {
 /// `roofline`: the Improved Roofline from an intensity, or from flops, bytes and other time.
 pub fn evaluate_roofline(p: &Params) -> Result<Evaluation, InputError> {
     let mut ev = Evaluation::default();
-    let dev = device_of(p)?;
+    let dev = peaks_of(p)?;
     let intensity = p.opt_real("intensity_flops_per_byte")?;
     let (f, b) = (p.opt_real("flops")?, p.opt_real("bytes")?);
     let other = p.real("other_s")?;
@@ -133,7 +133,7 @@ pub fn evaluate_roofline(p: &Params) -> Result<Evaluation, InputError> {
 mod tests {
     use super::*;
 
-    const D: Device = Device {
+    const D: Peaks = Peaks {
         peak_flops_per_sec: 100.0,
         peak_bytes_per_sec: 50.0,
     };
@@ -154,7 +154,7 @@ mod tests {
         // Roofline: min(100, 50) = 50, above the improved model.
         assert_eq!(roofline_flops_per_sec(&D, 1.0).unwrap(), 50.0);
         assert!(improved_roofline_from_intensity(&D, 0.0).is_err());
-        let bad = Device {
+        let bad = Peaks {
             peak_bytes_per_sec: 0.0,
             ..D
         };

@@ -319,7 +319,7 @@ pub fn evaluate_stencil(p: &Params) -> Result<Evaluation, InputError> {
     let single = match p.opt_real("single_gpu_flops_per_sec")? {
         Some(v) => v,
         None => {
-            let dev = crate::roofline::device_of(p).map_err(|e| {
+            let dev = crate::roofline::peaks_of(p).map_err(|e| {
                 InputError::new(format!(
                     "{}; give single_gpu_flops_per_sec, or peak_flops_per_sec, \
                      peak_bytes_per_sec and intensity_flops_per_byte",

@@ -6,8 +6,10 @@
 
 pub mod calibrate;
 pub mod crosscheck;
+mod inputs;
 pub mod netcase;
 pub mod programs;
 pub mod report_text;
 pub mod scenario;
+pub mod shard;
 pub mod sweep;

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use hetsim_core::error::{InputError, line_of_offset, read_input};
 use hetsim_core::fluid::{FlowSpec, FluidNetwork, LinkId, Sharing, SharingMode, run_flow_set};
+use hetsim_core::units::{self, Kind};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,6 +100,10 @@ pub struct NetCase {
     flows: Vec<CaseFlow>,
 }
 
+/// The latest start date of a flow, in seconds (about 30 years): later dates lose the
+/// precision of the microsecond latencies added to them.
+pub const MAX_START_S: f64 = 1e9;
+
 /// Read and validate a case file.
 pub fn load(path: &Path) -> Result<NetCase, InputError> {
     let text = read_input(path)?;
@@ -144,21 +149,29 @@ pub fn parse(text: &str) -> Result<NetCase, InputError> {
             message: msg,
             ..at(field)
         };
-        if !(l.bandwidth.is_finite() && l.bandwidth > 0.0) {
+        // The machine files' ranges: beyond them the solver's figures (shares weighted by
+        // 1 / latency, levels capacity / usage) leave the doubles' range.
+        if !(l.bandwidth.is_finite() && l.bandwidth > 0.0)
+            || units::check_number(Kind::BytesPerSec, l.bandwidth).is_err()
+        {
             return Err(with(
                 "bandwidth",
                 format!(
-                    "link `{}` has bandwidth {}: expected a finite number of bytes per second > 0",
-                    l.name, l.bandwidth
+                    "link `{}` has bandwidth {:?}: expected a number of bytes per second {}",
+                    l.name,
+                    l.bandwidth,
+                    Kind::BytesPerSec.range().2
                 ),
             ));
         }
-        if !(l.latency.is_finite() && l.latency >= 0.0) {
+        if units::check_number(Kind::Seconds, l.latency).is_err() {
             return Err(with(
                 "latency",
                 format!(
-                    "link `{}` has latency {}: expected a finite number of seconds >= 0",
-                    l.name, l.latency
+                    "link `{}` has latency {:?}: expected 0 or a number of seconds {}",
+                    l.name,
+                    l.latency,
+                    Kind::Seconds.range().2
                 ),
             ));
         }
@@ -236,20 +249,22 @@ pub fn parse(text: &str) -> Result<NetCase, InputError> {
         }
         check_host(&f.src, format!("flows[{i}].src"), "flows")?;
         check_host(&f.dst, format!("flows[{i}].dst"), "flows")?;
-        if !(f.bytes.is_finite() && f.bytes >= 0.0) {
+        if units::check_number(Kind::Bytes, f.bytes).is_err() {
             return Err(err(
                 "bytes",
                 format!(
-                    "flow `{}` has {} bytes: expected a finite number >= 0",
-                    f.id, f.bytes
+                    "flow `{}` has {:?} bytes: expected 0 or a number of bytes {}",
+                    f.id,
+                    f.bytes,
+                    Kind::Bytes.range().2
                 ),
             ));
         }
-        if !(f.start.is_finite() && f.start >= 0.0) {
+        if !(f.start.is_finite() && (0.0..=MAX_START_S).contains(&f.start)) {
             return Err(err(
                 "start",
                 format!(
-                    "flow `{}` starts at {}: expected a finite number of seconds >= 0",
+                    "flow `{}` starts at {}: expected a number of seconds from 0 to {MAX_START_S}",
                     f.id, f.start
                 ),
             ));
@@ -343,6 +358,24 @@ mod tests {
         assert_eq!(
             finish_times_json(&case.run(SharingMode::SimGrid)),
             r#"{"f":1.001}"#
+        );
+    }
+
+    /// Found by fuzzing (`net`): a 1e308 s latency made SimGrid's 1 / latency weights
+    /// underflow and the solver panic; figures outside the machine files' ranges are refused.
+    #[test]
+    fn latencies_and_bandwidths_past_their_ranges_are_refused() {
+        let err = parse(&ONE.replace("1e-3", "1e308")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: field `links[0].latency`: link `l` has latency 1e308: expected 0 or a \
+             number of seconds from 1 fs to 1 hour"
+        );
+        let err = parse(&ONE.replace("1e9,", "1e300,")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 2: field `links[0].bandwidth`: link `l` has bandwidth 1e300: expected a \
+             number of bytes per second from 1 B/s to 1 PB/s"
         );
     }
 

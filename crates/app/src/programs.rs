@@ -6,6 +6,7 @@ use hetsim_core::error::Error;
 use hetsim_mpi::Program;
 use hetsim_platform::cluster::Cluster;
 use hetsim_runtime::{FlopRate, Observer, RunConfig, RunReport, Scheduler};
+use hetsim_taskgraph::TaskGraph;
 
 /// The scheduler program workloads run under unless a scenario names another: among a rank's
 /// ready kernels the one of highest priority goes first, as MPI programs order them.
@@ -20,6 +21,18 @@ pub fn simulate_program(
     observer: &mut dyn Observer,
 ) -> Result<RunReport, Error> {
     let graph = program.to_task_graph()?;
+    simulate_program_graph(&graph, cluster, sched, config, observer)
+}
+
+/// [`simulate_program`] on the program's task graph ([`Program::to_task_graph`]), so that a
+/// caller can drop the program (as large as the graph) before the run.
+pub fn simulate_program_graph(
+    graph: &TaskGraph,
+    cluster: &Cluster,
+    sched: &dyn Fn(u32) -> Box<dyn Scheduler>,
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Result<RunReport, Error> {
     let mut scheds: Vec<_> = (0..cluster.ranks()).map(sched).collect();
     // Every kernel of a program fixes its own duration: no kernel model is consulted.
     let no_models = FlopRate {
@@ -29,7 +42,7 @@ pub fn simulate_program(
     hetsim_runtime::simulate_cluster(
         cluster,
         cluster.gpus_per_node(),
-        &graph,
+        graph,
         &no_models,
         &mut scheds,
         config,
@@ -41,6 +54,14 @@ pub fn simulate_program(
 /// StarPU's simulated runtime costs (an MPI program is not a StarPU one): the cross-checks'
 /// runs.
 pub fn simulate_program_default(program: &Program, cluster: &Cluster) -> Result<RunReport, Error> {
+    simulate_program_graph_default(&program.to_task_graph()?, cluster)
+}
+
+/// [`simulate_program_default`] on the program's task graph ([`Program::to_task_graph`]).
+pub fn simulate_program_graph_default(
+    graph: &TaskGraph,
+    cluster: &Cluster,
+) -> Result<RunReport, Error> {
     let cluster = cluster
         .clone()
         .map_node_machine(hetsim_platform::machine::Machine::clear_runtime_costs);
@@ -51,7 +72,7 @@ pub fn simulate_program_default(program: &Program, cluster: &Cluster) -> Result<
         hetsim_sched::by_name(PROGRAM_SCHEDULER, seed.wrapping_add(u64::from(r)))
             .expect("the program scheduler is registered")
     };
-    simulate_program(program, cluster, &sched, &config, &mut ())
+    simulate_program_graph(graph, cluster, &sched, &config, &mut ())
 }
 
 /// Per rank, the busy time of its GPU workers and of its CPU workers in `report` (a cluster

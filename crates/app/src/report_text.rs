@@ -30,9 +30,19 @@ pub enum Links {
     All,
 }
 
-/// Whether a link is an internal link of an imported PCI tree (`PCI:0000:[00-0f] up`).
+/// Whether a link is an internal link of an imported PCI tree (`PCI:0000:[00-0f] up`; on a
+/// cluster `n3.PCI:0000:[00-0f] up`, the link of node 3).
 pub fn is_pci_tree_link(name: &str) -> bool {
-    name.starts_with("PCI:")
+    node_local(name).starts_with("PCI:")
+}
+
+/// A cluster link's name without its node's prefix (`Host` for `n3.Host`); other names as
+/// they are.
+fn node_local(name: &str) -> &str {
+    name.strip_prefix('n')
+        .and_then(|rest| rest.split_once('.'))
+        .filter(|(digits, _)| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(name, |(_, local)| local)
 }
 
 /// Render the report of one run of `scenario`.
@@ -114,8 +124,22 @@ fn write_report(
     writeln!(s, "evictions    {}", r.evictions)?;
     writeln!(s, "write-backs  {}", r.writebacks)?;
     writeln!(s, "allocations  {}", r.allocations)?;
+    if let Some(c) = &r.cluster {
+        writeln!(
+            s,
+            "cluster      {} nodes, {} rank{}: {} messages, {}",
+            c.nodes,
+            c.ranks,
+            plural(c.ranks as usize),
+            c.messages,
+            bytes(c.message_bytes)
+        )?;
+    }
     if detail == Detail::Summary {
         return Ok(());
+    }
+    if let Some(c) = &r.cluster {
+        write_nodes(s, c)?;
     }
 
     // Workers: share of the run spent executing, holding a task whose data is not there yet,
@@ -215,6 +239,33 @@ fn write_report(
     Ok(())
 }
 
+/// Each node's share of a cluster run: its tasks, its workers' busy time summed, its GFlop/s
+/// and the messages its ranks sent and received.
+fn write_nodes(s: &mut String, c: &hetsim_runtime::ClusterReport) -> std::fmt::Result {
+    writeln!(s)?;
+    let nname = width(c.per_node.iter().map(|n| n.name.as_str()), "node");
+    writeln!(
+        s,
+        "{:<nname$}  {:>7}  {:>12}  {:>9}  {:>9}  {:>12}  {:>9}  {:>12}",
+        "node", "tasks", "busy", "GFlop/s", "msgs sent", "bytes sent", "msgs recv", "bytes recv"
+    )?;
+    for n in &c.per_node {
+        writeln!(
+            s,
+            "{:<nname$}  {:>7}  {:>12}  {:>9.2}  {:>9}  {:>12}  {:>9}  {:>12}",
+            n.name,
+            n.tasks,
+            secs(n.busy_s),
+            n.gflops,
+            n.messages_sent,
+            bytes(n.bytes_sent),
+            n.messages_received,
+            bytes(n.bytes_received)
+        )?;
+    }
+    Ok(())
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -238,6 +289,16 @@ fn pct(part: f64, whole: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pci_tree_links_of_a_node_are_recognised() {
+        assert!(is_pci_tree_link("PCI:0000:[00-0f] up"));
+        assert!(is_pci_tree_link("n12.PCI:0000:[00-0f] up"));
+        assert!(!is_pci_tree_link("n0.Host"));
+        assert!(!is_pci_tree_link("n0.NIC0_UP"));
+        assert!(!is_pci_tree_link("nx.PCI:0"));
+        assert!(!is_pci_tree_link("leaf0_UP"));
+    }
 
     #[test]
     fn percentages_of_nothing_are_zero() {

@@ -364,6 +364,15 @@ fn take_program_workload<'i>(
     let w = match kind.as_str() {
         "p2p" => ProgramWorkload::P2p(P2pSpec::deserialize(de()).map_err(prefix)?),
         "bcast" => ProgramWorkload::Bcast(BcastSpec::deserialize(de()).map_err(prefix)?),
+        "reduce" => ProgramWorkload::Reduce(
+            hetsim_mpi::workload::ReduceSpec::deserialize(de()).map_err(prefix)?,
+        ),
+        "allreduce" => ProgramWorkload::Allreduce(
+            hetsim_mpi::workload::AllreduceSpec::deserialize(de()).map_err(prefix)?,
+        ),
+        "alltoall" => ProgramWorkload::Alltoall(
+            hetsim_mpi::workload::AlltoallSpec::deserialize(de()).map_err(prefix)?,
+        ),
         "hpl" => ProgramWorkload::Hpl(HplSpec::deserialize(de()).map_err(prefix)?),
         "stencil" => ProgramWorkload::Stencil(StencilSpec::deserialize(de()).map_err(prefix)?),
         "matmul" => ProgramWorkload::Matmul(MatmulSpec::deserialize(de()).map_err(prefix)?),
@@ -1267,17 +1276,18 @@ impl Scenario {
         p: &ProgramWorkload,
         observer: &mut dyn hetsim_runtime::Observer,
     ) -> Result<RunReport, Error> {
-        let program = p
+        // The program is as large as its graph: only the graph stays for the run.
+        let graph = p
             .generator()
             .generate(&cluster)
+            .and_then(|program| program.into_task_graph())
             .map_err(|e| self.locate(e))?;
         let sched = |r: u32| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r)));
-        crate::programs::simulate_program(&program, &cluster, &sched, &self.run, observer).map_err(
-            |e| match e {
+        crate::programs::simulate_program_graph(&graph, &cluster, &sched, &self.run, observer)
+            .map_err(|e| match e {
                 Error::Input(e) => Error::Input(self.locate_run_error(e)),
                 other => other,
-            },
-        )
+            })
     }
 
     /// A task-graph workload on a cluster: StarPU-MPI's distributed graph over the ranks

@@ -150,6 +150,9 @@ pub struct Row {
     pub writebacks: u64,
     /// Tasks run.
     pub tasks: u64,
+    /// A task graph run on several nodes or ranks: its messages between ranks and their
+    /// payload in bytes (`None` on one machine and for program workloads).
+    pub messages: Option<(u64, f64)>,
 }
 
 impl Sweep {
@@ -276,6 +279,10 @@ impl Sweep {
             evictions: report.evictions,
             writebacks: report.writebacks,
             tasks: report.tasks,
+            messages: report
+                .cluster
+                .as_ref()
+                .map(|c| (c.messages, c.message_bytes)),
         })
     }
 
@@ -294,9 +301,11 @@ impl Sweep {
 
 /// The CSV of a sweep's rows: a header (`sched,seed,<varied keys>,makespan_s,gflops,
 /// gflops_starpu,bytes_transferred,fetch_bytes,prefetch_bytes,writeback_bytes,evictions,
-/// writebacks,tasks`), then one line per row, written by the `csv` crate (fields quoted only
-/// when they need it). Floats are written in Rust's shortest round-trip form; `gflops_starpu`
-/// is empty for workloads other than Cholesky.
+/// writebacks,tasks`, then `messages,message_bytes` if a run of the sweep was distributed over
+/// several nodes or ranks), then one line per row, written by the `csv` crate (fields quoted
+/// only when they need it). Floats are written in Rust's shortest round-trip form;
+/// `gflops_starpu` is empty for workloads other than Cholesky; in a sweep with the message
+/// columns a run on one machine (`machine.nodes=1`) sent 0 messages of 0 bytes.
 pub fn csv(sweep: &Sweep, rows: &[Row]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     write_records(&mut w, sweep, rows).expect("writing to memory cannot fail");
@@ -319,6 +328,10 @@ fn write_records<W: Write>(w: &mut csv::Writer<W>, sweep: &Sweep, rows: &[Row]) 
         "writebacks",
         "tasks",
     ]);
+    let distributed = rows.iter().any(|r| r.messages.is_some());
+    if distributed {
+        header.extend(["messages", "message_bytes"]);
+    }
     w.write_record(&header)?;
     for r in rows {
         let mut rec: Vec<String> = vec![r.sched.clone(), r.seed.to_string()];
@@ -335,19 +348,19 @@ fn write_records<W: Write>(w: &mut csv::Writer<W>, sweep: &Sweep, rows: &[Row]) 
             r.writebacks.to_string(),
             r.tasks.to_string(),
         ]);
+        if distributed {
+            let (n, bytes) = r.messages.unwrap_or((0, 0.0));
+            rec.extend([n.to_string(), bytes.to_string()]);
+        }
         w.write_record(&rec)?;
     }
     w.flush()?;
     Ok(())
 }
 
-/// Write the CSV to `path`.
-pub fn write_csv(sweep: &Sweep, rows: &[Row], path: &Path) -> Result<(), Error> {
-    let f = std::fs::File::create(path)
-        .map_err(|e| InputError::new(format!("cannot create {}: {e}", path.display())))?;
-    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(f));
-    write_records(&mut w, sweep, rows)
-        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))
+/// Write the CSV to `path`, all of it or nothing ([`hetsim_core::files::write_output`]).
+pub fn write_csv(sweep: &Sweep, rows: &[Row], path: &Path) -> Result<(), InputError> {
+    hetsim_core::files::write_output(path, csv(sweep, rows).as_bytes())
 }
 
 /// One scheduler's figures against the first varied value: per x, (x, min, mean, max) of
@@ -554,6 +567,7 @@ mod tests {
             evictions: 4,
             writebacks: 5,
             tasks: 6,
+            messages: None,
         }
     }
 
@@ -571,6 +585,29 @@ mod tests {
              tasks\n\
              dmda,1,9600,\"\"\"a b\"\"\",0.5,1.25,2,1000000000,0.25,0,3,4,5,6\n\
              eager,2,9600,c,0.5,0.1,,1000000000,0.25,0,3,4,5,6\n"
+        );
+    }
+
+    #[test]
+    fn message_columns_only_when_a_run_was_distributed() {
+        let mut sw = sweep_of(&["machine.nodes"]);
+        sw.vary[0].values = vec!["1".into(), "2".into()];
+        let one = row("dmda", 1, &["1"], 1.0);
+        let mut two = row("dmda", 1, &["2"], 2.0);
+        two.messages = Some((3, 7.5e6));
+        let head = "sched,seed,machine.nodes,makespan_s,gflops,gflops_starpu,bytes_transferred,\
+                    fetch_bytes,prefetch_bytes,writeback_bytes,evictions,writebacks,tasks";
+        assert_eq!(
+            csv(&sw, &[one.clone(), two]),
+            format!(
+                "{head},messages,message_bytes\n\
+                 dmda,1,1,0.5,1,,1000000000,0.25,0,3,4,5,6,0,0\n\
+                 dmda,1,2,0.5,2,,1000000000,0.25,0,3,4,5,6,3,7500000\n"
+            )
+        );
+        assert_eq!(
+            csv(&sw, &[one]),
+            format!("{head}\ndmda,1,1,0.5,1,,1000000000,0.25,0,3,4,5,6\n")
         );
     }
 

@@ -14,13 +14,13 @@
 //!   by insertion order, so runs are deterministic. It is the fastest of the queues measured for
 //!   that pattern.
 //! - [`RetimableQueue`]: one pending date per key with O(log n) re-timing, on the
-//!   `priority-queue` crate's `change_priority`. The fluid network keeps each flow's next date
-//!   here, because every sharing update moves the finish dates of the flows it touches. Against
-//!   a binary heap with lazy deletion it does 2.8-2.9 vs 1.7-2.1 M steps/s at 64 keys and
-//!   1.6-2.1 vs 1.0-1.3 M at 4096, and the lazy heap grows to 5-7× the live keys; compacting
-//!   the lazy heap at 2N entries only brings it level (2.3 and 1.7-2.2 M). A hand-written heap
-//!   indexed by flow number measured 1.0-1.4× faster again at those sizes (3.3-4.7× at 262 144
-//!   keys), and 1.1-1.4× on whole network runs; the crate stays until those sizes matter.
+//!   `priority-queue` crate's `change_priority`, for keys of any hashable type. Against a binary
+//!   heap with lazy deletion it does 2.8-2.9 vs 1.7-2.1 M steps/s at 64 keys and 1.6-2.1 vs
+//!   1.0-1.3 M at 4096, and the lazy heap grows to 5-7× the live keys; compacting the lazy heap
+//!   at 2N entries only brings it level (2.3 and 1.7-2.2 M). A hand-written heap indexed by a
+//!   dense `u32` measured 1.0-1.4× faster again at those sizes (3.3-4.7× at 262 144 keys): the
+//!   fluid network, whose keys are dense flow, link and variable indices, keeps its dates in
+//!   such a heap of its own (`fluid::heap`).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;

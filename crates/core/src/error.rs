@@ -126,11 +126,8 @@ pub fn line_of_offset(text: &str, offset: usize) -> usize {
         + 1
 }
 
-/// Read a whole input file, mapping I/O failures to an [`InputError`] naming the file.
-pub fn read_input(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(format!("cannot read file: {e}")).in_file(path))
-}
+/// Read a whole input file (a regular file of sane size; see [`crate::files`]).
+pub use crate::files::read_input;
 
 #[cfg(test)]
 mod tests {

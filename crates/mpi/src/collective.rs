@@ -1,332 +1,272 @@
 //! Collectives built from point-to-point messages, so that the executor simulates their
-//! contention instead of assuming it.
+//! contention instead of assuming it: `MPI_Bcast`, `MPI_Reduce`, `MPI_Allreduce` and
+//! `MPI_Alltoall` by MPICH's algorithms, chosen by MPICH's rule, by SimGrid's `mpich` selector,
+//! or forced ([`Selection`], [`hetsim_core::mpich`]).
 //!
-//! Broadcast follows MPICH's algorithms and selection rule (Liu et al. 2012 §3.2;
-//! [`hetsim_core::mpich::mpich_bcast_algorithm`], the same rule the analytic model uses):
-//! a binomial tree for short messages (< 12 288 bytes) or fewer than 8 ranks; for medium messages
-//! (< 524 288 bytes) on a power-of-two number of ranks, a binomial scatter of the message cut in
-//! n pieces followed by a recursive-doubling allgather; otherwise the scatter followed by a
-//! ring allgather.
+//! Each algorithm is written as the MPI calls every member posts, in MPICH's order (SimGrid
+//! 3.32's copies of MPICH's code, which SMPI runs; module documentation of each algorithm), and
+//! those calls become messages following MPI's eager and rendezvous protocols as SMPI runs them
+//! ([`calls`]): a send of fewer than [`EAGER_BELOW_BYTES`] leaves at once and its sender goes
+//! on; a longer one leaves when its receive is posted too, and a blocking send returns when it is
+//! delivered. Every message carries an [`ENVELOPE_BYTES`] envelope. A member's messages to
+//! itself are local copies: free. The reduction operation costs `op_s_per_byte` of the member's
+//! CPU per byte reduced, 0 by default as in SMPI (which applies it without timing it).
 //!
-//! Sends are blocking, as `MPI_Send` of a large message is (rendezvous): a rank's next send of
-//! the collective starts when its previous one is delivered. A rank forwards data only after
-//! its own receive of that data, and only after its entry operation (`ready`) is done.
+//! Every function takes `ready`, per member the operation after which it enters the collective
+//! (an empty slice: all at the start), and returns per member the operation after which its
+//! call has returned: the root of an eager broadcast returns at once, a receiver once it holds
+//! the data.
 
-use hetsim_core::mpich::{BcastAlgorithm, MpichBcastThresholds, mpich_bcast_algorithm};
+mod alltoall;
+mod bcast;
+mod calls;
+mod reduce;
 
-use super::program::{Buffer, Message, OpId, ProgramBuilder, RankId};
+pub use calls::{EAGER_BELOW_BYTES, ENVELOPE_BYTES};
+pub use hetsim_core::mpich::{
+    AllreduceAlgorithm, AlltoallAlgorithm, BcastAlgorithm, MpichBcastThresholds, ReduceAlgorithm,
+    Selection,
+};
+
+use hetsim_core::mpich::{
+    mpich_allreduce_algorithm, mpich_alltoall_algorithm, mpich_bcast_algorithm,
+    mpich_reduce_algorithm, smpi_mpich_allreduce_algorithm, smpi_mpich_alltoall_algorithm,
+    smpi_mpich_bcast_algorithm, smpi_mpich_reduce_algorithm,
+};
+
+use super::program::{Buffer, OpId, ProgramBuilder, RankId};
+use calls::{Calls, Lowering, lower};
 
 /// A broadcast to build.
 #[derive(Debug, Clone, Copy)]
 pub struct Bcast<'a> {
-    /// The ranks taking part, in the order that defines relative ranks.
+    /// The ranks taking part, in the order that defines communicator ranks.
     pub group: &'a [RankId],
     /// Index in `group` of the root.
     pub root: usize,
-    /// Message size, bytes.
+    /// Message size, bytes (rounded up to a whole byte by the scatter algorithms).
     pub bytes: f64,
     /// Where the data lives on every rank (sent from and received into).
     pub buffer: Buffer,
-    /// `None`: MPICH's selection rule; `Some`: this algorithm.
-    pub algorithm: Option<BcastAlgorithm>,
+    /// How the algorithm is chosen.
+    pub algorithm: Selection<BcastAlgorithm>,
 }
 
 impl Bcast<'_> {
-    /// The algorithm used: forced, or MPICH's choice for this group size and message size.
+    /// The algorithm used: forced, or the selector's choice for this group and message size.
     pub fn chosen_algorithm(&self) -> BcastAlgorithm {
-        self.algorithm.unwrap_or_else(|| {
-            mpich_bcast_algorithm(
+        match self.algorithm {
+            Selection::Forced(a) => a,
+            Selection::Mpich => mpich_bcast_algorithm(
                 self.group.len() as u64,
                 self.bytes,
                 &MpichBcastThresholds::default(),
-            )
-        })
-    }
-}
-
-/// Per-member state while building: the op after which it holds what it has, and its last
-/// send (blocking sends are chained).
-struct Member {
-    entry: Option<OpId>,
-    holds: Option<OpId>,
-    last_send: Option<OpId>,
-}
-
-struct Ctx<'a, 'b> {
-    b: &'a mut ProgramBuilder,
-    spec: &'a Bcast<'b>,
-    m: Vec<Member>,
-}
-
-impl Ctx<'_, '_> {
-    fn n(&self) -> usize {
-        self.spec.group.len()
-    }
-
-    /// Member at relative rank `vr`.
-    fn abs(&self, vr: usize) -> usize {
-        (vr + self.spec.root) % self.n()
-    }
-
-    /// A message from relative rank `from` to `to` of `bytes`; returns it and records it as the
-    /// receiver's latest holding.
-    fn send(&mut self, from: usize, to: usize, bytes: f64) -> OpId {
-        let (fa, ta) = (self.abs(from), self.abs(to));
-        let mut deps = Vec::with_capacity(3);
-        let f = &self.m[fa];
-        deps.extend(f.entry);
-        deps.extend(f.holds);
-        deps.extend(f.last_send);
-        deps.sort_unstable();
-        deps.dedup();
-        let buf = self.spec.buffer;
-        let msg = Message {
-            src: self.spec.group[fa],
-            dst: self.spec.group[ta],
-            bytes,
-            from: buf,
-            to: buf,
-        };
-        let op = self.b.message(msg, &deps);
-        self.m[fa].last_send = Some(op);
-        op
-    }
-
-    fn received(&mut self, to: usize, op: OpId) {
-        let ta = self.abs(to);
-        self.m[ta].holds = Some(op);
-    }
-
-    /// MPICH's binomial tree: relative rank vr receives from vr − mask (mask its lowest set
-    /// bit), then sends to vr + mask for the masks below, largest first. The whole message
-    /// goes down every edge.
-    fn binomial(&mut self, bytes: f64) {
-        self.tree(|_| bytes);
-    }
-
-    /// MPICH's binomial scatter of n pieces of `chunk` bytes: the same tree, vr receiving the
-    /// pieces of its subtree [vr, vr + subtree) from its parent.
-    fn scatter(&mut self, chunk: f64) {
-        self.tree(|pieces| pieces as f64 * chunk);
-    }
-
-    /// Walk the binomial tree from the root; the edge to a child whose subtree holds `pieces`
-    /// ranks carries `edge_bytes(pieces)`.
-    fn tree(&mut self, edge_bytes: impl Fn(usize) -> f64) {
-        let n = self.n();
-        // Process senders in order of the round they receive in, so dependencies exist
-        // before use: relative ranks sorted by number of trailing zeros is not enough; a BFS
-        // by round is: round r receivers are vr with highest set bit at position r-1.
-        let mut order = vec![0usize];
-        let mut i = 0;
-        while i < order.len() {
-            let vr = order[i];
-            i += 1;
-            let mut mask = 1usize;
-            while mask < n && vr & mask == 0 {
-                mask <<= 1;
-            }
-            // vr's subtree children: vr + m for m = mask/2, mask/4, ... (vr = 0: all masks
-            // below n's next power of two).
-            let top = if vr == 0 { n.next_power_of_two() } else { mask };
-            let mut m = top >> 1;
-            while m > 0 {
-                let child = vr + m;
-                if child < n {
-                    let op = self.send(vr, child, edge_bytes(m.min(n - child)));
-                    self.received(child, op);
-                    order.push(child);
-                }
-                m >>= 1;
-            }
-        }
-    }
-
-    /// Recursive-doubling allgather (n a power of two): at step k, vr exchanges its 2^k pieces
-    /// with vr XOR 2^k.
-    fn recursive_doubling(&mut self, chunk: f64) {
-        let n = self.n();
-        let mut mask = 1usize;
-        while mask < n {
-            // All sends of a step first (they depend on the previous step's holdings), then
-            // record the receives.
-            let ops: Vec<(usize, OpId)> = (0..n)
-                .map(|vr| (vr ^ mask, self.send(vr, vr ^ mask, mask as f64 * chunk)))
-                .collect();
-            for (to, op) in ops {
-                self.received(to, op);
-            }
-            mask <<= 1;
-        }
-    }
-
-    /// Ring allgather: n − 1 steps; at each, vr sends one piece to vr + 1.
-    fn ring(&mut self, chunk: f64) {
-        let n = self.n();
-        for _ in 0..n - 1 {
-            let ops: Vec<(usize, OpId)> = (0..n)
-                .map(|vr| ((vr + 1) % n, self.send(vr, (vr + 1) % n, chunk)))
-                .collect();
-            for (to, op) in ops {
-                self.received(to, op);
-            }
+            ),
+            Selection::SmpiMpich => smpi_mpich_bcast_algorithm(),
         }
     }
 }
 
-/// Build a broadcast. `ready`: per member (same order as `group`), the operation after which it
-/// enters the broadcast, or an empty slice for none. Returns, per member, the operation after
-/// which it holds the whole message (for the root: its entry, or an empty join).
+/// Build a broadcast (module documentation for `ready` and the result).
 ///
 /// # Panics
 /// If `root` is out of range or `ready` has another length than `group` (generator bugs).
 pub fn bcast(b: &mut ProgramBuilder, spec: &Bcast<'_>, ready: &[Option<OpId>]) -> Vec<OpId> {
     let n = spec.group.len();
     assert!(spec.root < n, "broadcast root {} of {n} ranks", spec.root);
-    assert!(
-        ready.is_empty() || ready.len() == n,
-        "one ready op per member"
-    );
-    let m = (0..n)
-        .map(|i| Member {
-            entry: ready.get(i).copied().flatten(),
-            holds: None,
-            last_send: None,
-        })
-        .collect();
-    let mut c = Ctx { b, spec, m };
+    let mut c = Calls::new(n);
     if n > 1 {
+        match (spec.algorithm, spec.chosen_algorithm()) {
+            (Selection::SmpiMpich, _) => bcast::smp_binomial(&mut c, spec.root, spec.bytes),
+            (_, BcastAlgorithm::Binomial) => bcast::binomial(&mut c, spec.root, spec.bytes),
+            (_, BcastAlgorithm::RecursiveDoubling) => {
+                bcast::scatter_recursive_doubling(&mut c, spec.root, spec.bytes)
+            }
+            (_, BcastAlgorithm::Ring) => bcast::scatter_ring(&mut c, spec.root, spec.bytes),
+        }
+    }
+    lower(b, lowering(spec.group, spec.buffer, 0.0), c, ready)
+}
+
+fn lowering(group: &[RankId], buffer: Buffer, op_s_per_byte: f64) -> Lowering<'_> {
+    Lowering {
+        group,
+        buffer,
+        op_s_per_byte,
+    }
+}
+
+/// A reduce to build (the operation commutative and built in, as `MPI_SUM`).
+#[derive(Debug, Clone, Copy)]
+pub struct Reduce<'a> {
+    /// The ranks taking part, in the order that defines communicator ranks.
+    pub group: &'a [RankId],
+    /// Index in `group` of the root.
+    pub root: usize,
+    /// Elements reduced.
+    pub count: u64,
+    /// Bytes per element (8 for `MPI_DOUBLE`).
+    pub element_bytes: u64,
+    /// Where the data lives on every rank.
+    pub buffer: Buffer,
+    /// How the algorithm is chosen.
+    pub algorithm: Selection<ReduceAlgorithm>,
+    /// CPU seconds per byte the operation reduces (0: free, as SMPI has it).
+    pub op_s_per_byte: f64,
+}
+
+impl Reduce<'_> {
+    /// Bytes of the vector.
+    pub fn bytes(&self) -> f64 {
+        (self.count * self.element_bytes) as f64
+    }
+
+    /// The algorithm used: forced, or the selector's choice.
+    pub fn chosen_algorithm(&self) -> ReduceAlgorithm {
+        let p = self.group.len() as u64;
+        match self.algorithm {
+            Selection::Forced(a) => a,
+            Selection::Mpich => mpich_reduce_algorithm(p, self.count, self.bytes()),
+            Selection::SmpiMpich => smpi_mpich_reduce_algorithm(p, self.count, self.bytes()),
+        }
+    }
+}
+
+/// Build a reduce (module documentation for `ready` and the result).
+///
+/// # Panics
+/// If `root` is out of range or `ready` has another length than `group` (generator bugs).
+pub fn reduce(b: &mut ProgramBuilder, spec: &Reduce<'_>, ready: &[Option<OpId>]) -> Vec<OpId> {
+    let n = spec.group.len();
+    assert!(spec.root < n, "reduce root {} of {n} ranks", spec.root);
+    let mut c = Calls::new(n);
+    if n > 1 && spec.count > 0 {
         match spec.chosen_algorithm() {
-            BcastAlgorithm::Binomial => c.binomial(spec.bytes),
-            alg => {
-                // MPICH: scatter_size = ceil(nbytes / comm_size).
-                let chunk = (spec.bytes / n as f64).ceil();
-                c.scatter(chunk);
-                if alg == BcastAlgorithm::RecursiveDoubling && n.is_power_of_two() {
-                    c.recursive_doubling(chunk);
-                } else {
-                    c.ring(chunk);
-                }
+            ReduceAlgorithm::Binomial => reduce::reduce_binomial(&mut c, spec.root, spec.bytes()),
+            ReduceAlgorithm::ReduceScatterGather => reduce::reduce_scatter_gather(
+                &mut c,
+                spec.root,
+                spec.count,
+                spec.element_bytes as f64,
+            ),
+        }
+    }
+    let how = lowering(spec.group, spec.buffer, spec.op_s_per_byte);
+    lower(b, how, c, ready)
+}
+
+/// An allreduce to build (the operation commutative and built in, as `MPI_SUM`).
+#[derive(Debug, Clone, Copy)]
+pub struct Allreduce<'a> {
+    /// The ranks taking part, in the order that defines communicator ranks.
+    pub group: &'a [RankId],
+    /// Elements reduced.
+    pub count: u64,
+    /// Bytes per element (8 for `MPI_DOUBLE`).
+    pub element_bytes: u64,
+    /// Where the data lives on every rank.
+    pub buffer: Buffer,
+    /// How the algorithm is chosen.
+    pub algorithm: Selection<AllreduceAlgorithm>,
+    /// CPU seconds per byte the operation reduces (0: free, as SMPI has it).
+    pub op_s_per_byte: f64,
+}
+
+impl Allreduce<'_> {
+    /// Bytes of the vector.
+    pub fn bytes(&self) -> f64 {
+        (self.count * self.element_bytes) as f64
+    }
+
+    /// The algorithm used: forced, or the selector's choice.
+    pub fn chosen_algorithm(&self) -> AllreduceAlgorithm {
+        let p = self.group.len() as u64;
+        match self.algorithm {
+            Selection::Forced(a) => a,
+            Selection::Mpich => mpich_allreduce_algorithm(p, self.count, self.bytes()),
+            Selection::SmpiMpich => smpi_mpich_allreduce_algorithm(),
+        }
+    }
+}
+
+/// Build an allreduce (module documentation for `ready` and the result).
+///
+/// # Panics
+/// If `ready` has another length than `group` (a generator bug).
+pub fn allreduce(
+    b: &mut ProgramBuilder,
+    spec: &Allreduce<'_>,
+    ready: &[Option<OpId>],
+) -> Vec<OpId> {
+    let n = spec.group.len();
+    let mut c = Calls::new(n);
+    if n > 1 && spec.count > 0 {
+        match spec.chosen_algorithm() {
+            AllreduceAlgorithm::RecursiveDoubling => {
+                reduce::allreduce_recursive_doubling(&mut c, spec.bytes())
+            }
+            AllreduceAlgorithm::ReduceScatterAllgather => {
+                reduce::allreduce_reduce_scatter_allgather(
+                    &mut c,
+                    spec.count,
+                    spec.element_bytes as f64,
+                )
             }
         }
     }
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let op = match (c.m[i].holds, c.m[i].entry) {
-            (Some(h), _) if i != spec.root => h,
-            (_, Some(e)) if i == spec.root => e,
-            _ => c.b.join(&[]),
-        };
-        out.push(op);
+    let how = lowering(spec.group, spec.buffer, spec.op_s_per_byte);
+    lower(b, how, c, ready)
+}
+
+/// An all-to-all to build.
+#[derive(Debug, Clone, Copy)]
+pub struct Alltoall<'a> {
+    /// The ranks taking part, in the order that defines communicator ranks.
+    pub group: &'a [RankId],
+    /// Bytes each rank sends to each other rank.
+    pub bytes: f64,
+    /// Where the data lives on every rank.
+    pub buffer: Buffer,
+    /// How the algorithm is chosen.
+    pub algorithm: Selection<AlltoallAlgorithm>,
+}
+
+impl Alltoall<'_> {
+    /// The algorithm used: forced, or the selector's choice; `Err` says why SimGrid's selector
+    /// has none (it aborts).
+    pub fn chosen_algorithm(&self) -> Result<AlltoallAlgorithm, String> {
+        let p = self.group.len() as u64;
+        match self.algorithm {
+            Selection::Forced(a) => Ok(a),
+            Selection::Mpich => Ok(mpich_alltoall_algorithm(p, self.bytes)),
+            Selection::SmpiMpich => smpi_mpich_alltoall_algorithm(p, self.bytes),
+        }
     }
-    out
+}
+
+/// Build an all-to-all (module documentation for `ready` and the result).
+///
+/// # Panics
+/// If [`Alltoall::chosen_algorithm`] fails (generators check it first) or `ready` has another
+/// length than `group`.
+pub fn alltoall(b: &mut ProgramBuilder, spec: &Alltoall<'_>, ready: &[Option<OpId>]) -> Vec<OpId> {
+    let n = spec.group.len();
+    let alg = spec
+        .chosen_algorithm()
+        .unwrap_or_else(|e| panic!("no all-to-all algorithm: {e}"));
+    let mut c = Calls::new(n);
+    if n > 1 {
+        match alg {
+            AlltoallAlgorithm::Bruck => alltoall::bruck(&mut c, spec.bytes),
+            AlltoallAlgorithm::Scattered { throttle } => {
+                alltoall::scattered(&mut c, spec.bytes, throttle)
+            }
+            AlltoallAlgorithm::Pairwise => alltoall::pairwise(&mut c, spec.bytes),
+            AlltoallAlgorithm::Ring => alltoall::ring(&mut c, spec.bytes),
+        }
+    }
+    lower(b, lowering(spec.group, spec.buffer, 0.0), c, ready)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{Op, Program};
-
-    fn build(n: u32, bytes: f64, alg: Option<BcastAlgorithm>, root: usize) -> (Program, Vec<OpId>) {
-        let group: Vec<RankId> = (0..n).map(RankId).collect();
-        let mut b = ProgramBuilder::new(n);
-        let spec = Bcast {
-            group: &group,
-            root,
-            bytes,
-            buffer: Buffer::Device,
-            algorithm: alg,
-        };
-        let h = bcast(&mut b, &spec, &[]);
-        (b.build(), h)
-    }
-
-    fn messages(p: &Program) -> Vec<(u32, u32, f64)> {
-        p.messages().map(|m| (m.src.0, m.dst.0, m.bytes)).collect()
-    }
-
-    /// Longest chain of messages ending at each op (the number of communication rounds if
-    /// every message takes the same time).
-    fn depth(p: &Program) -> Vec<u32> {
-        let mut d = vec![0u32; p.ops().len()];
-        for i in 0..p.ops().len() {
-            let base = p.preds(OpId(i as u32)).iter().map(|x| d[x.index()]).max();
-            let own = u32::from(matches!(p.ops()[i], Op::Message(_)));
-            d[i] = base.unwrap_or(0) + own;
-        }
-        d
-    }
-
-    #[test]
-    fn binomial_on_8_is_3_rounds_of_7_messages() {
-        let (p, h) = build(8, 1024.0, None, 0);
-        let ms = messages(&p);
-        // By hand (MPICH binomial, root 0): 0→4, 0→2, 0→1 (blocking, in that order), 4→6,
-        // 4→5, 2→3, 6→7.
-        let mut pairs: Vec<(u32, u32)> = ms.iter().map(|m| (m.0, m.1)).collect();
-        pairs.sort_unstable();
-        assert_eq!(
-            pairs,
-            vec![(0, 1), (0, 2), (0, 4), (2, 3), (4, 5), (4, 6), (6, 7)]
-        );
-        let d = depth(&p);
-        // Rounds at which each rank holds the data: 0: 0; 4: 1; 2, 6: 2; 1, 3, 5, 7: 3.
-        let rounds: Vec<u32> = h.iter().map(|o| d[o.index()]).collect();
-        assert_eq!(rounds, vec![0, 3, 2, 3, 1, 3, 2, 3]);
-    }
-
-    #[test]
-    fn root_is_relative() {
-        let (p, h) = build(5, 100.0, Some(BcastAlgorithm::Binomial), 3);
-        // Relative ranks 0..5 map to 3, 4, 0, 1, 2. Relative sends 0→4, 0→2, 0→1, 2→3 become
-        // 3→2, 3→0, 3→4, 0→1.
-        let mut pairs: Vec<(u32, u32)> = messages(&p).iter().map(|m| (m.0, m.1)).collect();
-        pairs.sort_unstable();
-        assert_eq!(pairs, vec![(0, 1), (3, 0), (3, 2), (3, 4)]);
-        assert_eq!(h.len(), 5);
-    }
-
-    #[test]
-    fn scatter_recursive_doubling_on_8() {
-        // 64 KiB on 8 ranks: medium, power of two → scatter + recursive doubling.
-        let bytes = 65536.0;
-        let (p, _) = build(8, bytes, None, 0);
-        let ms = messages(&p);
-        // Scatter: 7 messages; sizes: 0→4 four pieces, 0→2 two, 0→1 one, 4→6 two, 4→5 one,
-        // 2→3 one, 6→7 one: 12 pieces of 8192 B. Allgather: 3 steps × 8 messages of 1, 2, 4
-        // pieces: 8 × 7 = 56 pieces.
-        assert_eq!(ms.len(), 7 + 24);
-        let total: f64 = ms.iter().map(|m| m.2).sum();
-        assert_eq!(total, (12.0 + 56.0) * 8192.0);
-        // Rounds: scatter 3, allgather 3.
-        assert_eq!(*depth(&p).iter().max().unwrap(), 6);
-    }
-
-    #[test]
-    fn scatter_ring_on_6() {
-        // Fewer than 8 ranks would choose the binomial tree: force the ring. Pieces of
-        // ceil(1048576 / 6) = 174763 B.
-        let (p, _) = build(6, 1048576.0, Some(BcastAlgorithm::Ring), 0);
-        let ms = messages(&p);
-        // Scatter: 5 messages; ring: 5 steps × 6.
-        assert_eq!(ms.len(), 5 + 30);
-        // Scatter pieces by hand (n = 6, next power of two 8): 0→4 min(4, 2) = 2, 0→2 2,
-        // 0→1 1, 2→3 1, 4→5 1: 7 pieces.
-        let scatter: f64 = ms[..5].iter().map(|m| m.2).sum();
-        assert_eq!(scatter, 7.0 * 174763.0);
-        // Scatter rounds 3 (0→4, 0→2 then 2→3 ... 0→1 third; 4→5 second), ring 5 → 8.
-        assert_eq!(*depth(&p).iter().max().unwrap(), 8);
-    }
-
-    #[test]
-    fn small_groups_use_binomial_and_singletons_send_nothing() {
-        let (p, _) = build(4, 1e6, None, 0);
-        assert_eq!(messages(&p).len(), 3);
-        // 12 ranks, 64 KiB: medium but not a power of two → ring: 11 + 12 × 11 messages.
-        let (p, _) = build(12, 65536.0, None, 0);
-        assert_eq!(messages(&p).len(), 11 + 132);
-        let (p, h) = build(1, 1e6, None, 0);
-        assert!(messages(&p).is_empty());
-        assert_eq!(h.len(), 1);
-    }
-}
+mod tests;

@@ -152,9 +152,6 @@ pub struct Program {
     /// `preds[pred_start[i]..pred_start[i+1]]` are the operations op i waits for.
     pred_start: Vec<u32>,
     preds: Vec<OpId>,
-    /// Same layout, successors.
-    succ_start: Vec<u32>,
-    succs: Vec<OpId>,
 }
 
 impl Program {
@@ -172,12 +169,6 @@ impl Program {
     pub fn preds(&self, op: OpId) -> &[OpId] {
         let i = op.index();
         &self.preds[self.pred_start[i] as usize..self.pred_start[i + 1] as usize]
-    }
-
-    /// The operations that wait for `op`.
-    pub fn succs(&self, op: OpId) -> &[OpId] {
-        let i = op.index();
-        &self.succs[self.succ_start[i] as usize..self.succ_start[i + 1] as usize]
     }
 
     /// The messages, in program order.
@@ -210,7 +201,22 @@ impl Program {
     /// message (the rank's GPU is its GPU 0), a delay a delay and a join a delay of 0 s; each
     /// waits for the operations it waited for.
     pub fn to_task_graph(&self) -> Result<TaskGraph, InputError> {
+        self.submit_all()?.build()
+    }
+
+    /// [`Program::to_task_graph`], dropping the program before the graph's successor lists
+    /// are made: the peak memory is the program and the graph's tasks, not the whole graph on
+    /// top of the program.
+    pub fn into_task_graph(self) -> Result<TaskGraph, InputError> {
+        let b = self.submit_all()?;
+        drop(self);
+        b.build()
+    }
+
+    /// A builder holding the program's operations as tasks ([`Program::to_task_graph`]).
+    fn submit_all(&self) -> Result<TaskGraphBuilder, InputError> {
         let mut b = TaskGraphBuilder::with_capacity(self.ops.len(), 0, 0);
+        b.reserve_fixed(self.edges());
         let message = b.codelet(MESSAGE_CODELET)?;
         let delay = b.codelet("delay")?;
         let join = b.codelet("join")?;
@@ -257,14 +263,14 @@ impl Program {
                 }
             }
         }
-        b.build()
+        Ok(b)
     }
 
     /// Heap bytes held by the program (for memory reports).
     pub fn heap_bytes(&self) -> usize {
         self.ops.capacity() * std::mem::size_of::<Op>()
-            + (self.pred_start.capacity() + self.succ_start.capacity()) * 4
-            + (self.preds.capacity() + self.succs.capacity()) * std::mem::size_of::<OpId>()
+            + self.pred_start.capacity() * 4
+            + self.preds.capacity() * std::mem::size_of::<OpId>()
     }
 }
 
@@ -358,35 +364,11 @@ impl ProgramBuilder {
 
     /// The finished program.
     pub fn build(self) -> Program {
-        let n = self.ops.len();
-        let mut count = vec![0u32; n + 1];
-        for p in &self.preds {
-            count[p.index() + 1] += 1;
-        }
-        for i in 0..n {
-            count[i + 1] += count[i];
-        }
-        let succ_start = count.clone();
-        let mut fill = count;
-        let mut succs = vec![OpId(0); self.preds.len()];
-        for op in 0..n {
-            let (a, b) = (
-                self.pred_start[op] as usize,
-                self.pred_start[op + 1] as usize,
-            );
-            for p in &self.preds[a..b] {
-                let slot = &mut fill[p.index()];
-                succs[*slot as usize] = OpId(op as u32);
-                *slot += 1;
-            }
-        }
         Program {
             ranks: self.ranks,
             ops: self.ops,
             pred_start: self.pred_start,
             preds: self.preds,
-            succ_start,
-            succs,
         }
     }
 
@@ -416,7 +398,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn successors_mirror_predecessors() {
+    fn operations_keep_their_predecessors_in_order() {
         let mut b = ProgramBuilder::new(2);
         let k0 = b.kernel(Kernel::new(RankId(0), Unit::Gpu, "a", 1.0, 10.0), &[]);
         let m = b.message(Message::device(RankId(0), RankId(1), 8.0), &[k0]);
@@ -424,11 +406,10 @@ mod tests {
         let j = b.join(&[k1]);
         let p = b.build();
         assert_eq!(p.ops().len(), 4);
+        assert!(p.preds(k0).is_empty());
+        assert_eq!(p.preds(m), &[k0]);
         assert_eq!(p.preds(k1), &[m, k0]);
-        assert_eq!(p.succs(k0), &[m, k1]);
-        assert_eq!(p.succs(m), &[k1]);
-        assert_eq!(p.succs(k1), &[j]);
-        assert!(p.succs(j).is_empty());
+        assert_eq!(p.preds(j), &[k1]);
         assert_eq!(p.edges(), 4);
         assert_eq!(p.flops(), 15.0);
     }

@@ -123,19 +123,25 @@ pub fn bounds_from_means(
     }
 }
 
-/// Longest path through the graph with `weight[t]` per task: in petgraph's topological
-/// order of the dependencies, each task finishes `weight` after the latest of its
-/// predecessors (explicit dependencies may point backwards in submission order).
+/// Longest path through the graph with `weight[t]` per task: in a topological order of the
+/// dependencies (submission order when every edge points forward, else petgraph's: explicit
+/// dependencies may point backwards), each task finishes `weight` after the latest of its
+/// predecessors.
 fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
-    use petgraph::Direction::Incoming;
-    let deps = graph.dependencies();
-    let order = petgraph::algo::toposort(deps, None)
-        .expect("task graphs are acyclic: TaskGraphBuilder::build refuses cycles");
+    use hetsim_taskgraph::TaskId;
+    let order: Box<dyn Iterator<Item = TaskId>> = if graph.edges_point_forward() {
+        Box::new(graph.task_ids())
+    } else {
+        let sorted = petgraph::algo::toposort(graph, None)
+            .expect("task graphs are acyclic: TaskGraphBuilder::build refuses cycles");
+        Box::new(sorted.into_iter().map(|v| TaskId(v.index() as u32)))
+    };
     let mut finish = vec![0.0f64; graph.num_tasks()];
     let mut best = 0.0f64;
     for v in order {
-        let start = deps
-            .neighbors_directed(v, Incoming)
+        let start = graph
+            .predecessors(v)
+            .iter()
             .map(|p| finish[p.index()])
             .fold(0.0f64, f64::max);
         let f = start + weight[v.index()];

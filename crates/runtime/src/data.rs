@@ -141,6 +141,19 @@ impl DataManager {
         &self.memory
     }
 
+    /// Record which replicas change state from now on ([`DataManager::replica_changes`]).
+    pub fn record_replica_changes(&mut self) {
+        self.memory.record_changes();
+    }
+
+    /// The replicas (handle, memory node) whose valid, loading or allocated state changed
+    /// since the last call, once recording is on, swapped into `out` (cleared first), leaving
+    /// the record empty.
+    pub fn swap_replica_changes(&mut self, out: &mut Vec<(HandleId, MemNodeId)>) {
+        out.clear();
+        std::mem::swap(out, &mut self.memory.changes);
+    }
+
     pub fn estimates(&self) -> &Estimates {
         &self.estimates
     }

@@ -51,6 +51,9 @@ pub struct Layout {
     pub workers: Vec<Worker>,
     /// Names of the fluid links, by link index.
     pub links: Vec<String>,
+    /// The node each link belongs to, by link index: a node's own links and its NICs; `None`
+    /// for the switches' links between nodes.
+    pub link_nodes: Vec<Option<u32>>,
 }
 
 impl Layout {
@@ -74,12 +77,25 @@ impl Layout {
             }],
             workers: workers.to_vec(),
             links: links.to_vec(),
+            link_nodes: vec![Some(0); links.len()],
         }
     }
 
     /// Whether the run has several nodes or ranks.
     pub fn is_cluster(&self) -> bool {
         self.nodes.len() > 1 || self.ranks.len() > 1
+    }
+
+    /// `name` (of a worker, memory node or link of `node`) without the node's prefix: `CUDA0`
+    /// for `n3.CUDA0`. On one machine names have no prefix and are returned as they are.
+    pub fn local_name<'a>(&self, node: u32, name: &'a str) -> &'a str {
+        if !self.is_cluster() {
+            return name;
+        }
+        self.nodes
+            .get(node as usize)
+            .and_then(|n| name.strip_prefix(n.as_str())?.strip_prefix('.'))
+            .unwrap_or(name)
     }
 
     /// The rank whose worker `w` (global id) is.
@@ -167,6 +183,7 @@ pub(crate) fn cluster_setup(
     let cores = machine.cpu_cores();
     let mut cnet = ClusterNetwork::new(cluster, config.sharing)?;
     let mut net_names = Vec::new();
+    let mut link_nodes = Vec::new();
     let node_names: Vec<String> = (0..cluster.nodes()).map(|n| format!("n{n}")).collect();
     let several = cluster.nodes() > 1;
     let prefix = |n: u32, name: &str| {
@@ -194,8 +211,12 @@ pub(crate) fn cluster_setup(
             Some(&mut names),
         );
         net_names.extend(names.iter().map(|l| prefix(n, l)));
+        link_nodes.resize(net_names.len(), Some(n));
     }
-    net_names.extend(cnet.internode_link_names());
+    for (name, node) in cnet.internode_link_names() {
+        net_names.push(name);
+        link_nodes.push(node.map(|n| n.0));
+    }
     let mem_per_node = machine.memory_nodes().len() as u32;
     let mut memories = Vec::new();
     for n in 0..cluster.nodes() {
@@ -244,6 +265,7 @@ pub(crate) fn cluster_setup(
         ranks: infos,
         workers: global,
         links: net_names,
+        link_nodes,
     };
     // The engine runs the network; the cluster's copy keeps only its routes.
     let net = std::mem::replace(&mut cnet.net, FluidNetwork::new(config.sharing));

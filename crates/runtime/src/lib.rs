@@ -271,12 +271,14 @@ pub struct View<'a> {
 
 impl<'a> View<'a> {
     /// Simulated time now, seconds.
+    #[inline]
     pub fn now_s(&self) -> f64 {
         self.now_s
     }
 
     /// The task graph. On a cluster it holds every rank's tasks and the messages between
     /// ranks; this scheduler is given only its own rank's tasks ([`View::is_local`]).
+    #[inline]
     pub fn graph(&self) -> &'a TaskGraph {
         self.graph
     }
@@ -288,6 +290,7 @@ impl<'a> View<'a> {
 
     /// Whether `task` is one this scheduler may be given: a computation of its rank. Other
     /// ranks' tasks and messages between ranks run elsewhere.
+    #[inline]
     pub fn is_local(&self, task: TaskId) -> bool {
         let t = self.graph.task(task);
         t.is_compute() && t.node.0 == self.rank
@@ -345,30 +348,36 @@ impl<'a> View<'a> {
 
     /// Whether `worker` can run `task` (it has a kernel model and the task's data fits in its
     /// memory).
+    #[inline]
     pub fn can_run(&self, task: TaskId, worker: WorkerId) -> bool {
         self.predicted_length_s(task, worker).is_some()
     }
 
     /// Predicted (mean) duration of `task` on `worker`, if it can run it (never for a task
     /// of another rank or a message).
+    #[inline]
     pub fn predicted_length_s(&self, task: TaskId, worker: WorkerId) -> Option<f64> {
         if !self.is_local(task) {
             return None;
         }
-        self.runnable.mean_s(task, self.cols[worker.index()])
+        self.runnable
+            .mean_s(self.graph, task, self.cols[worker.index()])
     }
 
     /// Whether `handle` has a valid replica in memory node `node`.
+    #[inline]
     pub fn is_valid_on(&self, handle: HandleId, node: MemNodeId) -> bool {
         self.memory.is_valid(handle, node)
     }
 
     /// Whether a transfer of `handle` into `node` is under way.
+    #[inline]
     pub fn is_loading_on(&self, handle: HandleId, node: MemNodeId) -> bool {
         self.memory.is_loading(handle, node)
     }
 
     /// Whether `handle` has memory allocated in `node`.
+    #[inline]
     pub fn is_allocated_on(&self, handle: HandleId, node: MemNodeId) -> bool {
         self.memory.is_allocated(handle, node)
     }

@@ -69,6 +69,11 @@ pub(crate) struct Memory {
     handles: Vec<HandleId>,
     /// Per global handle, its slot here (`u32::MAX` if it is another runtime's).
     slots: Rc<[u32]>,
+    /// Whether changes of replicas' state are recorded in `changes`.
+    record: bool,
+    /// Replicas whose valid, loading or allocated state changed, in order, while `record`
+    /// holds (drained by the caller; a replica may appear more than once).
+    pub changes: Vec<(HandleId, MemNodeId)>,
 }
 
 impl Memory {
@@ -136,6 +141,8 @@ impl Memory {
             evicted: Vec::new(),
             handles,
             slots,
+            record: false,
+            changes: Vec::new(),
         };
         // Device replicas held from the start can be evicted like any other.
         for (h, n) in on_device {
@@ -355,10 +362,24 @@ impl Memory {
         }
     }
 
+    /// Record, from now on, which replicas change state ([`Memory::changes`]).
+    pub fn record_changes(&mut self) {
+        self.record = true;
+    }
+
+    fn changed(&mut self, h: HandleId, n: MemNodeId) {
+        if self.record {
+            self.changes.push((h, n));
+        }
+    }
+
     /// Mark a transfer into `(h, n)` as under way or not.
     pub fn set_loading(&mut self, h: HandleId, n: MemNodeId, loading: bool) {
         let i = self.idx(h, n);
-        self.replicas[i].loading = loading;
+        if self.replicas[i].loading != loading {
+            self.replicas[i].loading = loading;
+            self.changed(h, n);
+        }
     }
 
     /// A copy of version `version` of `h` arrived on `n`. Returns false (and changes nothing)
@@ -368,7 +389,10 @@ impl Memory {
             return false;
         }
         let i = self.idx(h, n);
-        self.replicas[i].valid = true;
+        if !self.replicas[i].valid {
+            self.replicas[i].valid = true;
+            self.changed(h, n);
+        }
         self.replicas[i].version = version;
         self.reclassify(h);
         true
@@ -381,7 +405,11 @@ impl Memory {
         let v = self.versions[slot];
         for m in 0..self.nnodes {
             let i = slot * self.nnodes + m;
-            self.replicas[i].valid = m == n.index();
+            let valid = m == n.index();
+            if self.replicas[i].valid != valid {
+                self.replicas[i].valid = valid;
+                self.changed(h, MemNodeId(m as u32));
+            }
         }
         let i = self.idx(h, n);
         self.replicas[i].version = v;
@@ -404,6 +432,7 @@ impl Memory {
                 self.peak[ni] = self.peak[ni].max(self.used[ni]);
                 let i = self.idx(h, n);
                 self.replicas[i].allocated = true;
+                self.changed(h, n);
                 let malloc = match &mut self.suballoc[ni] {
                     Some(s) if Suballocator::serves(size) => {
                         let (chunk, new) = s.carve(size);
@@ -431,6 +460,7 @@ impl Memory {
             self.replicas[vi].allocated = false;
             self.replicas[vi].valid = false;
             self.replicas[vi].wont_use = false;
+            self.changed(victim, n);
             let chunk = self.replicas[vi].chunk.take();
             self.evictions[ni] += 1;
             self.evicted.push((n, victim));
@@ -441,6 +471,7 @@ impl Memory {
                 let i = self.idx(h, n);
                 self.replicas[i].allocated = true;
                 self.replicas[i].chunk = chunk;
+                self.changed(h, n);
                 return Alloc::Done {
                     malloc: false,
                     frees,

@@ -130,8 +130,9 @@ pub enum SimEvent<'a> {
         /// Version of the data copied.
         version: u32,
         /// Identifies the transfer among those in flight (pairs this event with its
-        /// [`SimEvent::TransferEnd`]); reused by later transfers once this one ended. Small:
-        /// below the largest number of transfers ever queued or in flight at once.
+        /// [`SimEvent::TransferEnd`]) across all ranks; reused by later transfers once this
+        /// one ended. Small: below the ranks × the largest number of transfers one rank ever
+        /// had queued or in flight at once.
         id: u32,
     },
     /// A transfer's last byte arrived.

@@ -10,16 +10,24 @@ use super::{KernelTimes, RunConfig, Worker, WorkerId, WorkerKind};
 /// Mean durations per (task, worker class), `NaN` where the class cannot run the task. A class
 /// is a distinct (device, memory node, kind): workers of one class share predictions. Each rank
 /// maps its workers to classes ([`runnable_of`]).
+///
+/// When every computation fixes its durations and accesses no data (the cluster workloads
+/// written as MPI programs) there is no table: the graph's fixed durations are the means.
 #[derive(Debug)]
 pub(crate) struct Runnable {
+    /// Per task, per class; empty when the graph's fixed durations are read instead.
     means: Vec<f64>,
     ndev: usize,
     col_kind: Vec<WorkerKind>,
 }
 
 impl Runnable {
-    /// The mean duration of `task` on workers of class `col`, if they can run it.
-    pub fn mean_s(&self, task: TaskId, col: usize) -> Option<f64> {
+    /// The mean duration of `task` (of `graph`) on workers of class `col` of its rank, if they
+    /// can run it.
+    pub fn mean_s(&self, graph: &TaskGraph, task: TaskId, col: usize) -> Option<f64> {
+        if self.means.is_empty() {
+            return graph.fixed_duration_s(task, self.col_kind[col].unit());
+        }
         let m = self.means[task.index() * self.ndev + col];
         (!m.is_nan()).then_some(m)
     }
@@ -29,12 +37,12 @@ impl Runnable {
     pub fn bounds(&self, graph: &TaskGraph, workers: &[Worker]) -> crate::bounds::Bounds {
         let mut cpu = vec![f64::INFINITY; graph.num_tasks()];
         let mut gpu = vec![f64::INFINITY; graph.num_tasks()];
-        for t in 0..graph.num_tasks() {
+        for t in graph.task_ids() {
             for (col, kind) in self.col_kind.iter().enumerate() {
-                let m = self.means[t * self.ndev + col];
-                if m.is_nan() {
+                let Some(m) = self.mean_s(graph, t, col) else {
                     continue;
-                }
+                };
+                let t = t.index();
                 let slot = match kind {
                     WorkerKind::Cpu => &mut cpu[t],
                     WorkerKind::Gpu => &mut gpu[t],
@@ -176,7 +184,15 @@ pub(crate) fn runnable_of(
             v
         })
         .collect();
-    let mut means = vec![f64::NAN; graph.num_tasks() * ndev];
+    // Fixed durations on data-free tasks fit anywhere: the graph holds all the table would.
+    let table = graph.tasks().iter().enumerate().any(|(i, task)| {
+        task.is_compute() && (!graph.fixes_duration(TaskId(i as u32)) || task.access_count() > 0)
+    });
+    let mut means = if table {
+        vec![f64::NAN; graph.num_tasks() * ndev]
+    } else {
+        Vec::new()
+    };
     for t in graph.task_ids() {
         let task = graph.task(t);
         if !task.is_compute() {
@@ -224,7 +240,9 @@ pub(crate) fn runnable_of(
                 .map_or(0, |n| n.capacity_bytes);
             if need <= cap {
                 fits_somewhere = true;
-                means[t.index() * ndev + col] = m;
+                if table {
+                    means[t.index() * ndev + col] = m;
+                }
             }
         }
         if !modelled {

@@ -8,8 +8,8 @@
 //! hold), and may ask for [`Decision`]s such as prefetches. This is StarPU's push/pop shape, so
 //! the dmda family and work stealing fit the same trait.
 
-use hetsim_platform::machine::Machine;
-use hetsim_taskgraph::TaskId;
+use hetsim_platform::machine::{Machine, MemNodeId};
+use hetsim_taskgraph::{HandleId, TaskId};
 
 use crate::{View, Worker, WorkerId};
 
@@ -41,6 +41,18 @@ pub trait Scheduler {
     /// `worker` can take a task: return one from the queues, or `None`. Only tasks that
     /// [`View::can_run`] allows on this worker may be returned.
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId>;
+
+    /// Whether the policy follows the state of replicas ([`Scheduler::replicas_changed`]), to
+    /// keep keys that depend on it up to date instead of querying the [`View`] at each pop.
+    fn watches_replicas(&self) -> bool {
+        false
+    }
+
+    /// Before each pop, for a policy that [`Scheduler::watches_replicas`]: the replicas
+    /// (handle, memory node of this rank) whose valid, loading or allocated state
+    /// ([`View::is_valid_on`], [`View::is_loading_on`], [`View::is_allocated_on`]) changed
+    /// since the policy last heard, in order (one may appear more than once).
+    fn replicas_changed(&mut self, _changes: &[(HandleId, MemNodeId)], _view: &View<'_>) {}
 
     /// A popped task starts executing on `worker` (its data is there).
     fn task_started(&mut self, _task: TaskId, _worker: WorkerId, _view: &View<'_>) {}

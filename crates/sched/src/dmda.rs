@@ -27,12 +27,17 @@
 //! it starts, and `max(now + pipeline_len, exp_start)` when it ends. `ntasks` counts queued
 //! tasks, `pipeline_ntasks` tasks from push to end; only the greedy fallback reads them.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
 use super::{Decision, Scheduler};
 use crate::registry::{NonNegative, OptionDoc, OptionValues};
+use hetsim_platform::machine::MemNodeId;
 use hetsim_runtime::{View, WorkerId};
-use hetsim_taskgraph::TaskId;
+use hetsim_taskgraph::{HandleId, TaskId};
 
 /// Which member of the family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,21 +307,67 @@ impl Default for Params {
     }
 }
 
+/// A ready-first pop's key for a task on a worker: bytes of its read buffers not valid, not
+/// valid nor loading, not allocated on the worker's memory node (smallest first).
+type Readiness = (u64, u64, u64);
+
+/// Where a queued task is in its queue: its priority level (the task's priority for sorted
+/// variants, 0 for FIFO ones), highest first, then push order.
+type Place = (Reverse<i32>, u64);
+
 #[derive(Debug, Clone, Default)]
 struct Queue {
-    /// (task, priority), highest priority first for sorted variants.
-    tasks: std::collections::VecDeque<(TaskId, i32)>,
+    /// The queued tasks in pop order, with their priority.
+    tasks: BTreeMap<Place, (TaskId, i32)>,
+    /// Ready-first variants: the priority level of the head (the highest), whose tasks are in
+    /// `ready`.
+    active: Option<i32>,
+    /// Ready-first variants: the tasks of the head's level by readiness, then push order, so
+    /// the first is what a pop that scanned that level would choose. Kept up to date as
+    /// replicas change ([`Scheduler::replicas_changed`]); a level's keys are computed when it
+    /// becomes the head's.
+    ready: BTreeSet<(Readiness, u64, TaskId)>,
     exp_start_us: f64,
     exp_len_us: f64,
     pipeline_len_us: f64,
     ntasks: u32,
     pipeline_ntasks: u32,
+    /// The largest length booked (µs): the scale of the rounding the sums carry.
+    largest_us: f64,
 }
 
 impl Queue {
     fn exp_end_us(&self) -> f64 {
         self.exp_start_us + self.exp_len_us
     }
+
+    /// How far from zero the lengths may end from rounding alone: [`DRAIN_EPS_US`], or a few
+    /// units in the last place of the largest length booked (a 1e12 µs task leaves ~1e-4 µs).
+    fn tolerance_us(&self) -> f64 {
+        DRAIN_EPS_US.max(1e-12 * self.largest_us)
+    }
+}
+
+/// The queued tasks that read a replica on a worker of its node, and what the replica adds
+/// to their readiness keys.
+#[derive(Debug, Clone, Default)]
+struct Readers {
+    /// As of the last change the policy heard of ([`Dmda::contribution`]).
+    contribution: Readiness,
+    /// (worker, task), once per read access.
+    tasks: Vec<(WorkerId, TaskId)>,
+}
+
+/// What the policy remembers of a task from its push to its end.
+#[derive(Debug, Clone, Copy)]
+struct Booked {
+    /// Predicted length and transfer, µs, as booked at push.
+    len_us: f64,
+    transfer_us: f64,
+    /// Its place in its worker's queue while queued.
+    place: Place,
+    /// Its readiness key while queued in its queue's active level (ready-first variants).
+    readiness: Readiness,
 }
 
 /// One policy of the dmda family.
@@ -325,9 +376,24 @@ pub struct Dmda {
     variant: Variant,
     params: Params,
     queues: Vec<Queue>,
-    /// Per task: (predicted length, predicted transfer) in µs, as booked at push.
-    booked: Vec<(f64, f64)>,
+    /// The tasks pushed and not ended (a map: under a distributed graph each rank has its own
+    /// instance and sees only its tasks).
+    booked: FxHashMap<TaskId, Booked>,
+    /// Pushes so far: the push order of queued tasks.
+    pushes: u64,
+    /// Ready-first variants: per replica (handle, memory node) that queued tasks read.
+    readers: FxHashMap<(HandleId, MemNodeId), Readers>,
+    /// The replicas changed since the last pop, each once.
+    scratch_changes: Vec<(HandleId, MemNodeId)>,
     queued: usize,
+}
+
+fn add(a: Readiness, b: Readiness) -> Readiness {
+    (a.0 + b.0, a.1 + b.1, a.2 + b.2)
+}
+
+fn sub(a: Readiness, b: Readiness) -> Readiness {
+    (a.0 - b.0, a.1 - b.1, a.2 - b.2)
 }
 
 /// Tolerance for the bookkeeping returning to zero: sums of µs over a run.
@@ -340,7 +406,10 @@ impl Dmda {
             variant,
             params,
             queues: Vec::new(),
-            booked: Vec::new(),
+            booked: FxHashMap::default(),
+            pushes: 0,
+            readers: FxHashMap::default(),
+            scratch_changes: Vec::new(),
             queued: 0,
         }
     }
@@ -352,8 +421,16 @@ impl Dmda {
                 exp_start_us: now_us,
                 ..Queue::default()
             });
-            self.booked = vec![(0.0, 0.0); view.graph().num_tasks()];
         }
+    }
+
+    /// Whether pops choose by readiness.
+    fn pops_ready_first(&self) -> bool {
+        self.variant.ready_first() && self.params.ready_first
+    }
+
+    fn booked(&self, task: TaskId) -> &Booked {
+        &self.booked[&task]
     }
 
     fn penalty_us(&self, task: TaskId, w: WorkerId, view: &View<'_>) -> f64 {
@@ -385,9 +462,12 @@ impl Dmda {
             let exp_start = q.exp_start_us.max(now_us);
             let prev_len = if self.variant == Variant::Dmdasd {
                 q.tasks
-                    .iter()
+                    .values()
                     .filter(|&&(_, p)| p >= prio)
-                    .map(|&(t, _)| self.booked[t.index()].0 + self.booked[t.index()].1)
+                    .map(|&(t, _)| {
+                        let b = self.booked(t);
+                        b.len_us + b.transfer_us
+                    })
                     .sum()
             } else {
                 q.exp_len_us
@@ -453,7 +533,7 @@ impl Dmda {
                 "worker {w}: task counts"
             );
             assert!(
-                q.exp_len_us.abs() < DRAIN_EPS_US && q.pipeline_len_us.abs() < DRAIN_EPS_US,
+                q.exp_len_us.abs() < q.tolerance_us() && q.pipeline_len_us.abs() < q.tolerance_us(),
                 "worker {w}: exp_len {} µs, pipeline_len {} µs at the end",
                 q.exp_len_us,
                 q.pipeline_len_us
@@ -464,7 +544,7 @@ impl Dmda {
     fn check_non_negative(&self, w: WorkerId) {
         let q = &self.queues[w.index()];
         assert!(
-            q.exp_len_us > -DRAIN_EPS_US && q.pipeline_len_us > -DRAIN_EPS_US,
+            q.exp_len_us > -q.tolerance_us() && q.pipeline_len_us > -q.tolerance_us(),
             "worker {}: exp_len {} µs, pipeline_len {} µs",
             w.0,
             q.exp_len_us,
@@ -472,25 +552,58 @@ impl Dmda {
         );
     }
 
-    /// Bytes of `task`'s read buffers that are (not valid, not valid nor loading, not
-    /// allocated) on `w`'s memory node: the ready-first pop's keys.
-    fn readiness(task: TaskId, w: WorkerId, view: &View<'_>) -> (u64, u64, u64) {
+    /// Queued `task` of worker `w`'s active level takes its place in `ready`, keyed by the
+    /// replicas' contributions as last heard (changes still to come re-key it before the
+    /// next pop).
+    fn enter_ready(&mut self, w: WorkerId, task: TaskId, view: &View<'_>) {
         let node = view.workers()[w.index()].memory;
-        let g = view.graph();
-        let mut k = (0, 0, 0);
-        for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
-            let bytes = g.handle(a.handle).size_bytes;
-            if !view.is_valid_on(a.handle, node) {
-                k.0 += bytes;
-                if !view.is_loading_on(a.handle, node) {
-                    k.1 += bytes;
-                }
-            }
-            if !view.is_allocated_on(a.handle, node) {
-                k.2 += bytes;
-            }
+        let k = view
+            .graph()
+            .accesses(task)
+            .iter()
+            .filter(|a| a.mode.reads())
+            .map(|a| self.readers[&(a.handle, node)].contribution)
+            .fold((0, 0, 0), add);
+        let b = self.booked.get_mut(&task).expect("queued tasks are booked");
+        b.readiness = k;
+        self.queues[w.index()].ready.insert((k, b.place.1, task));
+    }
+
+    /// Make the level of worker `w`'s head the active one (if it is not), keying its tasks.
+    fn activate(&mut self, w: WorkerId, view: &View<'_>) {
+        let q = &mut self.queues[w.index()];
+        let top = q.tasks.first_key_value().map(|(&(Reverse(l), _), _)| l);
+        if q.active == top {
+            return;
         }
-        k
+        q.active = top;
+        q.ready.clear();
+        let Some(level) = top else {
+            return;
+        };
+        let tasks: Vec<TaskId> = q
+            .tasks
+            .range((Reverse(level), 0)..=(Reverse(level), u64::MAX))
+            .map(|(_, &(t, _))| t)
+            .collect();
+        for t in tasks {
+            self.enter_ready(w, t, view);
+        }
+    }
+
+    /// What one read of `h` adds to a task's readiness key on memory node `node`: its bytes
+    /// if it is not valid there, if it is neither valid nor loading there, and if it is not
+    /// allocated there. A task's key (the ready-first pop's) sums this over its reads.
+    fn contribution(h: HandleId, node: MemNodeId, view: &View<'_>) -> Readiness {
+        let bytes = view.graph().handle(h).size_bytes;
+        let valid = view.is_valid_on(h, node);
+        let loading = view.is_loading_on(h, node);
+        let allocated = view.is_allocated_on(h, node);
+        (
+            if valid { 0 } else { bytes },
+            if valid || loading { 0 } else { bytes },
+            if allocated { 0 } else { bytes },
+        )
     }
 
     /// Current bookkeeping of a worker: (exp_start, exp_len, pipeline_len) in seconds.
@@ -514,6 +627,7 @@ impl Scheduler for Dmda {
         self.ensure(view);
         let prio = self.priority(task, view);
         let (w, len, penalty) = self.choose(task, prio, view);
+        let ready_first = self.pops_ready_first();
         let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
         q.exp_start_us = q.exp_start_us.max(now_us);
@@ -527,15 +641,46 @@ impl Scheduler for Dmda {
             now_us + penalty - q.exp_end_us()
         };
         q.exp_len_us += transfer + len;
+        q.largest_us = q.largest_us.max(transfer + len);
         q.ntasks += 1;
-        self.booked[task.index()] = (len, transfer);
-        if self.variant.sorted() {
-            let pos = q.tasks.iter().position(|&(_, p)| p < prio);
-            q.tasks.insert(pos.unwrap_or(q.tasks.len()), (task, prio));
-        } else {
-            q.tasks.push_back((task, prio));
-        }
+        // Sorted queues keep priority order, FIFO within a priority; the others FIFO only.
+        let level = if self.variant.sorted() { prio } else { 0 };
+        let place = (Reverse(level), self.pushes);
+        self.pushes += 1;
+        q.tasks.insert(place, (task, prio));
+        self.booked.insert(
+            task,
+            Booked {
+                len_us: len,
+                transfer_us: transfer,
+                place,
+                readiness: (0, 0, 0),
+            },
+        );
         self.queued += 1;
+        if ready_first {
+            let node = view.workers()[w.index()].memory;
+            for a in view
+                .graph()
+                .accesses(task)
+                .iter()
+                .filter(|a| a.mode.reads())
+            {
+                self.readers
+                    .entry((a.handle, node))
+                    .or_insert_with(|| Readers {
+                        contribution: Self::contribution(a.handle, node, view),
+                        tasks: Vec::new(),
+                    })
+                    .tasks
+                    .push((w, task));
+            }
+            if self.queues[w.index()].active == Some(level) {
+                self.enter_ready(w, task, view);
+            } else {
+                self.activate(w, view);
+            }
+        }
         if self.params.prefetch && self.variant.data_aware() {
             decisions.push(Decision::Prefetch { task, worker: w });
         }
@@ -544,35 +689,40 @@ impl Scheduler for Dmda {
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId> {
         self.ensure(view);
         let now_us = view.now_s() * 1e6;
+        let ready_first = self.pops_ready_first();
         // `_dmda_pop_task`: "take the opportunity to update start time", task or not.
         let q = &mut self.queues[worker.index()];
         q.exp_start_us = q.exp_start_us.max(now_us);
-        let &(_, head_prio) = q.tasks.front()?;
-        let pos = if self.variant.ready_first() && self.params.ready_first {
-            let mut best: Option<((u64, u64, u64), usize)> = None;
-            for (i, &(t, p)) in q.tasks.iter().enumerate() {
-                if p < head_prio {
-                    // Sorted queues: nothing further down has a priority ≥ the head's.
-                    if self.variant.sorted() {
-                        break;
-                    }
-                    continue;
+        // Ready-first: among the tasks of the head's priority level (sorted queues), or all
+        // of them (FIFO queues, whose tasks all have priority 0 as these policies take
+        // none), the least ready bytes, then the earliest pushed.
+        let task = if ready_first {
+            q.ready.first()?.2
+        } else {
+            q.tasks.first_key_value()?.1.0
+        };
+        let b = *self.booked(task);
+        let q = &mut self.queues[worker.index()];
+        q.tasks.remove(&b.place);
+        if ready_first {
+            q.ready.remove(&(b.readiness, b.place.1, task));
+            if q.ready.is_empty() {
+                self.activate(worker, view);
+            }
+            let (g, node) = (view.graph(), view.workers()[worker.index()].memory);
+            for a in g.accesses(task).iter().filter(|a| a.mode.reads()) {
+                let key = (a.handle, node);
+                let list = &mut self.readers.get_mut(&key).expect("indexed at push").tasks;
+                if let Some(i) = list.iter().position(|&(_, t)| t == task) {
+                    list.swap_remove(i);
                 }
-                let k = Self::readiness(t, worker, view);
-                if best.is_none_or(|(bk, _)| k < bk) {
-                    best = Some((k, i));
-                }
-                if k == (0, 0, 0) {
-                    break;
+                if list.is_empty() {
+                    self.readers.remove(&key);
                 }
             }
-            best.map_or(0, |(_, i)| i)
-        } else {
-            0
-        };
+        }
+        let transfer = b.transfer_us;
         let q = &mut self.queues[worker.index()];
-        let (task, _) = q.tasks.remove(pos).expect("position in queue");
-        let (_, transfer) = self.booked[task.index()];
         // `_starpu_fifo_task_transfer_started`: the transfer moves to the pipeline and the
         // queue restarts after it (an assignment: exp_start may move back).
         q.exp_len_us -= transfer;
@@ -585,7 +735,8 @@ impl Scheduler for Dmda {
     }
 
     fn task_started(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
-        let (len, transfer) = self.booked[task.index()];
+        let b = self.booked(task);
+        let (len, transfer) = (b.len_us, b.transfer_us);
         let q = &mut self.queues[worker.index()];
         q.pipeline_len_us -= transfer;
         q.exp_len_us -= len;
@@ -597,7 +748,7 @@ impl Scheduler for Dmda {
     }
 
     fn task_ended(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
-        let (len, _) = self.booked[task.index()];
+        let len = self.booked.remove(&task).expect("booked at push").len_us;
         let q = &mut self.queues[worker.index()];
         q.pipeline_len_us -= len;
         q.pipeline_ntasks -= 1;
@@ -608,6 +759,43 @@ impl Scheduler for Dmda {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    fn watches_replicas(&self) -> bool {
+        self.pops_ready_first()
+    }
+
+    /// Re-key the queued tasks that read a changed replica on their worker's memory node.
+    fn replicas_changed(&mut self, changes: &[(HandleId, MemNodeId)], view: &View<'_>) {
+        // Keys are recomputed from the current state: once per replica is enough.
+        let mut changed = std::mem::take(&mut self.scratch_changes);
+        changed.clear();
+        changed.extend_from_slice(changes);
+        changed.sort_unstable();
+        changed.dedup();
+        for &(h, node) in &changed {
+            let Some(r) = self.readers.get_mut(&(h, node)) else {
+                continue;
+            };
+            let new = Self::contribution(h, node, view);
+            let old = std::mem::replace(&mut r.contribution, new);
+            if new == old {
+                continue;
+            }
+            for &(w, t) in &r.tasks {
+                let b = self.booked.get_mut(&t).expect("queued tasks are booked");
+                let q = &mut self.queues[w.index()];
+                // Other levels get their keys when they become the head's.
+                if q.active != Some(b.place.0.0) {
+                    continue;
+                }
+                let k = add(sub(b.readiness, old), new);
+                q.ready.remove(&(b.readiness, b.place.1, t));
+                q.ready.insert((k, b.place.1, t));
+                b.readiness = k;
+            }
+        }
+        self.scratch_changes = changed;
     }
 
     /// The sorted variants set their context's priority bounds to any integer

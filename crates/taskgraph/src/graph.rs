@@ -2,7 +2,6 @@
 
 use hetsim_core::InputError;
 pub use hetsim_platform::cluster::NodeId;
-use petgraph::graph::{DiGraph, NodeIndex};
 use rustc_hash::FxHashMap;
 use std::fmt;
 
@@ -252,9 +251,11 @@ pub const MAX_ACCESSES_PER_TASK: usize = u16::MAX as usize;
 
 /// A task graph with frozen dependencies, ready for the runtime.
 ///
-/// Successor lists are stored in compressed form, in increasing task order, so iterating them
-/// is deterministic and cache-friendly; the same edges are also available as a petgraph
-/// [`DiGraph`] for graph algorithms.
+/// Successor and predecessor lists are stored in compressed form (one array of ids and one of
+/// offsets each), in increasing task order, so iterating them is deterministic and
+/// cache-friendly. `&TaskGraph` implements petgraph's visit traits over the same arrays (node
+/// `i` is `TaskId(i)`, an edge `a → b` means `b` waits for `a`), so petgraph's algorithms run
+/// on it without a second copy of the edges.
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     codelets: Vec<String>,
@@ -264,15 +265,18 @@ pub struct TaskGraph {
     handles: Vec<Handle>,
     tasks: Vec<Task>,
     accesses: Vec<Access>,
-    deps: DiGraph<TaskId, ()>,
     succ_offsets: Vec<u32>,
     succ: Vec<TaskId>,
-    pred_count: Vec<u32>,
+    pred_offsets: Vec<u32>,
+    pred: Vec<TaskId>,
     wont_use: Vec<WontUse>,
     /// Per task, two figures its kind gives meaning to (see [`TaskGraphBuilder::fix_duration`],
     /// [`TaskGraphBuilder::submit_delay`], [`TaskGraphBuilder::submit_payload`]), NaN when
     /// unset; empty when no task sets any.
     params: Vec<[f64; 2]>,
+    /// Every edge goes from an earlier task to a later one: submission order is a
+    /// topological order.
+    forward: bool,
 }
 
 /// A "will not be used" hint on a handle, placed in submission order right after task `after`
@@ -322,6 +326,7 @@ impl TaskGraph {
 
     /// The duration `task` fixes itself on `unit`: `None` if it fixes none (its codelet's
     /// kernel model decides) or cannot run there; see [`TaskGraph::fixes_duration`].
+    #[inline]
     pub fn fixed_duration_s(&self, task: TaskId, unit: Unit) -> Option<f64> {
         if !self.tasks[task.index()].is_compute() {
             return None;
@@ -331,6 +336,7 @@ impl TaskGraph {
     }
 
     /// How long a [`TaskKind::Delay`] lasts (0 for other tasks).
+    #[inline]
     pub fn delay_s(&self, task: TaskId) -> f64 {
         match self.tasks[task.index()].kind {
             TaskKind::Delay => self.params.get(task.index()).map_or(0.0, |p| p[0]),
@@ -340,6 +346,7 @@ impl TaskGraph {
 
     /// The bytes a payload message carries; `None` for a data message (its handle's size) and
     /// for other tasks.
+    #[inline]
     pub fn payload_bytes(&self, task: TaskId) -> Option<f64> {
         let t = &self.tasks[task.index()];
         if !t.is_message() || t.access_count > 0 {
@@ -351,6 +358,7 @@ impl TaskGraph {
     /// Whether `task` fixes its durations itself ([`TaskGraphBuilder::fix_duration`]): then it
     /// runs only on the units it fixes a duration for, in exactly that time, whatever the
     /// machine's kernel models say.
+    #[inline]
     pub fn fixes_duration(&self, task: TaskId) -> bool {
         self.tasks[task.index()].is_compute()
             && self
@@ -382,6 +390,7 @@ impl TaskGraph {
     }
 
     /// One task. Panics if `id` is not a task of this graph.
+    #[inline]
     pub fn task(&self, id: TaskId) -> &Task {
         &self.tasks[id.index()]
     }
@@ -392,6 +401,7 @@ impl TaskGraph {
     }
 
     /// The buffers of a task, in the codelet's buffer order.
+    #[inline]
     pub fn accesses(&self, id: TaskId) -> &[Access] {
         let t = &self.tasks[id.index()];
         let start = t.first_access as usize;
@@ -404,6 +414,7 @@ impl TaskGraph {
     }
 
     /// One handle. Panics if `id` is not a handle of this graph.
+    #[inline]
     pub fn handle(&self, id: HandleId) -> &Handle {
         &self.handles[id.index()]
     }
@@ -420,6 +431,7 @@ impl TaskGraph {
 
     /// Whether a codelet's GPU implementation is synchronous
     /// ([`TaskGraphBuilder::gpu_synchronous`]).
+    #[inline]
     pub fn codelet_gpu_synchronous(&self, id: CodeletId) -> bool {
         self.gpu_sync[id.index()]
     }
@@ -461,14 +473,24 @@ impl TaskGraph {
     }
 
     /// The tasks that wait for `id` (its direct successors), in increasing order.
+    #[inline]
     pub fn successors(&self, id: TaskId) -> &[TaskId] {
         let i = id.index();
         &self.succ[self.succ_offsets[i] as usize..self.succ_offsets[i + 1] as usize]
     }
 
+    /// The tasks `id` waits for (its direct predecessors), in increasing order.
+    #[inline]
+    pub fn predecessors(&self, id: TaskId) -> &[TaskId] {
+        let i = id.index();
+        &self.pred[self.pred_offsets[i] as usize..self.pred_offsets[i + 1] as usize]
+    }
+
     /// How many tasks `id` waits for (its in-degree): the runtime's initial dependency counter.
+    #[inline]
     pub fn predecessor_count(&self, id: TaskId) -> u32 {
-        self.pred_count[id.index()]
+        let i = id.index();
+        self.pred_offsets[i + 1] - self.pred_offsets[i]
     }
 
     /// Tasks with no predecessor, in submission order: ready at time zero.
@@ -476,15 +498,16 @@ impl TaskGraph {
         self.task_ids().filter(|&t| self.predecessor_count(t) == 0)
     }
 
-    /// The dependencies as a petgraph graph: node `i` holds `TaskId(i)`, an edge `a → b` means
-    /// `b` waits for `a`.
-    pub fn dependencies(&self) -> &DiGraph<TaskId, ()> {
-        &self.deps
-    }
-
     /// Whether `a → b` is a dependency edge (`b` waits for `a`).
     pub fn has_edge(&self, a: TaskId, b: TaskId) -> bool {
         self.successors(a).binary_search(&b).is_ok()
+    }
+
+    /// Whether every dependency goes from an earlier task to a later one in submission order
+    /// (always, unless explicit dependencies were added to earlier tasks): task order is then
+    /// a topological order.
+    pub fn edges_point_forward(&self) -> bool {
+        self.forward
     }
 
     /// Check that the dependencies have no cycle.
@@ -493,26 +516,104 @@ impl TaskGraph {
     /// earlier to a later task); explicit dependencies, as read from a file, may not be. The
     /// error names one task on a cycle.
     pub fn check_acyclic(&self) -> Result<(), InputError> {
-        check_acyclic(&self.deps, &self.tasks, &self.codelets)
+        if self.forward {
+            return Ok(());
+        }
+        match petgraph::algo::toposort(self, None) {
+            Ok(_) => Ok(()),
+            Err(cycle) => {
+                let id = cycle.node_id().index();
+                let name = &self.codelets[self.tasks[id].codelet.index()];
+                Err(InputError::new(format!(
+                    "the task dependencies contain a cycle through task {id} (`{name}`): a task \
+                     cannot wait for itself"
+                ))
+                .at_field("workload.dependencies"))
+            }
+        }
     }
 }
 
-fn check_acyclic(
-    deps: &DiGraph<TaskId, ()>,
-    tasks: &[Task],
-    codelets: &[String],
-) -> Result<(), InputError> {
-    match petgraph::algo::toposort(deps, None) {
-        Ok(_) => Ok(()),
-        Err(cycle) => {
-            let id = deps[cycle.node_id()];
-            let name = &codelets[tasks[id.index()].codelet.index()];
-            Err(InputError::new(format!(
-                "the task dependencies contain a cycle through task {} (`{name}`): a task \
-                 cannot wait for itself",
-                id.0
-            ))
-            .at_field("workload.dependencies"))
+/// petgraph's view of the dependencies: node `i` is `TaskId(i)` (as a [`NodeIndex`]), an edge
+/// `a → b` means `b` waits for `a`.
+mod visit {
+    use super::{TaskGraph, TaskId};
+    use fixedbitset::FixedBitSet;
+    use petgraph::Direction;
+    use petgraph::graph::NodeIndex;
+    use petgraph::visit::{
+        GraphBase, IntoNeighbors, IntoNeighborsDirected, IntoNodeIdentifiers, NodeCompactIndexable,
+        NodeCount, NodeIndexable, Visitable,
+    };
+
+    /// The tasks of a successor or predecessor list as petgraph node indices.
+    pub type Neighbors<'a> =
+        std::iter::Map<std::iter::Copied<std::slice::Iter<'a, TaskId>>, fn(TaskId) -> NodeIndex>;
+
+    fn node(t: TaskId) -> NodeIndex {
+        NodeIndex::new(t.index())
+    }
+
+    impl GraphBase for TaskGraph {
+        type NodeId = NodeIndex;
+        /// An edge is named by its two ends.
+        type EdgeId = (NodeIndex, NodeIndex);
+    }
+
+    impl<'a> IntoNeighbors for &'a TaskGraph {
+        type Neighbors = Neighbors<'a>;
+        fn neighbors(self, a: NodeIndex) -> Neighbors<'a> {
+            self.neighbors_directed(a, Direction::Outgoing)
+        }
+    }
+
+    impl<'a> IntoNeighborsDirected for &'a TaskGraph {
+        type NeighborsDirected = Neighbors<'a>;
+        fn neighbors_directed(self, a: NodeIndex, d: Direction) -> Neighbors<'a> {
+            let t = TaskId(a.index() as u32);
+            let list = match d {
+                Direction::Outgoing => self.successors(t),
+                Direction::Incoming => self.predecessors(t),
+            };
+            list.iter().copied().map(node as fn(TaskId) -> NodeIndex)
+        }
+    }
+
+    impl IntoNodeIdentifiers for &TaskGraph {
+        type NodeIdentifiers = std::iter::Map<std::ops::Range<usize>, fn(usize) -> NodeIndex>;
+        fn node_identifiers(self) -> Self::NodeIdentifiers {
+            (0..self.num_tasks()).map(NodeIndex::new as fn(usize) -> NodeIndex)
+        }
+    }
+
+    impl NodeIndexable for TaskGraph {
+        fn node_bound(&self) -> usize {
+            self.num_tasks()
+        }
+        fn to_index(&self, a: NodeIndex) -> usize {
+            a.index()
+        }
+        fn from_index(&self, i: usize) -> NodeIndex {
+            NodeIndex::new(i)
+        }
+    }
+
+    impl NodeCount for TaskGraph {
+        fn node_count(&self) -> usize {
+            self.num_tasks()
+        }
+    }
+
+    impl NodeCompactIndexable for TaskGraph {}
+
+    impl Visitable for TaskGraph {
+        type Map = FixedBitSet;
+        fn visit_map(&self) -> FixedBitSet {
+            FixedBitSet::with_capacity(self.num_tasks())
+        }
+        fn reset_map(&self, map: &mut FixedBitSet) {
+            map.clear();
+            map.grow(self.num_tasks());
         }
     }
 }
@@ -546,9 +647,15 @@ pub struct TaskGraphBuilder {
     state: Vec<HandleState>,
     tasks: Vec<Task>,
     accesses: Vec<Access>,
-    deps: DiGraph<TaskId, ()>,
-    /// `mark[p] == t + 1` when `p` is already a predecessor of the task `t` being submitted:
-    /// O(1) duplicate-edge check without a per-task set.
+    /// Per task submitted, where its predecessors start in `pred` (one more entry, the end).
+    pred_offsets: Vec<u32>,
+    /// The predecessors of each task in turn (the newest task's list is still open).
+    pred: Vec<TaskId>,
+    /// Explicit dependencies whose later task is not the newest one, `(before, after)`:
+    /// merged, sorted and deduplicated at build.
+    late: Vec<(TaskId, TaskId)>,
+    /// `mark[p] == t + 1` when `p` is already a predecessor of the newest task `t`: O(1)
+    /// duplicate-edge check without a per-task set.
     mark: Vec<u32>,
     /// Scratch list of the predecessors of the task being submitted.
     preds: Vec<TaskId>,
@@ -556,8 +663,8 @@ pub struct TaskGraphBuilder {
     wont_use: Vec<WontUse>,
     /// Per task submitted so far, the figures of [`TaskGraph`]'s `params`.
     params: Vec<[f64; 2]>,
-    /// An explicit dependency may not point from an earlier task to the newest one: a cycle
-    /// check and a sort of successor lists are needed at build.
+    /// Some explicit dependency went to a task other than the newest one (it may close a
+    /// cycle): the lists are merged and checked for cycles at build.
     unordered: bool,
 }
 
@@ -575,11 +682,25 @@ impl TaskGraphBuilder {
             state: Vec::with_capacity(handles),
             tasks: Vec::with_capacity(tasks),
             accesses: Vec::with_capacity(accesses),
-            // Tiled factorizations have about 2-3 edges per task.
-            deps: DiGraph::with_capacity(tasks, 3 * tasks),
+            pred_offsets: Self::offsets_with_capacity(tasks + 1),
             mark: Vec::with_capacity(tasks),
             ..Self::default()
         }
+    }
+
+    /// Room for `edges` more dependencies, and for a duration or size ([`TaskGraph`]'s
+    /// `params`) for every task the builder has room for: for graphs whose tasks all fix
+    /// their durations or sizes, so that no vector ends up with twice the room it needs.
+    pub fn reserve_fixed(&mut self, edges: usize) {
+        self.pred.reserve_exact(edges);
+        self.params
+            .reserve_exact(self.tasks.capacity().saturating_sub(self.params.len()));
+    }
+
+    fn offsets_with_capacity(n: usize) -> Vec<u32> {
+        let mut v = Vec::with_capacity(n);
+        v.push(0);
+        v
     }
 
     /// Intern a codelet name, returning the id tasks use.
@@ -727,14 +848,12 @@ impl TaskGraphBuilder {
             }
         }
 
-        let vertex = self.deps.add_node(tid);
-        debug_assert_eq!(vertex.index(), tid.index());
-        // Sorted so the edge list, and hence successor order, does not depend on access order.
-        self.preds.sort_unstable();
-        for &p in &self.preds {
-            self.deps
-                .add_edge(NodeIndex::new(p.index()), NodeIndex::new(tid.index()), ());
+        if self.pred_offsets.is_empty() {
+            self.pred_offsets.push(0);
         }
+        self.preds.sort_unstable();
+        self.pred.extend_from_slice(&self.preds);
+        self.pred_offsets.push(offset(self.pred.len())?);
 
         self.accesses.extend_from_slice(accesses);
         self.tasks.push(Task {
@@ -771,15 +890,13 @@ impl TaskGraphBuilder {
                     .at_field("workload.dependencies"),
             );
         }
-        let (a, b) = (
-            NodeIndex::new(before.index()),
-            NodeIndex::new(after.index()),
-        );
-        if self.deps.find_edge(a, b).is_none() {
-            self.deps.add_edge(a, b, ());
-        }
-        if before.0 >= after.0 || after.index() + 1 != n {
+        if after.index() + 1 != n {
+            self.late.push((before, after));
             self.unordered = true;
+        } else if self.mark[before.index()] != after.0 + 1 {
+            self.mark[before.index()] = after.0 + 1;
+            self.pred.push(before);
+            *self.pred_offsets.last_mut().expect("a task was submitted") = offset(self.pred.len())?;
         }
         Ok(())
     }
@@ -921,49 +1038,106 @@ impl TaskGraphBuilder {
 
     /// Freeze the graph. Fails if explicit dependencies made a cycle.
     pub fn build(mut self) -> Result<TaskGraph, InputError> {
+        // Room for what follows: the per-task scratch is no longer needed.
+        self.mark = Vec::new();
+        self.state = Vec::new();
+        self.codelet_index = FxHashMap::default();
         if !self.params.is_empty() {
             self.params.resize(self.tasks.len(), [f64::NAN; 2]);
         }
-        if self.unordered {
-            check_acyclic(&self.deps, &self.tasks, &self.codelets)?;
-        }
         let n = self.tasks.len();
+        if self.pred_offsets.is_empty() {
+            self.pred_offsets.push(0);
+        }
+        let (pred_offsets, pred) = if self.unordered {
+            merge_sorted(n, &self.pred_offsets, &self.pred, &self.late)?
+        } else {
+            // Every edge went to the newest task when it was added: the lists are complete,
+            // and need sorting only where explicit dependencies came in another order.
+            for t in 0..n {
+                let (a, b) = (
+                    self.pred_offsets[t] as usize,
+                    self.pred_offsets[t + 1] as usize,
+                );
+                self.pred[a..b].sort_unstable();
+            }
+            self.pred.shrink_to_fit();
+            self.pred_offsets.shrink_to_fit();
+            (self.pred_offsets, self.pred)
+        };
+        // Successors by counting sort over the predecessor lists in task order: each list
+        // comes out in increasing order.
         let mut succ_offsets = vec![0u32; n + 1];
-        let mut pred_count = vec![0u32; n];
-        for e in self.deps.raw_edges() {
-            succ_offsets[e.source().index() + 1] += 1;
-            pred_count[e.target().index()] += 1;
+        for p in &pred {
+            succ_offsets[p.index() + 1] += 1;
         }
         for i in 0..n {
             succ_offsets[i + 1] += succ_offsets[i];
         }
         let mut fill: Vec<u32> = succ_offsets[..n].to_vec();
-        let mut succ = vec![TaskId(0); self.deps.edge_count()];
-        for e in self.deps.raw_edges() {
-            let s = e.source().index();
-            succ[fill[s] as usize] = TaskId(e.target().index() as u32);
-            fill[s] += 1;
-        }
-        // Inferred edges arrive in increasing target order already; explicit ones may not.
-        if self.unordered {
-            for i in 0..n {
-                succ[succ_offsets[i] as usize..succ_offsets[i + 1] as usize].sort_unstable();
+        let mut succ = vec![TaskId(0); pred.len()];
+        for t in 0..n {
+            for p in &pred[pred_offsets[t] as usize..pred_offsets[t + 1] as usize] {
+                succ[fill[p.index()] as usize] = TaskId(t as u32);
+                fill[p.index()] += 1;
             }
         }
-        Ok(TaskGraph {
+        let graph = TaskGraph {
             codelets: self.codelets,
             gpu_sync: self.gpu_sync,
             handles: self.handles,
             tasks: self.tasks,
             accesses: self.accesses,
-            deps: self.deps,
             succ_offsets,
             succ,
-            pred_count,
+            pred_offsets,
+            pred,
             wont_use: self.wont_use,
             params: self.params,
-        })
+            forward: false,
+        };
+        if self.unordered {
+            graph.check_acyclic()?;
+        }
+        let forward = graph
+            .task_ids()
+            .all(|t| graph.predecessors(t).iter().all(|&p| p < t));
+        let graph = TaskGraph { forward, ..graph };
+        Ok(graph)
     }
+}
+
+/// An edge count or offset as `u32`.
+fn offset(n: usize) -> Result<u32, InputError> {
+    u32::try_from(n).map_err(|_| InputError::new("too many dependency edges (at most 2^32 - 1)"))
+}
+
+/// The predecessor lists of `n` tasks (`offsets`, `pred`) with the `late` edges
+/// `(before, after)` added, each list sorted and without repeats.
+fn merge_sorted(
+    n: usize,
+    offsets: &[u32],
+    pred: &[TaskId],
+    late: &[(TaskId, TaskId)],
+) -> Result<(Vec<u32>, Vec<TaskId>), InputError> {
+    let mut edges: Vec<(TaskId, TaskId)> = Vec::with_capacity(pred.len() + late.len());
+    for t in 0..n {
+        for &p in &pred[offsets[t] as usize..offsets[t + 1] as usize] {
+            edges.push((TaskId(t as u32), p));
+        }
+    }
+    edges.extend(late.iter().map(|&(before, after)| (after, before)));
+    edges.sort_unstable();
+    edges.dedup();
+    let mut out_offsets = vec![0u32; n + 1];
+    for &(t, _) in &edges {
+        out_offsets[t.index() + 1] += 1;
+    }
+    for i in 0..n {
+        out_offsets[i + 1] += out_offsets[i];
+    }
+    offset(edges.len())?;
+    Ok((out_offsets, edges.into_iter().map(|(_, p)| p).collect()))
 }
 
 /// Record `p` as a predecessor of the task being submitted (`tid`, stamped `stamp`), once.
@@ -1068,7 +1242,7 @@ mod tests {
         let g = b.build().unwrap();
         assert_eq!(edges(&g), vec![(0, 1)]);
         assert_eq!(g.num_edges(), 1);
-        assert_eq!(g.dependencies().edge_count(), 1);
+        assert_eq!(g.predecessors(TaskId(1)), &[TaskId(0)]);
         assert_eq!(g.predecessor_count(TaskId(1)), 1);
     }
 

@@ -69,6 +69,15 @@ pub fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1.0e-300) || (a - b).abs() <= rel
 }
 
+/// Assert that `got` agrees with `want` to `rel` (see [`close`]), printing both.
+#[track_caller]
+pub fn assert_close(got: f64, want: f64, rel: f64) {
+    assert!(
+        close(got, want, rel),
+        "got {got:.12e}, expected {want:.12e}"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,12 @@
 //!   one series per link (Perfetto names the tracks `GB/s <link>`); one counter event per date
 //!   carries the links whose load changed then; evictions are process-scoped instant events
 //!   `evict`;
+//! - on a cluster: one process per node (pid = node index + 1, named `n<k>`) holding its
+//!   workers (by their names in the node), its memory counters (`memory <name>`), its links'
+//!   series (NICs included) and the transfers into it; the switches' links in a `Network`
+//!   process; each MPI message as two async pairs of category `mpi` over its flight, its send
+//!   in the sender's process and its receive in the receiver's, joined by a flow arrow
+//!   (`flow_out` on the send, `flow_in` on the receive), both written at its receipt;
 //! - timestamps in µs (the simulation's dates rounded to the nanosecond);
 //! - `otherData` records the generator, machine, scheduler and seed.
 //!
@@ -34,6 +40,7 @@
 //! completed: [`ChromeWriter::finish`] (or dropping the writer) writes the closing brackets
 //! even if the run stopped early.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -137,6 +144,10 @@ enum Args<'a> {
     Data {
         data: &'a str,
     },
+    Message {
+        task: u32,
+        bytes: Num,
+    },
 }
 
 /// One counter value per link whose load changed: `{"<link>": GB/s, ...}`.
@@ -216,6 +227,9 @@ struct OtherData<'a> {
     sched: &'a str,
     seed: u64,
     tasks: u64,
+    /// Nodes, on a cluster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes: Option<u32>,
 }
 
 /// The JSON output: a buffered writer, the serializer's formatter and the first I/O error
@@ -269,18 +283,28 @@ pub struct ChromeWriter<W: Write> {
     /// The link counter event being gathered: its date and (link, kB/s) values.
     links_date: u64,
     links_pending: Vec<(u32, u64)>,
+    /// Memory nodes of the run, and of one node.
     nnodes: usize,
+    per_node: usize,
+    /// The process of the links that belong to no node (all of them on one machine).
     links_pid: u32,
+    /// Per link: the process of its counter.
+    link_pids: Vec<u32>,
+    /// Per memory node: its process, and the name of its memory counter.
+    mem_pids: Vec<u32>,
+    mem_counters: Vec<String>,
+    /// Per rank: its node's process.
+    rank_pids: Vec<u32>,
     workers: Vec<WorkerSlot>,
     codelets: Vec<String>,
     /// Handle display names.
     handles: Vec<String>,
-    /// Memory node names.
-    nodes: Vec<String>,
-    /// `SRC->DST` per (src, dst).
+    /// `SRC->DST` per (src, dst) memory nodes of one node.
     pairs: Vec<String>,
-    /// Link names.
+    /// Link names (in their node's process on a cluster: without the node's prefix).
     links: Vec<String>,
+    /// Per message task in flight: (start, sending rank, receiving rank, bytes).
+    messages: BTreeMap<u32, (u64, u32, u32, f64)>,
     /// Per in-flight transfer id.
     open: Vec<Option<Transfer>>,
     next_serial: u64,
@@ -312,13 +336,18 @@ impl<W: Write> ChromeWriter<W> {
             links_date: 0,
             links_pending: Vec::new(),
             nnodes: 0,
+            per_node: 0,
             links_pid: 0,
+            link_pids: Vec::new(),
+            mem_pids: Vec::new(),
+            mem_counters: Vec::new(),
+            rank_pids: Vec::new(),
             workers: Vec::new(),
             codelets: Vec::new(),
             handles: Vec::new(),
-            nodes: Vec::new(),
             pairs: Vec::new(),
             links: Vec::new(),
+            messages: BTreeMap::new(),
             open: Vec::new(),
             next_serial: 0,
             arrivals: Vec::new(),
@@ -380,6 +409,10 @@ impl<W: Write> ChromeWriter<W> {
                 self.write_transfer(&a, false);
             }
         }
+        // Messages still in flight: their send only, without an arrow.
+        for (task, (start, from, to, bytes)) in std::mem::take(&mut self.messages) {
+            self.write_message_half(task, start, t, from, to, bytes, Half::Send, None);
+        }
         self.out.raw(b"\n]}\n");
         self.closed = true;
     }
@@ -393,14 +426,14 @@ impl<W: Write> ChromeWriter<W> {
             out,
             links_date,
             links_pending,
-            links_pid,
+            link_pids,
             links,
             windows,
             ..
         } = self;
         let mut emit = |at: u64, link: u32, kbps: u64| {
             if !links_pending.is_empty() && *links_date != at {
-                write_links(out, *links_pid, links, *links_date, links_pending);
+                write_links(out, link_pids, links, *links_date, links_pending);
             }
             *links_date = at;
             links_pending.push((link, kbps));
@@ -413,7 +446,7 @@ impl<W: Write> ChromeWriter<W> {
         if !self.links_pending.is_empty() {
             write_links(
                 &mut self.out,
-                self.links_pid,
+                &self.link_pids,
                 &self.links,
                 self.links_date,
                 &mut self.links_pending,
@@ -426,42 +459,76 @@ impl<W: Write> ChromeWriter<W> {
         self.with_link_windows(|windows, mut emit| while windows.advance(t, &mut emit) {});
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn run_start(
         &mut self,
         machine: &hetsim_platform::machine::Machine,
         graph: &hetsim_taskgraph::TaskGraph,
-        workers: &[hetsim_runtime::Worker],
-        links: &[String],
+        layout: &hetsim_runtime::Layout,
         sched: &str,
         seed: u64,
         bounds: &super::Bounds,
     ) {
         self.started = true;
-        let (windows, links) = LinkWindows::for_run(self.link_res, links, bounds);
+        let (windows, links) = LinkWindows::for_run(self.link_res, &layout.links, bounds);
         self.windows = windows;
-        self.nnodes = machine.memory_nodes().len();
-        self.links_pid = self.nnodes as u32 + 1;
+        let cluster = layout.is_cluster();
+        let mems = &layout.memories;
+        self.nnodes = mems.len();
+        self.per_node = (mems.len() / layout.nodes.len().max(1)).max(1);
+        // A process per memory node on one machine, per node on a cluster; then the links'
+        // (on a cluster, those of no node: the switches').
+        let nproc = if cluster {
+            layout.nodes.len()
+        } else {
+            mems.len()
+        };
+        self.links_pid = nproc as u32 + 1;
+        self.mem_pids = (0..mems.len())
+            .map(|k| {
+                if cluster {
+                    mems[k].node + 1
+                } else {
+                    k as u32 + 1
+                }
+            })
+            .collect();
+        let local = |k: usize| layout.local_name(mems[k].node, &mems[k].name);
+        self.mem_counters = (0..mems.len())
+            .map(|k| {
+                if cluster {
+                    format!("memory {}", local(k))
+                } else {
+                    "memory".to_string()
+                }
+            })
+            .collect();
+        self.link_pids = (0..links.len())
+            .map(|l| match layout.link_nodes.get(l).copied().flatten() {
+                Some(n) if cluster => n + 1,
+                _ => self.links_pid,
+            })
+            .collect();
+        self.links = (0..links.len())
+            .map(|l| match layout.link_nodes.get(l).copied().flatten() {
+                Some(n) => layout.local_name(n, &links[l]).to_string(),
+                None => links[l].clone(),
+            })
+            .collect();
+        self.rank_pids = layout.ranks.iter().map(|r| r.node + 1).collect();
         self.codelets = graph.codelet_names().to_vec();
         self.handles = (0..graph.handles().len())
             .map(|h| handle_name(graph, hetsim_taskgraph::HandleId(h as u32)))
             .collect();
-        self.nodes = machine
-            .memory_nodes()
-            .iter()
-            .map(|n| n.name.clone())
+        let m = self.per_node;
+        self.pairs = (0..m * m)
+            .map(|p| format!("{}->{}", local(p / m), local(p % m)))
             .collect();
-        self.pairs = self
-            .nodes
-            .iter()
-            .flat_map(|s| self.nodes.iter().map(move |d| format!("{s}->{d}")))
-            .collect();
-        self.links = links.to_vec();
         self.arrivals = vec![None; graph.handles().len() * self.nnodes];
+        let workers = &layout.workers;
         self.workers = workers
             .iter()
             .map(|w| WorkerSlot {
-                pid: w.memory.0 + 1,
+                pid: self.mem_pids[w.memory.index()],
                 tid: self.links_pid + 1 + w.id.0,
                 node: w.memory.0,
                 ..WorkerSlot::default()
@@ -474,38 +541,42 @@ impl<W: Write> ChromeWriter<W> {
             sched,
             seed,
             tasks: graph.num_tasks() as u64,
+            nodes: cluster.then_some(layout.nodes.len() as u32),
         });
         self.out.raw(b",\"traceEvents\":[\n");
         // Names and order of processes and threads.
-        for k in 0..self.nnodes {
-            let name = &self.nodes[k];
+        let process_names: Vec<&str> = if cluster {
+            layout.nodes.iter().map(String::as_str).collect()
+        } else {
+            mems.iter().map(|m| m.name.as_str()).collect()
+        };
+        for (k, name) in process_names.into_iter().enumerate() {
             meta(&mut self.out, "process_name", k as u32 + 1, None, name);
             sort_index(&mut self.out, "process_sort_index", k as u32 + 1, None, k);
         }
-        if !self.links.is_empty() {
-            meta(&mut self.out, "process_name", self.links_pid, None, "Links");
+        if self.link_pids.contains(&self.links_pid) {
+            let name = if cluster { "Network" } else { "Links" };
+            meta(&mut self.out, "process_name", self.links_pid, None, name);
             sort_index(
                 &mut self.out,
                 "process_sort_index",
                 self.links_pid,
                 None,
-                self.nnodes,
+                nproc,
             );
         }
         for (i, w) in workers.iter().enumerate() {
             let (pid, tid) = (self.workers[i].pid, self.workers[i].tid);
-            meta(&mut self.out, "thread_name", pid, Some(tid), &w.name);
+            let name = layout.local_name(mems[w.memory.index()].node, &w.name);
+            meta(&mut self.out, "thread_name", pid, Some(tid), name);
             sort_index(&mut self.out, "thread_sort_index", pid, Some(tid), i);
         }
         // Initial counters.
-        let ram_used: u64 = graph.handles().iter().map(|h| h.size_bytes).sum();
-        for n in machine.memory_nodes() {
-            let used = if n.kind == hetsim_platform::machine::MemKind::Ram {
-                ram_used
-            } else {
-                0
-            };
-            self.memory_counter(0, n.id.0, used);
+        for (k, used) in super::initial_memory_use(graph, layout)
+            .into_iter()
+            .enumerate()
+        {
+            self.memory_counter(0, k as u32, used);
         }
         for l in 0..self.links.len() {
             self.links_pending.push((l as u32, 0));
@@ -516,16 +587,58 @@ impl<W: Write> ChromeWriter<W> {
 
     fn memory_counter(&mut self, t: u64, node: u32, used: u64) {
         let mib = (used as f64 / 1048576.0 * 1e3).round() / 1e3;
+        let k = node as usize;
         self.out.event(&Event {
             args: Some(Args::Memory { used_mib: mib }),
-            ..Event::new("C", "memory", node + 1).at(t)
+            ..Event::new("C", &self.mem_counters[k], self.mem_pids[k]).at(t)
+        });
+    }
+
+    /// One half of a message: its send in the sender's process or its receive in the
+    /// receiver's, as an async pair from `start` to `end`, with one end of the arrow `arrow`.
+    #[allow(clippy::too_many_arguments)]
+    fn write_message_half(
+        &mut self,
+        task: u32,
+        start: u64,
+        end: u64,
+        from: u32,
+        to: u32,
+        bytes: f64,
+        half: Half,
+        arrow: Option<u64>,
+    ) {
+        self.next_serial += 1;
+        let serial = self.next_serial;
+        let rank = |r: u32| -> u32 { self.rank_pids.get(r as usize).copied().unwrap_or(1) };
+        let (name, pid) = match half {
+            Half::Send => (format!("send to rank {to}"), rank(from)),
+            Half::Receive => (format!("receive from rank {from}"), rank(to)),
+        };
+        self.out.event(&Event {
+            cat: Some("mpi"),
+            id: Some(serial),
+            bind_id: arrow,
+            flow_out: arrow.filter(|_| half == Half::Send).map(|_| true),
+            flow_in: arrow.filter(|_| half == Half::Receive).map(|_| true),
+            args: Some(Args::Message {
+                task,
+                bytes: Num(bytes),
+            }),
+            ..Event::new("b", &name, pid).at(start)
+        });
+        self.out.event(&Event {
+            cat: Some("mpi"),
+            id: Some(serial),
+            ..Event::new("e", &name, pid).at(end)
         });
     }
 
     /// Write a transfer's async pair, with the start of an arrow if a task takes it.
     fn write_transfer(&mut self, o: &Transfer, arrow: bool) {
-        let name = &self.pairs[o.src as usize * self.nnodes + o.dst as usize];
-        let pid = o.dst + 1;
+        let m = self.per_node;
+        let name = &self.pairs[o.src as usize % m * m + o.dst as usize % m];
+        let pid = self.mem_pids[o.dst as usize];
         self.out.event(&Event {
             cat: Some(o.kind),
             id: Some(o.serial),
@@ -575,23 +688,38 @@ fn sort_index<W: Write>(out: &mut Out<W>, what: &str, pid: u32, tid: Option<u32>
     });
 }
 
-/// The link loads gathered for one date, as one `GB/s` counter event in the `Links`
-/// process with one series per link; empties `values`.
+/// The link loads gathered for one date, as one `GB/s` counter event per process holding
+/// the links (`pids`, per link; one process on one machine), with one series per link;
+/// empties `values`.
 fn write_links<W: Write>(
     out: &mut Out<W>,
-    pid: u32,
+    pids: &[u32],
     names: &[String],
     date: u64,
     values: &mut Vec<(u32, u64)>,
 ) {
-    out.event(&Event {
-        args: Some(Args::Links(LinkArgs {
-            names,
-            values: values.as_slice(),
-        })),
-        ..Event::new("C", "GB/s", pid).at(date)
-    });
+    let pid = |v: &(u32, u64)| pids[v.0 as usize];
+    // Links in order within a process (a stable sort).
+    if values.windows(2).any(|w| pid(&w[0]) != pid(&w[1])) {
+        values.sort_by_key(pid);
+    }
+    for group in values.chunk_by(|a, b| pid(a) == pid(b)) {
+        out.event(&Event {
+            args: Some(Args::Links(LinkArgs {
+                names,
+                values: group,
+            })),
+            ..Event::new("C", "GB/s", pid(&group[0])).at(date)
+        });
+    }
     values.clear();
+}
+
+/// Which half of a message an async pair draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Half {
+    Send,
+    Receive,
 }
 
 impl<W: Write> Observer for ChromeWriter<W> {
@@ -609,13 +737,12 @@ impl<W: Write> Observer for ChromeWriter<W> {
             SimEvent::RunStart {
                 machine,
                 graph,
-                workers,
-                links,
                 sched,
                 config,
                 bounds,
+                layout,
                 ..
-            } => self.run_start(machine, graph, workers, links, sched, config.seed, &bounds),
+            } => self.run_start(machine, graph, layout, sched, config.seed, &bounds),
             SimEvent::RunEnd { makespan_s } => {
                 self.out.event(&Event {
                     s: Some("g"),
@@ -749,7 +876,7 @@ impl<W: Write> Observer for ChromeWriter<W> {
                     args: Some(Args::Data {
                         data: &self.handles[handle.index()],
                     }),
-                    ..Event::new("i", "evict", node.0 + 1).at(t)
+                    ..Event::new("i", "evict", self.mem_pids[node.index()]).at(t)
                 });
                 if let Some(a) = self.arrivals[handle.index() * self.nnodes + node.index()].take() {
                     self.write_transfer(&a, false);
@@ -762,6 +889,24 @@ impl<W: Write> Observer for ChromeWriter<W> {
                     }
                 });
                 self.flush_links();
+            }
+            SimEvent::MessageStart {
+                task,
+                from_rank,
+                to_rank,
+                bytes,
+                ..
+            } => {
+                self.messages.insert(task.0, (t, from_rank, to_rank, bytes));
+            }
+            SimEvent::MessageEnd { task, .. } => {
+                // Both halves at once, so that every arrow has both ends.
+                if let Some((start, from, to, bytes)) = self.messages.remove(&task.0) {
+                    let arrow = self.next_serial + 1;
+                    let (id, f) = (task.0, Some(arrow));
+                    self.write_message_half(id, start, t, from, to, bytes, Half::Send, f);
+                    self.write_message_half(id, start, t, from, to, bytes, Half::Receive, f);
+                }
             }
             _ => {}
         }

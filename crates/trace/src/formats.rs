@@ -4,8 +4,8 @@
 //! `--NAME-OPTION` per option, so a new format is a writer and an entry here.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
-use std::path::Path;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
 
 use serde::Deserialize;
 use serde::de::value::{Error as ValueError, MapDeserializer};
@@ -43,8 +43,10 @@ impl<W: Write> TraceWriter for GanttWriter<W> {
 /// A format's options as given: option name → value (as written on the command line).
 pub type TraceOptions = BTreeMap<String, String>;
 
-/// Reads a format's options and creates its file.
-pub type CreateWriter = fn(&Path, &TraceOptions) -> Result<Box<dyn TraceWriter>, InputError>;
+/// Reads a format's options and makes its writer over `file` (buffered). The caller opened
+/// the file, and decides what becomes of it once the writer is finished (the command writes to
+/// a temporary file it renames into place: `hetsim_core::files::OutputFile`).
+pub type CreateWriter = fn(File, &TraceOptions) -> Result<Box<dyn TraceWriter>, InputError>;
 
 /// One registered trace format.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +59,7 @@ pub struct TraceFormat {
     pub help: &'static str,
     /// Its options (`--NAME-OPTION VALUE` on the command line).
     pub options: &'static [OptionDoc],
-    /// Read its options (unknown ones refused) and create the file at `path`.
+    /// Read its options (unknown ones refused) and make its writer over a file.
     pub create: CreateWriter,
     /// The option names its options type accepts (serde's fields), for tests.
     pub fields: fn() -> &'static [&'static str],
@@ -70,11 +72,9 @@ pub static FORMATS: &[TraceFormat] = &[
         extension: "paje",
         help: "a Paje trace (ViTE, pj_dump, StarPU's Paje tools)",
         options: &[],
-        create: |path, options| {
+        create: |file, options| {
             read::<NoOptions>("paje", options)?;
-            Ok(Box::new(
-                PajeWriter::create(path).map_err(|e| io_error(path, e))?,
-            ))
+            Ok(Box::new(PajeWriter::new(BufWriter::new(file))))
         },
         fields: field_names::<NoOptions>,
     },
@@ -83,11 +83,9 @@ pub static FORMATS: &[TraceFormat] = &[
         extension: "json",
         help: "a Chrome trace event JSON (Perfetto UI, chrome://tracing)",
         options: &[],
-        create: |path, options| {
+        create: |file, options| {
             read::<NoOptions>("chrome", options)?;
-            Ok(Box::new(
-                ChromeWriter::create(path).map_err(|e| io_error(path, e))?,
-            ))
+            Ok(Box::new(ChromeWriter::new(BufWriter::new(file))))
         },
         fields: field_names::<NoOptions>,
     },
@@ -96,15 +94,17 @@ pub static FORMATS: &[TraceFormat] = &[
         extension: "svg",
         help: "a Gantt chart of the run as SVG (one row per worker, transfers per link)",
         options: GANTT_OPTIONS,
-        create: |path, options| {
+        create: |file, options| {
             let o = read::<GanttChoices>("gantt", options)?;
             let opts = GanttOptions {
                 rows: o.rows,
                 group: o.group,
                 ..GanttOptions::default()
             };
-            let w = GanttWriter::create_with(path, opts).map_err(|e| io_error(path, e))?;
-            Ok(Box::new(w))
+            Ok(Box::new(GanttWriter::with_options(
+                BufWriter::new(file),
+                opts,
+            )))
         },
         fields: field_names::<GanttChoices>,
     },
@@ -153,10 +153,6 @@ fn read<'a, O: Deserialize<'a>>(format: &str, options: &'a TraceOptions) -> Resu
         options.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
     O::deserialize(de).map_err(|e| InputError::new(format!("options of the {format} trace: {e}")))
-}
-
-fn io_error(path: &Path, e: io::Error) -> InputError {
-    InputError::new(format!("cannot write trace: {e}")).in_file(path)
 }
 
 #[cfg(test)]

@@ -12,6 +12,9 @@
 //! it. Zooming into the SVG shows every box at least a pixel wide at the chart's nominal
 //! width.
 //!
+//! On a cluster, rows go node by node under the node's name: its workers, its transfer
+//! directions, and a row of the MPI messages it sends; the title counts the messages.
+//!
 //! For machines with many cores, [`GanttOptions::rows`] can leave out the workers that ran
 //! nothing and [`GanttOptions::group`] can draw the CPU workers of one memory node as one
 //! row stacking how many of them are busy, per codelet, over time.
@@ -19,6 +22,7 @@
 //! The writer keeps one 24-byte record per task, waiting period and transfer until
 //! [`GanttWriter::finish`], since it needs the run's length to scale the chart.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -102,9 +106,20 @@ pub struct GanttWriter<W: Write> {
     worker_group: Vec<u32>,
     /// Per worker: tasks it ran.
     worker_tasks: Vec<u64>,
+    /// Per worker: its node.
+    worker_node: Vec<u32>,
+    /// Names of one node's memory nodes (without the node's prefix on a cluster).
     node_names: Vec<String>,
+    /// On a cluster: the nodes' names (empty on one machine).
+    cluster_nodes: Vec<String>,
+    /// Per rank: its node.
+    rank_node: Vec<u32>,
     codelets: Vec<String>,
+    /// Per codelet: whether only messages have it (left out of the legend: messages have
+    /// their own colour).
+    message_codelets: Vec<bool>,
     nworkers: u32,
+    /// Memory nodes per node.
     nnodes: u32,
     boxes: Vec<GBox>,
     /// Per worker: (task start or waiting start, codelet) of what is open.
@@ -112,6 +127,11 @@ pub struct GanttWriter<W: Write> {
     fetching: Vec<Option<u64>>,
     /// Per in-flight transfer id: (start, pair row, kind colour).
     open: Vec<Option<(u64, u32, u16)>>,
+    /// Per message task in flight: (start, sending node).
+    messages_open: BTreeMap<u32, (u64, u32)>,
+    /// Messages between ranks, and their bytes.
+    messages: u64,
+    message_bytes: f64,
     end: u64,
     makespan_s: f64,
     tasks: u64,
@@ -143,6 +163,9 @@ const SPECIAL: [(&str, (u8, u8, u8)); 4] = [
     ("write-back", (0, 90, 200)),
     ("FetchingInput", (215, 215, 215)),
 ];
+/// On a cluster, one more colour: MPI messages.
+const MESSAGE: u16 = 4;
+const MESSAGE_COLOUR: (&str, (u8, u8, u8)) = ("MPI message", (150, 20, 70));
 
 impl<W: Write> GanttWriter<W> {
     /// A writer to `out` with default options.
@@ -159,14 +182,21 @@ impl<W: Write> GanttWriter<W> {
             worker_names: Vec::new(),
             worker_group: Vec::new(),
             worker_tasks: Vec::new(),
+            worker_node: Vec::new(),
             node_names: Vec::new(),
+            cluster_nodes: Vec::new(),
+            rank_node: Vec::new(),
             codelets: Vec::new(),
+            message_codelets: Vec::new(),
             nworkers: 0,
             nnodes: 0,
             boxes: Vec::new(),
             running: Vec::new(),
             fetching: Vec::new(),
             open: Vec::new(),
+            messages_open: BTreeMap::new(),
+            messages: 0,
+            message_bytes: 0.0,
             end: 0,
             makespan_s: 0.0,
             tasks: 0,
@@ -189,61 +219,97 @@ impl<W: Write> GanttWriter<W> {
         Ok(out)
     }
 
-    /// The rows drawn, in order, and where each source row (worker, then transfer direction)
-    /// goes (`u32::MAX`: not drawn).
+    /// Nodes of the run (1 on one machine).
+    fn node_count(&self) -> usize {
+        self.cluster_nodes.len().max(1)
+    }
+
+    /// The source row of transfers from `src` to `dst` (memory nodes of one node, global
+    /// ids), after the workers' rows: one per node and direction.
+    fn pair_row(&self, src: u32, dst: u32) -> u32 {
+        let m = self.nnodes.max(1);
+        self.nworkers + (dst / m) * m * m + (src % m) * m + dst % m
+    }
+
+    /// The source row of the messages `node` sends, after the transfer rows.
+    fn message_row(&self, node: u32) -> u32 {
+        self.nworkers + self.node_count() as u32 * self.nnodes * self.nnodes + node
+    }
+
+    /// The rows drawn, in order, and where each source row (worker, then transfer direction,
+    /// then a node's messages) goes (`u32::MAX`: not drawn). Node by node on a cluster: its
+    /// workers, its transfer directions, its messages.
     fn layout(&self) -> (Vec<Row>, Vec<u32>) {
         let nw = self.nworkers as usize;
         let nn = self.nnodes as usize;
-        let mut pair_used = vec![false; nn * nn];
+        let nodes = self.node_count();
+        let pairs = nodes * nn * nn;
+        let mut used = vec![false; pairs + nodes];
         for b in &self.boxes {
             if b.row >= self.nworkers {
-                pair_used[(b.row - self.nworkers) as usize] = true;
+                used[(b.row - self.nworkers) as usize] = true;
             }
         }
-        let mut row_of = vec![u32::MAX; nw + pair_used.len()];
+        let mut row_of = vec![u32::MAX; nw + used.len()];
         let mut rows: Vec<Row> = Vec::new();
         // Workers: a grouped worker goes to its group's row, made at its first member.
         let mut group_row: Vec<u32> = vec![u32::MAX; nw];
-        for (w, name) in self.worker_names.iter().enumerate() {
-            let g = self.worker_group.get(w).copied().unwrap_or(u32::MAX);
-            if g == u32::MAX {
-                if self.opts.rows == GanttRows::Busy && self.worker_tasks[w] == 0 {
+        for node in 0..nodes as u32 {
+            let workers = (0..nw).filter(|&w| self.worker_node.get(w).is_none_or(|&n| n == node));
+            for w in workers {
+                let name = &self.worker_names[w];
+                let g = self.worker_group.get(w).copied().unwrap_or(u32::MAX);
+                if g == u32::MAX {
+                    if self.opts.rows == GanttRows::Busy && self.worker_tasks[w] == 0 {
+                        continue;
+                    }
+                    row_of[w] = rows.len() as u32;
+                    rows.push(Row {
+                        label: name.clone(),
+                        members: 1,
+                        node,
+                    });
                     continue;
                 }
-                row_of[w] = rows.len() as u32;
-                rows.push(Row {
-                    label: name.clone(),
-                    members: 1,
-                });
-                continue;
-            }
-            let g = g as usize;
-            if group_row[g] == u32::MAX {
-                let members: Vec<usize> = (0..nw)
-                    .filter(|&v| self.worker_group[v] as usize == g)
-                    .collect();
-                let busy = members.iter().any(|&v| self.worker_tasks[v] > 0);
-                if self.opts.rows == GanttRows::Busy && !busy {
-                    group_row[g] = u32::MAX - 1;
-                    continue;
+                let g = g as usize;
+                if group_row[g] == u32::MAX {
+                    let members: Vec<usize> = (0..nw)
+                        .filter(|&v| self.worker_group[v] as usize == g)
+                        .collect();
+                    let busy = members.iter().any(|&v| self.worker_tasks[v] > 0);
+                    if self.opts.rows == GanttRows::Busy && !busy {
+                        group_row[g] = u32::MAX - 1;
+                        continue;
+                    }
+                    group_row[g] = rows.len() as u32;
+                    rows.push(Row {
+                        label: format!("CPU ×{}", members.len()),
+                        members: members.len() as u32,
+                        node,
+                    });
                 }
-                group_row[g] = rows.len() as u32;
-                rows.push(Row {
-                    label: format!("CPU ×{}", members.len()),
-                    members: members.len() as u32,
-                });
+                if group_row[g] < u32::MAX - 1 {
+                    row_of[w] = group_row[g];
+                }
             }
-            if group_row[g] < u32::MAX - 1 {
-                row_of[w] = group_row[g];
+            let first = node as usize * nn * nn;
+            for p in first..first + nn * nn {
+                if used[p] {
+                    row_of[nw + p] = rows.len() as u32;
+                    let (s, d) = ((p - first) / nn, (p - first) % nn);
+                    rows.push(Row {
+                        label: format!("{}->{}", self.node_names[s], self.node_names[d]),
+                        members: 1,
+                        node,
+                    });
+                }
             }
-        }
-        for (p, &used) in pair_used.iter().enumerate() {
-            if used {
-                row_of[nw + p] = rows.len() as u32;
-                let (s, d) = (p / nn, p % nn);
+            if used[pairs + node as usize] {
+                row_of[nw + pairs + node as usize] = rows.len() as u32;
                 rows.push(Row {
-                    label: format!("{}->{}", self.node_names[s], self.node_names[d]),
+                    label: "MPI send".to_string(),
                     members: 1,
+                    node,
                 });
             }
         }
@@ -256,13 +322,18 @@ impl<W: Write> GanttWriter<W> {
         let row_h = f64::from(o.row_px.max(4));
         let width = f64::from(o.width_px.max(100));
         let (rows, row_of) = self.layout();
-        // Left margin: the longest label at about 6.5 px per character of the 11 px font.
+        // Left margin: the longest label at about 6.5 px per character of the 11 px font;
+        // on a cluster, a column of node names (bold, about 7 px per character) before it.
         let longest = rows
             .iter()
             .map(|r| r.label.chars().count())
             .max()
             .unwrap_or(0);
-        let left = (longest as f64 * 6.5 + 14.0).max(120.0).ceil();
+        let node_col = match self.cluster_nodes.iter().map(|n| n.chars().count()).max() {
+            Some(n) => (n as f64 * 7.0 + 16.0).ceil(),
+            None => 0.0,
+        };
+        let left = (longest as f64 * 6.5 + 14.0).max(120.0).ceil() + node_col;
         let top = 40.0;
         // A group row is four rows high.
         let height = |r: &Row| if r.members > 1 { 4.0 * row_h } else { row_h };
@@ -281,8 +352,16 @@ impl<W: Write> GanttWriter<W> {
             .enumerate()
             .map(|(i, n)| (n.clone(), codelet_rgb(i)))
             .chain(SPECIAL.iter().map(|&(n, c)| (n.to_string(), c)))
+            .chain(
+                (!self.cluster_nodes.is_empty())
+                    .then(|| (MESSAGE_COLOUR.0.to_string(), MESSAGE_COLOUR.1)),
+            )
             .collect();
-        let legend_rows = colours.len().div_ceil(4) as f64;
+        let in_legend = |i: usize| !self.message_codelets.get(i).copied().unwrap_or(false);
+        let legend_rows = (0..colours.len())
+            .filter(|&i| in_legend(i))
+            .count()
+            .div_ceil(4) as f64;
         let grouped = rows.iter().any(|r| r.members > 1);
         let notes = if grouped { 18.0 } else { 0.0 };
         let total_w = left + width + 20.0;
@@ -310,6 +389,13 @@ impl<W: Write> GanttWriter<W> {
         let hidden = (0..self.nworkers as usize)
             .filter(|&w| row_of[w] == u32::MAX)
             .count();
+        if !self.cluster_nodes.is_empty() {
+            title = format!(
+                "{title} · {} MPI messages ({})",
+                self.messages,
+                hetsim_core::units::format_bytes(self.message_bytes)
+            );
+        }
         if hidden > 0 {
             title = format!("{title} · {hidden} workers that ran no task not shown");
         }
@@ -350,6 +436,36 @@ impl<W: Write> GanttWriter<W> {
                     y + h * 0.75,
                     xml(&row.label)
                 );
+            }
+        }
+        // Nodes: a name beside each node's rows, a line between nodes.
+        if !self.cluster_nodes.is_empty() {
+            let mut r = 0;
+            while r < rows.len() {
+                let node = rows[r].node;
+                let mut last = r;
+                while last + 1 < rows.len() && rows[last + 1].node == node {
+                    last += 1;
+                }
+                let (y0, y1) = (row_y[r], row_y[last] + height(&rows[last]));
+                if r > 0 {
+                    let _ = writeln!(
+                        s,
+                        "<line x1=\"4\" y1=\"{y0:.1}\" x2=\"{:.0}\" y2=\"{y0:.1}\" stroke=\"#444\"/>",
+                        left + width
+                    );
+                }
+                let name = self
+                    .cluster_nodes
+                    .get(node as usize)
+                    .map_or("", String::as_str);
+                let _ = writeln!(
+                    s,
+                    "<text x=\"6\" y=\"{:.1}\" font-weight=\"bold\">{}</text>",
+                    (y0 + y1) / 2.0 + 4.0,
+                    xml(name)
+                );
+                r = last + 1;
             }
         }
         // Boxes, row by row: merged below the pixel, or stacked counts for a group.
@@ -422,8 +538,9 @@ impl<W: Write> GanttWriter<W> {
         );
         // Legend.
         let ly = axis_y + 44.0;
-        for (i, (name, _)) in colours.iter().enumerate() {
-            let (col, lrow) = (i % 4, i / 4);
+        let shown = colours.iter().enumerate().filter(|&(i, _)| in_legend(i));
+        for (slot, (i, (name, _))) in shown.enumerate() {
+            let (col, lrow) = (slot % 4, slot / 4);
             let x = left + col as f64 * (width / 4.0);
             let y = ly + lrow as f64 * 18.0;
             let _ = writeln!(
@@ -455,6 +572,8 @@ impl<W: Write> GanttWriter<W> {
 struct Row {
     label: String,
     members: u32,
+    /// The node whose row it is.
+    node: u32,
 }
 
 /// The boxes of a group row as, per colour and per column of `end / cols` ns, the average
@@ -604,11 +723,20 @@ impl<W: Write> Observer for GanttWriter<W> {
             SimEvent::RunStart {
                 machine,
                 graph,
-                workers,
                 sched,
+                layout,
                 ..
             } => {
-                self.worker_names = workers.iter().map(|w| w.name.clone()).collect();
+                let workers = &layout.workers;
+                let cluster = layout.is_cluster();
+                let mem_node = |w: &hetsim_runtime::Worker| {
+                    layout.memories.get(w.memory.index()).map_or(0, |m| m.node)
+                };
+                self.worker_node = workers.iter().map(mem_node).collect();
+                self.worker_names = workers
+                    .iter()
+                    .map(|w| layout.local_name(mem_node(w), &w.name).to_string())
+                    .collect();
                 self.worker_tasks = vec![0; workers.len()];
                 self.worker_group = vec![u32::MAX; workers.len()];
                 if self.opts.group == GanttGroup::Identical {
@@ -631,22 +759,44 @@ impl<W: Write> Observer for GanttWriter<W> {
                         }
                     }
                 }
-                self.node_names = machine
-                    .memory_nodes()
+                let nodes = layout.nodes.len().max(1);
+                let per_node = layout.memories.len() / nodes;
+                self.node_names = layout.memories[..per_node]
                     .iter()
-                    .map(|n| n.name.clone())
+                    .map(|m| layout.local_name(0, &m.name).to_string())
                     .collect();
                 self.codelets = graph.codelet_names().to_vec();
                 self.nworkers = workers.len() as u32;
-                self.nnodes = machine.memory_nodes().len() as u32;
+                self.nnodes = per_node as u32;
                 self.running = vec![None; workers.len()];
                 self.fetching = vec![None; workers.len()];
-                self.title = format!(
-                    "{} · {} · {} tasks",
-                    machine.name(),
-                    sched,
-                    graph.num_tasks()
-                );
+                self.title = if cluster {
+                    self.cluster_nodes = layout.nodes.clone();
+                    self.rank_node = layout.ranks.iter().map(|r| r.node).collect();
+                    let tasks = graph.tasks().iter().filter(|t| !t.is_message()).count();
+                    let mut only_messages = vec![false; self.codelets.len()];
+                    for t in graph.tasks().iter().filter(|t| t.is_message()) {
+                        only_messages[t.codelet.index()] = true;
+                    }
+                    for t in graph.tasks().iter().filter(|t| !t.is_message()) {
+                        only_messages[t.codelet.index()] = false;
+                    }
+                    self.message_codelets = only_messages;
+                    format!(
+                        "{} nodes of {} · {} · {} tasks",
+                        nodes,
+                        machine.name(),
+                        sched,
+                        tasks
+                    )
+                } else {
+                    format!(
+                        "{} · {} · {} tasks",
+                        machine.name(),
+                        sched,
+                        graph.num_tasks()
+                    )
+                };
             }
             SimEvent::RunEnd { makespan_s } => {
                 self.makespan_s = makespan_s;
@@ -695,7 +845,7 @@ impl<W: Write> Observer for GanttWriter<W> {
                 if self.open.len() <= id {
                     self.open.resize(id + 1, None);
                 }
-                let row = self.nworkers + src.0 * self.nnodes + dst.0;
+                let row = self.pair_row(src.0, dst.0);
                 let colour = self.ncod()
                     + match kind {
                         TransferKind::Fetch => FETCH,
@@ -711,6 +861,24 @@ impl<W: Write> Observer for GanttWriter<W> {
                     self.boxes.push(GBox {
                         row,
                         colour,
+                        start,
+                        end: t,
+                    });
+                }
+            }
+            SimEvent::MessageStart {
+                task, from_rank, ..
+            } => {
+                let node = self.rank_node.get(from_rank as usize).copied().unwrap_or(0);
+                self.messages_open.insert(task.0, (t, node));
+            }
+            SimEvent::MessageEnd { task, bytes, .. } => {
+                if let Some((start, node)) = self.messages_open.remove(&task.0) {
+                    self.messages += 1;
+                    self.message_bytes += bytes;
+                    self.boxes.push(GBox {
+                        row: self.message_row(node),
+                        colour: self.ncod() + MESSAGE,
                         start,
                         end: t,
                     });

@@ -395,6 +395,29 @@ pub(crate) fn push_fixed(buf: &mut Vec<u8>, x: f64, decimals: u32) {
     push_scaled(buf, v.unsigned_abs(), decimals);
 }
 
+/// Bytes in use on each memory node of the run at its start: a node's RAM holds that node's
+/// handles (every handle on one machine), device memories nothing.
+pub(crate) fn initial_memory_use(
+    graph: &hetsim_taskgraph::TaskGraph,
+    layout: &hetsim_runtime::Layout,
+) -> Vec<u64> {
+    let mut ram = vec![0u64; layout.nodes.len()];
+    for h in graph.handles() {
+        if let Some(u) = ram.get_mut(h.node.0 as usize) {
+            *u += h.size_bytes;
+        }
+    }
+    layout
+        .memories
+        .iter()
+        .map(|m| match m.kind {
+            hetsim_platform::machine::MemKind::Ram => ram.get(m.node as usize).copied(),
+            _ => None,
+        })
+        .map(|u| u.unwrap_or(0))
+        .collect()
+}
+
 /// A display name for a handle: its tile (`A(1,0)`) or `h<id>`.
 pub(crate) fn handle_name(
     graph: &hetsim_taskgraph::TaskGraph,

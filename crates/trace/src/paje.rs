@@ -25,7 +25,17 @@
 //!   work-steal link type `WSL` is declared for schedulers that will steal.
 //! - Dates are in milliseconds, as StarPU writes them, with nanosecond resolution; they never
 //!   decrease. There are no comment lines (ViTE warns on them).
+//!
+//! On a cluster (several nodes in the run's [`Layout`](hetsim_runtime::Layout)), as
+//! StarPU-MPI's traces: a root `root` of type `MPIP` "MPI Program" holds a program `p<k>` per
+//! node (named `n<k>`) with the hierarchy above inside it (memory nodes named by the node
+//! machine's numbers, `MEMNODE0` being each node's RAM; aliases and workers by global ids and
+//! names), plus each rank's MPI communication thread `mpi<r>` (`MPICt`, named `rank<r>`): the
+//! ranks of a node share its memory nodes, so they are not containers above them. Links go
+//! under the root. Messages are links of type `MPIL` in the root from the sender's thread to
+//! the receiver's, value = bytes, key `mpi_<message task>`.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -37,7 +47,7 @@ use hetsim_runtime::observe::WorkerStatus;
 use hetsim_runtime::{Observer, SimEvent, TransferKind};
 
 /// The event definitions: StarPU's ids and field orders (`starpu_paje.c`).
-const HEADER: &str = "\
+const EVENT_DEFS: &str = "\
 %EventDef PajeDefineContainerType 1
 %\tAlias string
 %\tType string
@@ -149,12 +159,25 @@ const HEADER: &str = "\
 %\tX string
 %\tY string
 %EndEventDef
-1 P 0 \"Program\"
+";
+
+/// The container types of a machine's trace: a program at the root.
+const MACHINE_ROOT: &str = "1 P 0 \"Program\"\n";
+/// The container types of a cluster's trace: StarPU-MPI's root of the programs, one per node.
+const CLUSTER_ROOT: &str = "1 MPIP 0 \"MPI Program\"\n1 P MPIP \"Program\"\n";
+/// The container types under a program.
+const PROGRAM_TYPES: &str = "\
 1 Mn P \"Memory Node\"
 1 T Mn \"Thread\"
 1 W T \"Worker\"
 1 Mm Mn \"Memory Manager\"
-1 L P \"Link\"
+";
+/// Where link containers go: under the program on a machine; on a cluster, beside each
+/// node's program the MPI communication threads of its ranks, and links under the root.
+const MACHINE_LINKS: &str = "1 L P \"Link\"\n";
+const CLUSTER_LINKS: &str = "1 MPICt P \"MPI Communication Thread\"\n1 L MPIP \"Link\"\n";
+/// States, variables, events, entity values and link types, on both.
+const TYPES: &str = "\
 3 WS W \"Worker State\"
 4 use Mm \"Used (MB)\" \"0 0 0\"
 4 bw L \"Bandwidth (MB/s)\" \"0 0 1\"
@@ -167,6 +190,8 @@ const HEADER: &str = "\
 5 WB P Mm Mm \"Intra-node data WriteBack\"
 5 WSL P W W \"Work steal\"
 ";
+/// MPI messages on a cluster: from the sender's communication thread to the receiver's.
+const CLUSTER_MESSAGES: &str = "5 MPIL MPIP MPICt MPICt \"MPI communication\"\n";
 
 /// Writes a Paje trace of a run, as StarPU's `starpu_fxt_tool` lays it out (see the module
 /// documentation for the hierarchy and names).
@@ -176,10 +201,15 @@ const HEADER: &str = "\
 #[derive(Debug)]
 pub struct PajeWriter<W: Write> {
     sink: Sink<W>,
-    /// Per worker: memory node.
+    /// Whether the run is on a cluster (a program container per node under a root).
+    cluster: bool,
+    /// Per worker: its node (whose program contains its steals).
     worker_node: Vec<u32>,
-    /// Number of memory nodes and links, to destroy their containers.
+    /// Per memory node: its node (whose program contains its transfers).
+    mem_node: Vec<u32>,
+    /// Number of nodes, ranks and links, to destroy their containers.
     nnodes: usize,
+    nranks: usize,
     nlinks: usize,
     /// Paje-quoted codelet names, by codelet id.
     codelets: Vec<String>,
@@ -190,6 +220,9 @@ pub struct PajeWriter<W: Write> {
     /// Per in-flight transfer id: its link's key number, type, value (bytes) and destination.
     open: Vec<Option<OpenLink>>,
     next_key: u64,
+    /// Per message task in flight: receiving rank and bytes, to end its link if the run
+    /// stops early.
+    messages: BTreeMap<u32, (u32, u64)>,
     steals: u64,
     last_ns: u64,
     started: bool,
@@ -212,14 +245,18 @@ impl<W: Write> PajeWriter<W> {
     pub fn new(out: W) -> Self {
         PajeWriter {
             sink: Sink::new(out),
+            cluster: false,
             worker_node: Vec::new(),
+            mem_node: Vec::new(),
             nnodes: 0,
+            nranks: 0,
             nlinks: 0,
             codelets: Vec::new(),
             handles: Vec::new(),
             tiles: Vec::new(),
             open: Vec::new(),
             next_key: 0,
+            messages: BTreeMap::new(),
             steals: 0,
             last_ns: 0,
             started: false,
@@ -257,15 +294,18 @@ impl<W: Write> PajeWriter<W> {
         // Transfers still in flight (only if the run stopped early).
         for id in 0..self.open.len() {
             if let Some(o) = self.open[id].take() {
-                end_link(&mut self.sink.buf, t, &o);
+                end_link(&mut self.sink.buf, t, self.cluster, &o);
             }
+        }
+        for (task, (to, bytes)) in std::mem::take(&mut self.messages) {
+            message_link(&mut self.sink.buf, b"19 ", t, task, to, bytes);
         }
         let b = &mut self.sink.buf;
         for w in 0..self.worker_node.len() {
             destroy(b, t, b" W w", w as u64);
             destroy(b, t, b" T t", w as u64);
         }
-        for k in 0..self.nnodes {
+        for k in 0..self.mem_node.len() {
             destroy(b, t, b" Mm mm", k as u64);
             destroy(b, t, b" Mn mn", k as u64);
         }
@@ -275,25 +315,41 @@ impl<W: Write> PajeWriter<W> {
             }
             destroy(b, t, b" L l", l as u64);
         }
-        line(b, b"8 ", t);
-        b.extend_from_slice(b" P p\n");
+        if self.cluster {
+            for r in 0..self.nranks {
+                destroy(b, t, b" MPICt mpi", r as u64);
+            }
+            for k in 0..self.nnodes {
+                destroy(b, t, b" P p", k as u64);
+            }
+            line(b, b"8 ", t);
+            b.extend_from_slice(b" MPIP root\n");
+        } else {
+            line(b, b"8 ", t);
+            b.extend_from_slice(b" P p\n");
+        }
         self.ended = true;
     }
 
     fn run_start(
         &mut self,
-        machine: &hetsim_platform::machine::Machine,
         graph: &hetsim_taskgraph::TaskGraph,
-        workers: &[hetsim_runtime::Worker],
-        links: &[String],
+        layout: &hetsim_runtime::Layout,
         bounds: &super::Bounds,
     ) {
         self.started = true;
-        let (windows, links) = LinkWindows::for_run(self.links, links, bounds);
+        let (windows, links) = LinkWindows::for_run(self.links, &layout.links, bounds);
         self.windows = windows;
-        self.nnodes = machine.memory_nodes().len();
+        self.cluster = layout.is_cluster();
+        self.nnodes = layout.nodes.len();
+        self.nranks = layout.ranks.len();
         self.nlinks = links.len();
-        self.worker_node = workers.iter().map(|w| w.memory.0).collect();
+        self.mem_node = layout.memories.iter().map(|m| m.node).collect();
+        self.worker_node = layout
+            .workers
+            .iter()
+            .map(|w| self.mem_node[w.memory.index()])
+            .collect();
         self.codelets = graph.codelet_names().iter().map(|n| quote(n)).collect();
         self.handles = (0..graph.handles().len())
             .map(|h| quote(&handle_name(graph, hetsim_taskgraph::HandleId(h as u32))))
@@ -303,8 +359,20 @@ impl<W: Write> PajeWriter<W> {
             .iter()
             .map(|h| h.tile.map(|t| (t.row, t.col)))
             .collect();
+        let cluster = self.cluster;
         let b = &mut self.sink.buf;
-        b.extend_from_slice(HEADER.as_bytes());
+        b.extend_from_slice(EVENT_DEFS.as_bytes());
+        let (root, links_type) = if cluster {
+            (CLUSTER_ROOT, CLUSTER_LINKS)
+        } else {
+            (MACHINE_ROOT, MACHINE_LINKS)
+        };
+        for part in [root, PROGRAM_TYPES, links_type, TYPES] {
+            b.extend_from_slice(part.as_bytes());
+        }
+        if cluster {
+            b.extend_from_slice(CLUSTER_MESSAGES.as_bytes());
+        }
         for (i, name) in self.codelets.iter().enumerate() {
             let (r, g, bl) = super::codelet_rgb(i);
             b.extend_from_slice(b"6 ");
@@ -319,23 +387,50 @@ impl<W: Write> PajeWriter<W> {
             push_fixed(b, f64::from(bl) / 255.0, 3);
             b.extend_from_slice(b"\"\n");
         }
-        b.extend_from_slice(b"7 0.000000 p P 0 program\n");
-        let ram_used: u64 = graph.handles().iter().map(|h| h.size_bytes).sum();
-        for n in machine.memory_nodes() {
-            let k = n.id.0 as u64;
+        if cluster {
+            // StarPU-MPI's root, a program per node (a StarPU-MPI process's container; the
+            // ranks of a node share its memory nodes, so they are not containers above them),
+            // and each rank's MPI communication thread, which messages link.
+            b.extend_from_slice(b"7 0.000000 root MPIP 0 \"cluster\"\n");
+            for (k, name) in layout.nodes.iter().enumerate() {
+                b.extend_from_slice(b"7 0.000000 p");
+                push_u64(b, k as u64);
+                b.extend_from_slice(b" P root ");
+                b.extend_from_slice(quote(name).as_bytes());
+                b.push(b'\n');
+            }
+            for (r, rank) in layout.ranks.iter().enumerate() {
+                b.extend_from_slice(b"7 0.000000 mpi");
+                push_u64(b, r as u64);
+                b.extend_from_slice(b" MPICt p");
+                push_u64(b, u64::from(rank.node));
+                b.extend_from_slice(b" rank");
+                push_u64(b, r as u64);
+                b.push(b'\n');
+            }
+        } else {
+            b.extend_from_slice(b"7 0.000000 p P 0 program\n");
+        }
+        let per_node = layout.memories.len() / self.nnodes.max(1);
+        for (k, m) in layout.memories.iter().enumerate() {
+            // Memory nodes keep the node machine's numbers: MEMNODE0 is each node's RAM.
+            let local = (k % per_node.max(1)) as u64;
+            let k = k as u64;
             b.extend_from_slice(b"7 0.000000 mn");
             push_u64(b, k);
-            b.extend_from_slice(b" Mn p MEMNODE");
-            push_u64(b, k);
+            b.extend_from_slice(b" Mn");
+            push_program(b, cluster, m.node);
+            b.extend_from_slice(b" MEMNODE");
+            push_u64(b, local);
             b.extend_from_slice(b"\n7 0.000000 mm");
             push_u64(b, k);
             b.extend_from_slice(b" Mm mn");
             push_u64(b, k);
             b.extend_from_slice(b" MEMMANAGER");
-            push_u64(b, k);
+            push_u64(b, local);
             b.push(b'\n');
         }
-        for w in workers {
+        for w in &layout.workers {
             let i = w.id.0 as u64;
             b.extend_from_slice(b"7 0.000000 t");
             push_u64(b, i);
@@ -351,26 +446,25 @@ impl<W: Write> PajeWriter<W> {
             b.extend_from_slice(quote(&w.name).as_bytes());
             b.push(b'\n');
         }
+        let link_parent: &[u8] = if cluster { b" L root " } else { b" L p " };
         for (l, name) in links.iter().enumerate() {
             b.extend_from_slice(b"7 0.000000 l");
             push_u64(b, l as u64);
-            b.extend_from_slice(b" L p ");
+            b.extend_from_slice(link_parent);
             b.extend_from_slice(quote(name).as_bytes());
             b.push(b'\n');
         }
-        for w in workers {
+        for w in &layout.workers {
             b.extend_from_slice(b"10 0.000000 w");
             push_u64(b, w.id.0 as u64);
             b.extend_from_slice(b" WS I\n");
         }
-        for n in machine.memory_nodes() {
-            let used = if n.kind == hetsim_platform::machine::MemKind::Ram {
-                ram_used
-            } else {
-                0
-            };
+        for (k, used) in super::initial_memory_use(graph, layout)
+            .into_iter()
+            .enumerate()
+        {
             b.extend_from_slice(b"13 0.000000 mm");
-            push_u64(b, n.id.0 as u64);
+            push_u64(b, k as u64);
             b.extend_from_slice(b" use ");
             push_fixed(b, used as f64 / 1048576.0, 3);
             b.push(b'\n');
@@ -404,6 +498,7 @@ impl<W: Write> PajeWriter<W> {
             kind,
             bytes,
             dst,
+            node: self.mem_node.get(dst as usize).copied().unwrap_or(0),
         });
         self.next_key
     }
@@ -416,18 +511,42 @@ struct OpenLink {
     kind: TransferKind,
     bytes: u64,
     dst: u32,
+    /// The node whose program contains the link.
+    node: u32,
 }
 
-fn end_link(b: &mut Vec<u8>, t: u64, o: &OpenLink) {
+fn end_link(b: &mut Vec<u8>, t: u64, cluster: bool, o: &OpenLink) {
     line(b, b"19 ", t);
     b.push(b' ');
     b.extend_from_slice(link_type(o.kind));
-    b.extend_from_slice(b" p ");
+    push_program(b, cluster, o.node);
+    b.push(b' ');
     push_u64(b, o.bytes);
     b.extend_from_slice(b" mm");
     push_u64(b, u64::from(o.dst));
     b.extend_from_slice(b" com_");
     push_u64(b, o.key);
+    b.push(b'\n');
+}
+
+/// ` p` (the program of a machine) or ` p<node>` (a node's program on a cluster).
+fn push_program(b: &mut Vec<u8>, cluster: bool, node: u32) {
+    b.extend_from_slice(b" p");
+    if cluster {
+        push_u64(b, u64::from(node));
+    }
+}
+
+/// One end of an MPI message's link (`18 ` start, `19 ` end): `<id> <date> MPIL root <bytes>
+/// mpi<rank> mpi_<task>`, the key being the message task (each is sent once).
+fn message_link(b: &mut Vec<u8>, id: &[u8], t: u64, task: u32, rank: u32, bytes: u64) {
+    line(b, id, t);
+    b.extend_from_slice(b" MPIL root ");
+    push_u64(b, bytes);
+    b.extend_from_slice(b" mpi");
+    push_u64(b, u64::from(rank));
+    b.extend_from_slice(b" mpi_");
+    push_u64(b, u64::from(task));
     b.push(b'\n');
 }
 
@@ -492,13 +611,11 @@ impl<W: Write> Observer for PajeWriter<W> {
         self.advance_windows(t);
         match *event {
             SimEvent::RunStart {
-                machine,
                 graph,
-                workers,
-                links,
                 bounds,
+                layout,
                 ..
-            } => self.run_start(machine, graph, workers, links, &bounds),
+            } => self.run_start(graph, layout, &bounds),
             SimEvent::RunEnd { .. } => self.end_run(t),
             SimEvent::WorkerState { worker, state } => {
                 let v: &[u8] = match state {
@@ -551,11 +668,13 @@ impl<W: Write> Observer for PajeWriter<W> {
                 ..
             } => {
                 let key = self.open_link(id, kind, bytes as u64, dst.0);
+                let node = self.mem_node.get(dst.index()).copied().unwrap_or(0);
                 let b = &mut self.pending;
                 line(b, b"24 ", t);
                 b.push(b' ');
                 b.extend_from_slice(link_type(kind));
-                b.extend_from_slice(b" p ");
+                push_program(b, self.cluster, node);
+                b.push(b' ');
                 push_u64(b, bytes as u64);
                 b.extend_from_slice(b" mm");
                 push_u64(b, u64::from(src.0));
@@ -578,7 +697,7 @@ impl<W: Write> Observer for PajeWriter<W> {
             }
             SimEvent::TransferEnd { id, .. } => {
                 if let Some(o) = self.open.get_mut(id as usize).and_then(Option::take) {
-                    end_link(&mut self.pending, t, &o);
+                    end_link(&mut self.pending, t, self.cluster, &o);
                 }
             }
             SimEvent::Allocate {
@@ -611,16 +730,35 @@ impl<W: Write> Observer for PajeWriter<W> {
             SimEvent::Steal { task, from, to } => {
                 self.steals += 1;
                 let n = self.steals;
+                let node = self.worker_node.get(from.index()).copied().unwrap_or(0);
                 let b = &mut self.pending;
                 for (ev, w) in [(&b"18 "[..], from), (&b"19 "[..], to)] {
                     line(b, ev, t);
-                    b.extend_from_slice(b" WSL p ");
+                    b.extend_from_slice(b" WSL");
+                    push_program(b, self.cluster, node);
+                    b.push(b' ');
                     push_u64(b, u64::from(task.0));
                     b.extend_from_slice(b" w");
                     push_u64(b, u64::from(w.0));
                     b.extend_from_slice(b" steal_");
                     push_u64(b, n);
                     b.push(b'\n');
+                }
+            }
+            SimEvent::MessageStart {
+                task,
+                from_rank,
+                to_rank,
+                bytes,
+                ..
+            } => {
+                let bytes = bytes as u64;
+                self.messages.insert(task.0, (to_rank, bytes));
+                message_link(&mut self.pending, b"18 ", t, task.0, from_rank, bytes);
+            }
+            SimEvent::MessageEnd { task, to_rank, .. } => {
+                if let Some((_, bytes)) = self.messages.remove(&task.0) {
+                    message_link(&mut self.pending, b"19 ", t, task.0, to_rank, bytes);
                 }
             }
             // Events added to the stream later are not drawn until this writer knows them.

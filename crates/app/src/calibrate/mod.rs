@@ -25,6 +25,7 @@
 use std::path::{Path, PathBuf};
 
 use hetsim_core::error::{Error, InputError, read_input};
+use hetsim_core::files::{FileRole, RoleFile};
 
 mod notes;
 pub mod show;
@@ -128,12 +129,22 @@ pub struct Imported {
     pub empty_codelets: Vec<String>,
     /// Number of codelet files read per host.
     pub files_per_host: Vec<(String, usize)>,
+    /// Every file read, in reading order.
+    pub read: Vec<PathBuf>,
 }
 
 impl Imported {
     /// The machine's name.
     pub fn name(&self) -> &str {
         self.options.name.as_deref().unwrap_or(&self.options.host)
+    }
+
+    /// The files read, as inputs (an output must not overwrite them).
+    pub fn input_files(&self) -> Vec<RoleFile> {
+        self.read
+            .iter()
+            .map(|p| RoleFile::new(FileRole::StarpuCalibration, p))
+            .collect()
     }
 }
 
@@ -156,6 +167,34 @@ fn known_hosts(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// The longest host name accepted (a DNS name's limit; StarPU uses the host name as it is).
+pub const MAX_HOST_NAME: usize = 253;
+
+/// Check a StarPU host name given on the command line: it is the suffix of file names in the
+/// calibration directory, so it must be a plain name — letters, digits, `-`, `_` and `.`, not
+/// starting with `.` — never a path (`../x`) or empty.
+pub fn check_host_name(name: &str, flag: &str) -> Result<(), InputError> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let why = if name.is_empty() {
+        "it is empty".to_string()
+    } else if name.len() > MAX_HOST_NAME {
+        format!(
+            "it has {} characters, more than {MAX_HOST_NAME}",
+            name.len()
+        )
+    } else if name.starts_with('.') {
+        "it starts with `.`".to_string()
+    } else if let Some(c) = name.chars().find(|&c| !ok_char(c)) {
+        format!("{c:?} is not allowed")
+    } else {
+        return Ok(());
+    };
+    Err(InputError::new(format!(
+        "{flag} {name:?}: not a StarPU host name ({why}): expected letters, digits, `-`, `_` \
+         and `.`, as in the suffix of bus/HOST.config"
+    )))
 }
 
 /// Older StarPU examples named the Cholesky and LU kernels by their block indices; workloads use
@@ -192,6 +231,7 @@ fn read_codelets(
     opts: &ImportOptions,
     host: &str,
     ncuda: u32,
+    read: &mut Vec<PathBuf>,
 ) -> Result<Vec<CodeletFile>, InputError> {
     let dir = opts.dir.join("codelets").join("45");
     let suffix = format!(".{host}");
@@ -209,6 +249,7 @@ fn read_codelets(
         let path = dir.join(&n);
         let symbol = &n[..n.len() - suffix.len()];
         let text = read_input(&path)?;
+        read.push(path.clone());
         let mut f = starpu_codelets::parse_codelet_file(&text, &path, symbol)?;
         f.models.retain(|m| match m.device {
             StarpuDevice::Cuda(i) if i >= ncuda => {
@@ -231,8 +272,13 @@ fn read_codelets(
 /// errors naming the file (and line).
 pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
     let opts = options;
+    check_host_name(&opts.host, "--host")?;
+    for h in &opts.codelets_from {
+        check_host_name(h, "--codelets-from")?;
+    }
+    // Present but not a regular file (a FIFO, a directory): `read_input` says what it is.
     let config_path = bus_file(opts, "config");
-    if !config_path.is_file() {
+    if !config_path.exists() {
         let hosts = known_hosts(&opts.dir);
         return Err(InputError::new(format!(
             "no StarPU calibration for host `{}`: this file does not exist; hosts calibrated in \
@@ -249,12 +295,13 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
         .in_file(&config_path));
     }
     let config = starpu_bus::parse_config(&read_input(&config_path)?, &config_path)?;
+    let mut read = vec![config_path.clone()];
 
     let v4 = bus_file(opts, "platform.v4.xml");
     let v3 = bus_file(opts, "platform.xml");
-    let platform_path = if v4.is_file() {
+    let platform_path = if v4.exists() {
         v4
-    } else if v3.is_file() {
+    } else if v3.exists() {
         v3
     } else {
         return Err(InputError::new(
@@ -264,6 +311,7 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
         .in_file(v4));
     };
     let platform = starpu_platform::parse_platform(&read_input(&platform_path)?, &platform_path)?;
+    read.push(platform_path.clone());
     let platform_file = platform_path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -273,15 +321,18 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
     let bandwidth = starpu_bus::parse_matrix(&read_input(&bw_path)?, &bw_path, "bandwidth (MB/s)")?;
     let lat_path = bus_file(opts, "latency");
     let latency = starpu_bus::parse_matrix(&read_input(&lat_path)?, &lat_path, "latency (us)")?;
+    read.extend([bw_path, lat_path]);
     let aff_path = bus_file(opts, "affinity");
-    let affinity = if aff_path.is_file() {
-        Some(starpu_bus::parse_affinity(
+    let affinity = if aff_path.exists() {
+        let a = starpu_bus::parse_affinity(
             &read_input(&aff_path)?,
             &aff_path,
             config.cuda,
             config.cpus,
             config.numa,
-        )?)
+        )?;
+        read.push(aff_path);
+        Some(a)
     } else {
         tracing::warn!("{}: not found, no [affinity] written", aff_path.display());
         None
@@ -297,11 +348,22 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
             ))
             .in_file(&platform_path));
         };
-        if !h.props.contains_key("memsize") {
+        let Some(memsize) = h.props.get("memsize") else {
             return Err(err_at(
                 &platform_path,
                 h.line,
                 format!("host `{id}` has no memsize property (the GPU's memory size)"),
+            ));
+        };
+        // StarPU writes the size in bytes as an integer; the machine file needs at least one.
+        if !memsize.trim().parse::<u64>().is_ok_and(|b| b > 0) {
+            return Err(err_at(
+                &platform_path,
+                h.line,
+                format!(
+                    "host `{id}`: memsize {memsize:?}: expected the GPU's memory size in bytes, \
+                     a whole number > 0"
+                ),
             ));
         }
     }
@@ -315,7 +377,7 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
     let mut hosts = vec![opts.host.clone()];
     hosts.extend(opts.codelets_from.iter().cloned());
     for h in &hosts {
-        let files = read_codelets(opts, h, config.cuda)?;
+        let files = read_codelets(opts, h, config.cuda, &mut read)?;
         files_per_host.push((h.clone(), files.len()));
         for f in files {
             if all.iter().any(|g| g.symbol == f.symbol) {
@@ -402,20 +464,27 @@ pub fn import_starpu(options: &ImportOptions) -> Result<Imported, InputError> {
         codelets,
         empty_codelets,
         files_per_host,
+        read,
     })
 }
 
-/// Import and write the machine file's text, checking that it loads as a hetsim machine (a
-/// failure there is an internal error: the importer wrote something the loader refuses).
+/// Import and write the machine file's text ([`import_starpu`], then [`imported_toml`]).
 pub fn import_to_toml(options: &ImportOptions) -> Result<String, Error> {
-    let imported = import_starpu(options)?;
-    let text = write::machine_toml(&imported)?;
-    hetsim_platform::machine::from_str(&text, format!("{}.toml", imported.name())).map_err(
-        |e| {
-            Error::Internal(format!(
-                "the imported machine file does not load (an importer bug): {e}"
-            ))
-        },
-    )?;
+    imported_toml(&import_starpu(options)?)
+}
+
+/// The machine file's text of what was imported, checked to load as a hetsim machine. The
+/// importer checks the figures it copies, so a machine file the loader refuses is an internal
+/// error (an importer bug), and nothing is written.
+pub fn imported_toml(imported: &Imported) -> Result<String, Error> {
+    let text = write::machine_toml(imported)?;
+    hetsim_platform::machine::from_str(&text, "(the imported machine file)").map_err(|e| {
+        Error::Internal(format!(
+            "the machine file imported from {} for host `{}` does not load, so it was not \
+             written (an importer bug; please report it with the calibration files): {e}",
+            imported.options.dir.display(),
+            imported.options.host
+        ))
+    })?;
     Ok(text)
 }

@@ -25,6 +25,9 @@ pub struct BusConfig {
     pub has_numa_line: bool,
 }
 
+/// The most devices of one kind a configuration may count (a machine file's limit on cores).
+pub const MAX_DEVICES: u32 = 1 << 20;
+
 /// Parse a `.config` file. The CPU and CUDA counts are required; MIC, MPI and unknown lines are
 /// skipped (with a warning for unknown ones).
 pub fn parse_config(text: &str, path: &Path) -> Result<BusConfig, InputError> {
@@ -67,6 +70,13 @@ pub fn parse_config(text: &str, path: &Path) -> Result<BusConfig, InputError> {
             );
             continue;
         };
+        if n > MAX_DEVICES {
+            return Err(err_at(
+                path,
+                l.line,
+                format!("{n} devices: at most {MAX_DEVICES} (a machine file's limit)"),
+            ));
+        }
         *slot = Some(n);
     }
     let last = text.lines().count().max(1);
@@ -284,6 +294,17 @@ pub fn parse_affinity(
                 ),
             ));
         }
+        if let Some((_, &dup)) = rest
+            .iter()
+            .enumerate()
+            .find(|&(i, c)| rest[..i].contains(c))
+        {
+            return Err(err_at(
+                path,
+                l.line,
+                format!("id {dup} is listed twice for CUDA device {gpu}: expected each once"),
+            ));
+        }
         cuda.push((l.line, rest.to_vec()));
     }
     Ok(Affinity { unit, cuda })
@@ -292,6 +313,22 @@ pub fn parse_affinity(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzzing (`starpu-bus`): the importer copied these into a machine file the
+    /// loader refuses; they are now refused at their line.
+    #[test]
+    fn a_core_listed_twice_or_a_billion_cpus_is_refused_at_its_line() {
+        let e = parse_affinity("0\t0\t1\t2\t0\t\n", Path::new("h.affinity"), 1, 8, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "h.affinity:line 1: id 0 is listed twice for CUDA device 0: expected each once"
+        );
+        let e = parse_config("1000000000 # Number of CPUs\n", Path::new("h.config")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "h.config:line 1: 1000000000 devices: at most 1048576 (a machine file's limit)"
+        );
+    }
 
     #[test]
     fn config_old_and_new() {

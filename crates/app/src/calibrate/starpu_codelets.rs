@@ -27,6 +27,7 @@ use std::path::Path;
 
 use super::{DataLine, data_lines, err_at};
 use hetsim_core::error::InputError;
+use hetsim_core::units::{self, Kind};
 
 /// StarPU's calibration minimum (`STARPU_CALIBRATE_MINIMUM`, default 10): the regression is
 /// only trusted with at least this many samples.
@@ -176,18 +177,26 @@ impl<'a> Cursor<'a, '_> {
     }
 }
 
-/// A float as StarPU writes it: `%e`, `%f`, or `nan`.
+/// A float as StarPU writes it: `%e`, `%f`, or `nan` (StarPU's mark of a figure it has not
+/// measured). A value too large for a double (`1e999`, `inf`) is refused: StarPU never writes
+/// one, so the file is corrupt.
 fn float(t: &str, path: &Path, line: usize, what: &str) -> Result<f64, InputError> {
     if t.eq_ignore_ascii_case("nan") || t.eq_ignore_ascii_case("-nan") {
         return Ok(f64::NAN);
     }
-    t.parse::<f64>().map_err(|_| {
-        err_at(
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(err_at(
+            path,
+            line,
+            format!("{what}: {t:?} is not a finite number (the file is corrupt)"),
+        )),
+        Err(_) => Err(err_at(
             path,
             line,
             format!("{what}: expected a number, found {t:?}"),
-        )
-    })
+        )),
+    }
 }
 
 fn uint(t: &str, path: &Path, line: usize, what: &str) -> Result<u64, InputError> {
@@ -198,6 +207,22 @@ fn uint(t: &str, path: &Path, line: usize, what: &str) -> Result<u64, InputError
             format!("{what}: expected a non-negative integer, found {t:?}"),
         )
     })
+}
+
+/// A size in bytes: an integer in the range machine files take (at most 1 EiB).
+fn bytes(t: &str, path: &Path, line: usize, what: &str) -> Result<u64, InputError> {
+    let v = uint(t, path, line, what)?;
+    units::check_number(Kind::Bytes, v as f64).map_err(|_| {
+        err_at(
+            path,
+            line,
+            format!(
+                "{what}: {v} bytes is out of the range of data sizes ({})",
+                Kind::Bytes.range().2
+            ),
+        )
+    })?;
+    Ok(v)
 }
 
 /// Parse a codelet file's text. `symbol` is the model symbol (from the file name), `path` the
@@ -338,7 +363,7 @@ pub fn parse_codelet_file(
                         ),
                     ));
                 }
-                let size = uint(h[1], path, hl, &what("size"))?;
+                let size = bytes(h[1], path, hl, &what("size"))?;
                 let flops = float(h[2], path, hl, &what("flops"))?;
                 let mean = float(h[3], path, hl, &what("mean"))?;
                 let dev = float(h[4], path, hl, &what("dev"))?;
@@ -390,8 +415,8 @@ pub fn parse_codelet_file(
             // Regression.
             let num = |i: usize, what: &str| float(reg[i], path, rline, what);
             let reg_n = uint(reg[6], path, rline, "regression `n`")?;
-            let minx = uint(reg[7], path, rline, "regression `minx`")?;
-            let maxx = uint(reg[8], path, rline, "regression `maxx`")?;
+            let minx = bytes(reg[7], path, rline, "regression `minx`")?;
+            let maxx = bytes(reg[8], path, rline, "regression `maxx`")?;
             for (i, w) in [
                 (0, "sumlnx"),
                 (1, "sumlnx2"),
@@ -424,9 +449,54 @@ pub fn parse_codelet_file(
             let mut dropped = Vec::new();
             let mut skipped_empty = Vec::new();
             for h in lines {
-                if h.samples == 0 || !(h.mean_us.is_finite() && h.mean_us > 0.0) {
+                // StarPU writes an entry it has no measurement for with no samples or a zero
+                // mean; any other mean that is not a positive time is corruption.
+                if h.samples == 0 || h.mean_us == 0.0 {
                     skipped_empty.push(h.line);
                     continue;
+                }
+                if !(h.mean_us.is_finite() && h.mean_us > 0.0) {
+                    return Err(err_at(
+                        path,
+                        h.line,
+                        format!(
+                            "history column `mean`: expected a positive time in us for {} \
+                             samples, found {:?}",
+                            h.samples, h.mean_text
+                        ),
+                    ));
+                }
+                if h.flops < 0.0 {
+                    return Err(err_at(
+                        path,
+                        h.line,
+                        format!(
+                            "history column `flops`: expected a non-negative count or nan, \
+                             found {:?}",
+                            h.flops_text
+                        ),
+                    ));
+                }
+                // Machine files take durations from 1 fs to 1 hour (or a zero deviation).
+                for (col, us, text) in [
+                    ("mean", h.mean_us, &h.mean_text),
+                    ("dev", h.dev_us, &h.dev_text),
+                ] {
+                    let secs = us * 1e-6;
+                    let zero_mean = col == "mean" && secs == 0.0;
+                    if us.is_finite()
+                        && (zero_mean || units::check_number(Kind::Seconds, secs).is_err())
+                    {
+                        return Err(err_at(
+                            path,
+                            h.line,
+                            format!(
+                                "history column `{col}`: {text} us is out of the range of \
+                                 kernel times ({})",
+                                Kind::Seconds.range().2
+                            ),
+                        ));
+                    }
                 }
                 if !(h.dev_us.is_finite() && h.dev_us >= 0.0) {
                     return Err(err_at(
@@ -477,6 +547,26 @@ pub fn parse_codelet_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzzing (`starpu-codelets`): figures the importer copied but the loader
+    /// refuses (a mean that rounds to 0 s, a size past 1 EiB) are refused at their line.
+    #[test]
+    fn figures_outside_the_machine_files_ranges_are_refused_at_their_line() {
+        let tiny = ONE.replace("2.9e+03", "1e-320");
+        let e = parse_codelet_file(&tiny, Path::new("x.h"), "x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.h:line 27: history column `mean`: 1e-320 us is out of the range of kernel times \
+             (from 1 fs to 1 hour)"
+        );
+        let huge = ONE.replace("24c84a51\t11059200", "24c84a51\t9223372036854775808");
+        let e = parse_codelet_file(&huge, Path::new("x.h"), "x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "x.h:line 27: history column `size`: 9223372036854775808 bytes is out of the range \
+             of data sizes (from 1 B to 1 EiB)"
+        );
+    }
 
     const ONE: &str = "##\n# Performance Model Version\n45\n\n# COMBs\n1\n# types\n1\n# type\n1\n# id\n2\n# cores\n1\n# impls\n1\n# entries\n3\n# sumlnx\n0 0 0 0 nan nan 0 0 0\n# a b c\nnan nan nan\n# not mlr\n0\n# hash\n24c84a50\t11059200\t1.769472e+09\t2.8e+03\t7.0e+01\t3.6e+07\t1.0e+11\t12996\n24c84a51\t11059200\t1.769472e+09\t2.9e+03\t7.0e+01\t3.6e+07\t1.0e+11\t13000\n0000aaaa\t100\t0\t0\t0\t0\t0\t0\n";
 

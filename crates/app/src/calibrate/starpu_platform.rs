@@ -241,6 +241,16 @@ pub fn parse_platform(text: &str, path: &Path) -> Result<Platform, InputError> {
                         );
                     }
                 }
+                if ctn.is_empty() {
+                    return Err(err_at(
+                        path,
+                        line,
+                        format!(
+                            "route {src} -> {dst} has no <link_ctn>; expected at least one \
+                             (StarPU writes every route with its links)"
+                        ),
+                    ));
+                }
                 routes.push(Route {
                     src,
                     dst,
@@ -254,6 +264,27 @@ pub fn parse_platform(text: &str, path: &Path) -> Result<Platform, InputError> {
                 "{}:line {line}: element <{other}> is not one StarPU writes, skipped",
                 path.display()
             ),
+        }
+    }
+    // SimGrid's full routing takes one route per ordered pair; a symmetrical route is also
+    // the route back.
+    let mut defined: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for r in &routes {
+        let mut pairs = vec![(r.src.as_str(), r.dst.as_str())];
+        if r.symmetrical && r.src != r.dst {
+            pairs.push((r.dst.as_str(), r.src.as_str()));
+        }
+        for (a, b) in pairs {
+            if let Some(first) = defined.insert((a, b), r.line) {
+                return Err(err_at(
+                    path,
+                    r.line,
+                    format!(
+                        "route {a} -> {b} is defined twice (first at line {first}); expected \
+                         one route per ordered pair of hosts, a symmetrical one counting both ways"
+                    ),
+                ));
+            }
         }
     }
     for r in &routes {
@@ -333,6 +364,24 @@ mod tests {
         let unknown = V4.replace("<link_ctn id=\"Host\"/>", "<link_ctn id=\"Hots\"/>");
         let e = parse_platform(&unknown, Path::new("p.xml")).unwrap_err();
         assert!(e.to_string().starts_with("p.xml:line 11:"), "{e}");
+        let empty = V4
+            .replace("<link_ctn id=\"RAM-CUDA0\"/>", "")
+            .replace("<link_ctn id=\"Host\"/>", "");
+        let e = parse_platform(&empty, Path::new("p.xml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("route RAM -> CUDA0 has no <link_ctn>"),
+            "{e}"
+        );
+        let route = V4.find("<route").unwrap();
+        let end = V4[route..].find("</route>").unwrap() + route + "</route>".len();
+        let twice = format!("{}{}", &V4[..end], &V4[route..]);
+        let e = parse_platform(&twice, Path::new("p.xml")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("route RAM -> CUDA0 is defined twice"),
+            "{e}"
+        );
         let bad = V4.replace("6000", "fast");
         let e = parse_platform(&bad, Path::new("p.xml")).unwrap_err();
         assert!(e.to_string().starts_with("p.xml:line 10:"), "{e}");

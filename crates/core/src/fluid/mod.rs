@@ -16,20 +16,49 @@
 //!   weighted by 1 / (its route latency), or 1 when that latency is exactly 0; on a saturated
 //!   fat pipe, flows are fixed at one level, so flow j gets C·p_min/p_j (SimGrid's behaviour).
 //!
-//! Incrementality: a change (a flow activating or finishing) marks the links it touches; only
-//! the connected component of those links (links reachable through active flows) is re-solved,
-//! and only flows whose rate changed have their remaining bytes brought up to date and their
-//! finish date moved. Flows elsewhere are not looked at. Each flow keeps exactly one date in a
-//! [`RetimableQueue`]: its activation date while in latency, then its finish date.
+//! How the work per event is kept to what changes:
+//!
+//! - **Variables.** Active flows with the same links and weights, penalty and bound always get
+//!   the same rate, so they share one solver variable with a member count; the solver works on
+//!   variables. Each variable keeps its members' finishing points on its own served-bytes scale
+//!   (bytes sent per member since the variable appeared), so members that started at different
+//!   dates, with different sizes, finish in order without ever being touched one by one.
+//! - **Levels and clocks.** A variable's level is its rate × penalty. The solver fixes each
+//!   variable either at its bound or at the level of the link whose saturation fixed it: the
+//!   variable is then *attached* to that link, and follows the link's level. Every link keeps a
+//!   clock, the integral of its level over time, and a heap of its attached variables keyed by
+//!   the clock value at which their next member finishes; the network's date queue holds one date
+//!   per link, not per flow. When a re-solve changes a link's level, its attached variables
+//!   (often thousands of flows) are re-dated by that one date; only variables that change link
+//!   or become bound-limited are moved individually.
+//! - **Selective re-solve.** Progressive filling re-run from scratch fixes, below the level x₀ of
+//!   the first variable a change touches, exactly what it fixed before (a removed flow's links
+//!   saturate no earlier than its level; an added flow's links saturate no earlier than the root
+//!   of their load with every other variable held at its current level). So a re-solve only
+//!   takes the variables at level ≥ x₀ connected to the change, with each link's capacity less
+//!   the load of its variables below x₀, and leaves every other variable, link and date alone.
+//!
+//! What this cannot remove: where most variables share links with most others (an all-to-all
+//! on a crossbar, a fat tree), the variables at level ≥ x₀ are about half of the component, and
+//! about nine in ten of them really change rate (`docs/performance.md`); there a re-solve still
+//! costs in proportion to the component.
 //!
 //! The solver is progressive filling (water-filling), as SimGrid's `maxmin.cpp` does it, written
-//! from its description: each round finds the lowest level at which a link saturates or a flow
-//! reaches its bound, fixes the flows that level decides, and removes their share from the
-//! links they cross.
+//! from its description: repeatedly take the lowest level at which a link saturates or a
+//! variable reaches its bound, fix the variables that level decides, and remove their share
+//! from the links they cross.
 
-use crate::engine::{Calendar, RetimableQueue};
+use std::collections::BinaryHeap;
+use std::hash::{Hash, Hasher};
 
+use rustc_hash::{FxHashMap, FxHasher};
+
+use crate::engine::Calendar;
+
+mod heap;
 mod solver;
+
+use heap::{ABSENT, IndexedHeap};
 
 /// Index of a link in a [`FluidNetwork`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -121,12 +150,32 @@ pub struct LinkStats {
 pub struct SolveStats {
     /// Number of re-solves.
     pub solves: u64,
-    /// Sum over re-solves of the flows in the component solved.
+    /// Sum over re-solves of the variables re-solved (flows with the same links, weights,
+    /// penalty and bound share one variable).
+    pub vars_solved: u64,
+    /// Sum over re-solves of the flows those variables stand for.
     pub flows_solved: u64,
-    /// Sum over re-solves of the links in the component solved.
+    /// Sum over re-solves of the links whose share was recomputed.
     pub links_solved: u64,
-    /// Finish dates moved.
+    /// Dates moved in the network's date queue (one per link or variable, never per flow).
     pub retimes: u64,
+}
+
+/// What a variable's rate follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attach {
+    /// Not solved yet (it joined since the last re-solve).
+    Unsolved,
+    /// The level of this link, which the variable saturates.
+    Link(u32),
+    /// Its own bound.
+    Bound,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LinkElem {
+    var: u32,
+    weight: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -134,19 +183,33 @@ struct Link {
     capacity_bytes_per_sec: f64,
     latency_s: f64,
     sharing: Sharing,
-    /// Active flows on the link and their load weight on it.
-    flows: Vec<(u32, f64)>,
-    stamp: u32,
+    /// Variables with active members on the link, and their members' weight on it.
+    elems: Vec<LinkElem>,
+    active_flows: usize,
     busy_since_s: f64,
     busy_s: f64,
     bytes: f64,
+    /// Level of the variables attached here (NaN while none is).
+    level: f64,
+    /// Integral of `level` over time from the last re-solve that took this link, up to
+    /// `clock_s`: attached variable v has served (clock − v.base) / v.penalty bytes per member.
+    clock: f64,
+    clock_s: f64,
+    /// Attached variables, keyed by the clock value at which their next member finishes.
+    attached: IndexedHeap,
     // Solver scratch.
+    stamp: u32,
+    floor_stamp: u32,
     remaining: f64,
     usage: f64,
     /// Usage when last summed afresh, to detect cancellation.
     usage_ref: f64,
     unfixed: u32,
     dirty: bool,
+    /// Level at which the link saturated in the current re-solve (NaN: it did not).
+    new_level: f64,
+    /// Where its variables in the current re-solve's region are listed in the solver's scratch.
+    in_play: std::ops::Range<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,27 +220,133 @@ enum FlowState {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Elem {
+struct Flow {
+    state: FlowState,
+    /// Its variable, or `NO_VAR` for a flow that finishes as soon as its latency is paid.
+    var: u32,
+    bytes: f64,
+    /// While active: the variable's served bytes per member at which the flow is done.
+    done_at: f64,
+    /// Order of `start_flow` calls: flows finishing together are reported in this order.
+    started: u64,
+}
+
+const NO_VAR: u32 = u32::MAX;
+
+/// One link crossed by a variable, with its weight and its index in that link's `elems`.
+#[derive(Debug, Clone, Copy)]
+struct VarElem {
     link: u32,
     weight: f64,
-    /// Position of this flow in `links[link].flows` while active.
     slot: u32,
 }
 
-#[derive(Debug, Clone)]
-struct Flow {
-    state: FlowState,
-    elems: Vec<Elem>,
-    penalty: f64,
-    bound: f64,
-    bytes: f64,
-    remaining: f64,
+/// A member of a variable: the flow and the served-bytes point at which it is done.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    done_at: f64,
+    seq: u64,
+    flow: u32,
+}
+
+impl PartialEq for Member {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Member {}
+impl PartialOrd for Member {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Member {
+    // Reversed: BinaryHeap is a max-heap and the member due first must come out first.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .done_at
+            .total_cmp(&self.done_at)
+            .then(other.seq.cmp(&self.seq))
+    }
+}
+
+/// What a variable's rate follows, packed: a link index, or one of these.
+const ATTACH_UNSOLVED: u32 = u32::MAX;
+const ATTACH_BOUND: u32 = u32::MAX - 1;
+
+fn unpack(a: u32) -> Attach {
+    match a {
+        ATTACH_UNSOLVED => Attach::Unsolved,
+        ATTACH_BOUND => Attach::Bound,
+        k => Attach::Link(k),
+    }
+}
+
+/// The solver's view of a variable: what its inner loops read, in one cache line.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct Var {
+    /// Rate × penalty (bound × penalty when bound-limited); NaN while unsolved.
+    level: f64,
+    /// Rate of each member, bytes per second.
     rate: f64,
-    last_update_s: f64,
+    /// Active members / penalty: a member weight w puts w·mp on a shared link's usage.
+    mp: f64,
+    penalty: f64,
+    /// Level found by the current re-solve.
+    new_level: f64,
+    /// Active members.
+    active: u32,
+    /// Re-solve stamp: in the current region when equal to the network's.
     stamp: u32,
-    // Solver scratch.
-    fixed: bool,
-    new_rate: f64,
+    /// Packed `Attach`, now and as found by the current re-solve.
+    attach: u32,
+    new_attach: u32,
+    /// Its links: `elems[elem_start..elem_start + elem_len]` in the network's arena.
+    elem_start: u32,
+    elem_len: u16,
+    flags: u8,
+}
+
+/// `Var::flags` bit: fixed by the current re-solve.
+const FIXED: u8 = 1;
+/// A member joined or left since the last re-solve.
+const CHANGED: u8 = 2;
+/// A member joined since the last re-solve.
+const GREW: u8 = 4;
+/// The variable has a finite bound.
+const BOUNDED: u8 = 8;
+
+impl Var {
+    fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+    fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+    fn attach(&self) -> Attach {
+        unpack(self.attach)
+    }
+}
+
+/// The rest of a variable.
+#[derive(Debug, Clone, Default)]
+struct VarData {
+    bound: f64,
+    /// Progress base. Attached to a link: served bytes per member are
+    /// (link clock − base) / penalty. Otherwise: `base` served at `base_s`.
+    base: f64,
+    base_s: f64,
+    members: BinaryHeap<Member>,
+    /// Flows that belong to the variable, in latency or active.
+    refs: u32,
+    /// Hash of (elems, penalty, bound), and the next variable with the same hash.
+    hash: u64,
+    next_in_class: u32,
 }
 
 /// Links, flows, and the incremental max-min solver that shares the one among the other.
@@ -185,14 +354,59 @@ struct Flow {
 pub struct FluidNetwork {
     mode: SharingMode,
     links: Vec<Link>,
+    vars: Vec<Var>,
+    var_data: Vec<VarData>,
+    /// The links of every variable, each variable's in one run (`Var::elem_start`).
+    elems: Vec<VarElem>,
+    /// Runs of `elems` left by freed variables, by length.
+    free_elems: Vec<Vec<u32>>,
+    /// A new flow's links while its variable is looked up.
+    route_scratch: Vec<VarElem>,
+    free_vars: Vec<u32>,
+    /// First variable of each (elems, penalty, bound) hash.
+    classes: FxHashMap<u64, u32>,
     flows: Vec<Flow>,
     free_flows: Vec<u32>,
-    dates: RetimableQueue<u32>,
+    live_flows: usize,
+    /// Activation dates of the flows in latency (by flow), finish dates of links' next members
+    /// (by link), of bound-limited variables' next members (by variable).
+    activations: IndexedHeap,
+    activation_pos: Vec<u32>,
+    link_timers: IndexedHeap,
+    link_timer_pos: Vec<u32>,
+    var_timers: IndexedHeap,
+    var_timer_pos: Vec<u32>,
+    /// Position of each variable in its link's `attached` heap.
+    attach_pos: Vec<u32>,
+    /// Setting order, the tie-break of every date and key.
+    seq: u64,
     now_s: f64,
+    /// Changes since the last re-solve: links whose variables changed, changed variables, and
+    /// the lowest level among the variables that lost members.
+    seeds: Vec<u32>,
+    changed: Vec<u32>,
+    removed_floor: f64,
     stamp: u32,
-    modified: Vec<u32>,
     scratch: solver::Scratch,
     stats: SolveStats,
+}
+
+/// Date at which `amount` is done at `speed` from `from_s` (`from_s` when it already is).
+fn date_after(from_s: f64, amount: f64, speed: f64) -> f64 {
+    if amount <= 0.0 {
+        from_s
+    } else if speed > 0.0 {
+        from_s + amount / speed
+    } else {
+        f64::INFINITY
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Timer {
+    Activation(u32),
+    Link(u32),
+    Var(u32),
 }
 
 impl FluidNetwork {
@@ -201,12 +415,29 @@ impl FluidNetwork {
         FluidNetwork {
             mode,
             links: Vec::new(),
+            vars: Vec::new(),
+            var_data: Vec::new(),
+            elems: Vec::new(),
+            free_elems: Vec::new(),
+            route_scratch: Vec::new(),
+            free_vars: Vec::new(),
+            classes: FxHashMap::default(),
             flows: Vec::new(),
             free_flows: Vec::new(),
-            dates: RetimableQueue::new(),
+            live_flows: 0,
+            activations: IndexedHeap::default(),
+            activation_pos: Vec::new(),
+            link_timers: IndexedHeap::default(),
+            link_timer_pos: Vec::new(),
+            var_timers: IndexedHeap::default(),
+            var_timer_pos: Vec::new(),
+            attach_pos: Vec::new(),
+            seq: 0,
             now_s: 0.0,
+            seeds: Vec::new(),
+            changed: Vec::new(),
+            removed_floor: f64::INFINITY,
             stamp: 0,
-            modified: Vec::new(),
             scratch: solver::Scratch::default(),
             stats: SolveStats::default(),
         }
@@ -233,22 +464,35 @@ impl FluidNetwork {
             latency_s >= 0.0 && latency_s.is_finite(),
             "link latency must be finite and >= 0, got {latency_s}"
         );
+        assert!(
+            self.links.len() < ATTACH_BOUND as usize,
+            "too many links for a fluid network"
+        );
         let id = LinkId(self.links.len() as u32);
         self.links.push(Link {
             capacity_bytes_per_sec,
             latency_s,
             sharing,
-            flows: Vec::new(),
-            stamp: 0,
+            elems: Vec::new(),
+            active_flows: 0,
             busy_since_s: 0.0,
             busy_s: 0.0,
             bytes: 0.0,
+            level: f64::NAN,
+            clock: 0.0,
+            clock_s: 0.0,
+            attached: IndexedHeap::default(),
+            stamp: 0,
+            floor_stamp: 0,
             remaining: 0.0,
             usage: 0.0,
             usage_ref: 0.0,
             unfixed: 0,
             dirty: false,
+            new_level: f64::NAN,
+            in_play: 0..0,
         });
+        self.link_timer_pos.push(ABSENT);
         id
     }
 
@@ -277,7 +521,8 @@ impl FluidNetwork {
             SharingMode::SimGrid => 1.0,
         };
         // A link named twice counts twice, as SimGrid expands a constraint twice.
-        let mut elems: Vec<Elem> = Vec::with_capacity(spec.route.len() + spec.extra_load.len());
+        let mut elems = std::mem::take(&mut self.route_scratch);
+        elems.clear();
         let loads = spec
             .route
             .iter()
@@ -288,25 +533,29 @@ impl FluidNetwork {
             assert!(weight > 0.0, "a flow's load on a link must be > 0");
             match elems.iter_mut().find(|e| e.link == link.0) {
                 Some(e) => e.weight += weight,
-                None => elems.push(Elem {
+                None => elems.push(VarElem {
                     link: link.0,
                     weight,
                     slot: 0,
                 }),
             }
         }
+        elems.sort_by_key(|e| e.link);
+        let bound = spec.bound_bytes_per_sec;
+        // Nothing to send, or nothing to limit the rate: done as soon as latency is paid.
+        let instant = spec.bytes <= 0.0 || (elems.is_empty() && bound.is_infinite());
+        let var = if instant {
+            NO_VAR
+        } else {
+            self.class_of(&elems, penalty, bound)
+        };
+        self.route_scratch = elems;
         let flow = Flow {
             state: FlowState::Latency,
-            elems,
-            penalty,
-            bound: spec.bound_bytes_per_sec,
+            var,
             bytes: spec.bytes,
-            remaining: spec.bytes,
-            rate: 0.0,
-            last_update_s: now_s,
-            stamp: 0,
-            fixed: false,
-            new_rate: 0.0,
+            done_at: 0.0,
+            started: self.next_seq(),
         };
         let idx = match self.free_flows.pop() {
             Some(i) => {
@@ -315,22 +564,164 @@ impl FluidNetwork {
             }
             None => {
                 self.flows.push(flow);
+                self.activation_pos.push(ABSENT);
                 (self.flows.len() - 1) as u32
             }
         };
-        self.dates.set(idx, now_s + latency_s);
+        self.live_flows += 1;
+        let tie = flow.started;
+        self.activations
+            .set(&mut self.activation_pos, idx, now_s + latency_s, tie);
         FlowId(idx)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// The links of variable `v`.
+    fn var_elems(&self, v: u32) -> &[VarElem] {
+        let var = &self.vars[v as usize];
+        &self.elems[var.elem_start as usize..][..usize::from(var.elem_len)]
+    }
+
+    /// The variable of flows with these links, weights, penalty and bound (made if none is).
+    fn class_of(&mut self, elems: &[VarElem], penalty: f64, bound: f64) -> u32 {
+        let mut h = FxHasher::default();
+        for e in elems {
+            (e.link, e.weight.to_bits()).hash(&mut h);
+        }
+        (penalty.to_bits(), bound.to_bits()).hash(&mut h);
+        let hash = h.finish();
+        let head = self.classes.get(&hash).copied().unwrap_or(NO_VAR);
+        let mut v = head;
+        while v != NO_VAR {
+            let same = self.vars[v as usize].penalty.to_bits() == penalty.to_bits()
+                && self.var_data[v as usize].bound.to_bits() == bound.to_bits()
+                && self.var_elems(v).len() == elems.len()
+                && self
+                    .var_elems(v)
+                    .iter()
+                    .zip(elems)
+                    .all(|(a, b)| a.link == b.link && a.weight.to_bits() == b.weight.to_bits());
+            if same {
+                self.var_data[v as usize].refs += 1;
+                return v;
+            }
+            v = self.var_data[v as usize].next_in_class;
+        }
+        let len = u16::try_from(elems.len()).expect("a route of at most 65535 links");
+        let elem_start = match self.free_elems.get_mut(elems.len()).and_then(Vec::pop) {
+            Some(start) => {
+                self.elems[start as usize..][..elems.len()].copy_from_slice(elems);
+                start
+            }
+            None => {
+                let start = u32::try_from(self.elems.len()).expect("fewer than 2^32 links in use");
+                self.elems.extend_from_slice(elems);
+                start
+            }
+        };
+        let var = Var {
+            level: f64::NAN,
+            rate: 0.0,
+            mp: 0.0,
+            penalty,
+            new_level: f64::NAN,
+            active: 0,
+            stamp: 0,
+            attach: ATTACH_UNSOLVED,
+            new_attach: ATTACH_UNSOLVED,
+            elem_start,
+            elem_len: len,
+            flags: if bound.is_finite() { BOUNDED } else { 0 },
+        };
+        let v = match self.free_vars.pop() {
+            Some(v) => {
+                self.vars[v as usize] = var;
+                v
+            }
+            None => {
+                assert!(self.vars.len() < NO_VAR as usize, "too many flow classes");
+                self.vars.push(var);
+                self.var_data.push(VarData::default());
+                self.var_timer_pos.push(ABSENT);
+                self.attach_pos.push(ABSENT);
+                (self.vars.len() - 1) as u32
+            }
+        };
+        let d = &mut self.var_data[v as usize];
+        d.bound = bound;
+        d.base = 0.0;
+        d.base_s = 0.0;
+        d.members.clear();
+        d.refs = 1;
+        d.hash = hash;
+        d.next_in_class = head;
+        self.classes.insert(hash, v);
+        v
+    }
+
+    /// Forget a variable no flow refers to any more.
+    fn free_var(&mut self, v: u32) {
+        let (hash, next) = {
+            let d = &self.var_data[v as usize];
+            (d.hash, d.next_in_class)
+        };
+        let head = self.classes[&hash];
+        if head == v {
+            if next == NO_VAR {
+                self.classes.remove(&hash);
+            } else {
+                self.classes.insert(hash, next);
+            }
+        } else {
+            let mut u = head;
+            while self.var_data[u as usize].next_in_class != v {
+                u = self.var_data[u as usize].next_in_class;
+            }
+            self.var_data[u as usize].next_in_class = next;
+        }
+        let var = &self.vars[v as usize];
+        let len = usize::from(var.elem_len);
+        if len > 0 {
+            if self.free_elems.len() <= len {
+                self.free_elems.resize_with(len + 1, Vec::new);
+            }
+            self.free_elems[len].push(var.elem_start);
+        }
+        self.free_vars.push(v);
+    }
+
+    /// The earliest pending date and what it is for; ties go to the date set first.
+    fn next_timer(&self) -> Option<(Timer, f64)> {
+        let mut best: Option<(Timer, f64, u64)> = None;
+        let mut consider = |timer: Timer, head: Option<(u32, f64, u64)>| {
+            if let Some((_, t, tie)) = head
+                && best.is_none_or(|(_, bt, btie)| t < bt || (t == bt && tie < btie))
+            {
+                best = Some((timer, t, tie));
+            }
+        };
+        let head = self.activations.peek();
+        consider(Timer::Activation(head.map_or(0, |h| h.0)), head);
+        let head = self.link_timers.peek();
+        consider(Timer::Link(head.map_or(0, |h| h.0)), head);
+        let head = self.var_timers.peek();
+        consider(Timer::Var(head.map_or(0, |h| h.0)), head);
+        best.map(|(timer, t, _)| (timer, t))
     }
 
     /// Date of the next activation or completion, if any flow is pending.
     pub fn next_event_time(&self) -> Option<f64> {
-        self.dates.peek().map(|(_, t)| t)
+        self.next_timer().map(|(_, t)| t)
     }
 
     /// Move the clock to `now_s`, which must not be later than
     /// [`next_event_time`](Self::next_event_time): activate the flows whose latency ends by then, finish the
-    /// flows whose last byte arrives by then (appending them to `finished`, in a deterministic
-    /// order), and re-share the links they touch.
+    /// flows whose last byte arrives by then (appending them to `finished` in the order they were
+    /// started), and re-share the links they touch.
     pub fn advance(&mut self, now_s: f64, finished: &mut Vec<FlowId>) {
         assert!(now_s >= self.now_s, "time went backwards");
         debug_assert!(
@@ -338,162 +729,431 @@ impl FluidNetwork {
             "advance to {now_s} s skips a fluid event due earlier"
         );
         self.now_s = now_s;
-        while let Some((&idx, t)) = self.dates.peek() {
+        let first_new = finished.len();
+        while let Some((timer, t)) = self.next_timer() {
             if t > now_s {
                 break;
             }
-            self.dates.pop();
-            match self.flows[idx as usize].state {
-                FlowState::Latency => self.activate(idx, now_s, finished),
-                FlowState::Active => self.finish(idx, now_s, finished),
-                FlowState::Free => unreachable!("a free flow slot had a date"),
+            match timer {
+                Timer::Activation(f) => {
+                    self.activations.remove(&mut self.activation_pos, f);
+                    self.activate(f, now_s, finished);
+                }
+                Timer::Link(l) => {
+                    let (v, _, _) = self.links[l as usize]
+                        .attached
+                        .peek()
+                        .expect("a link with a date has an attached variable");
+                    self.finish_due(v, now_s, finished);
+                }
+                Timer::Var(v) => self.finish_due(v, now_s, finished),
             }
         }
-        if !self.modified.is_empty() {
+        // Flows finishing together: the order must not depend on how the solver grouped them.
+        // (The slots of finished flows are not reused before the next `start_flow`.)
+        finished[first_new..].sort_by_key(|f| self.flows[f.0 as usize].started);
+        if !self.seeds.is_empty() {
             self.resolve(now_s);
         }
     }
 
-    fn activate(&mut self, idx: u32, now_s: f64, finished: &mut Vec<FlowId>) {
-        let flow = &mut self.flows[idx as usize];
-        flow.state = FlowState::Active;
-        flow.last_update_s = now_s;
-        if flow.remaining <= 0.0 || (flow.elems.is_empty() && flow.bound.is_infinite()) {
-            // Nothing to send, or nothing to limit the rate: done as soon as latency is paid.
-            self.release(idx, finished);
+    /// Bytes served per member of variable `v` at `now_s`.
+    fn served(&self, v: u32, now_s: f64) -> f64 {
+        let (var, d) = (&self.vars[v as usize], &self.var_data[v as usize]);
+        match var.attach() {
+            Attach::Link(k) => {
+                let l = &self.links[k as usize];
+                (l.clock + l.level * (now_s - l.clock_s) - d.base) / var.penalty
+            }
+            Attach::Bound => d.base + d.bound * (now_s - d.base_s),
+            Attach::Unsolved => d.base,
+        }
+    }
+
+    /// Date at which a member of `v` done at `done_at` served bytes finishes, at current rates.
+    fn finish_date(&self, v: u32, done_at: f64) -> f64 {
+        let (var, d) = (&self.vars[v as usize], &self.var_data[v as usize]);
+        match var.attach() {
+            Attach::Link(k) => {
+                let l = &self.links[k as usize];
+                date_after(l.clock_s, d.base + var.penalty * done_at - l.clock, l.level)
+            }
+            Attach::Bound => date_after(d.base_s, done_at - d.base, d.bound),
+            Attach::Unsolved => f64::INFINITY,
+        }
+    }
+
+    fn activate(&mut self, f: u32, now_s: f64, finished: &mut Vec<FlowId>) {
+        let flow = self.flows[f as usize];
+        let v = flow.var;
+        if v == NO_VAR {
+            self.release(f, finished);
             return;
         }
-        if flow.elems.is_empty() {
-            // Only its own bound limits it, and no other flow can change that.
-            flow.rate = flow.bound;
-            let at = now_s + flow.remaining / flow.rate;
-            self.dates.set(idx, at);
-            return;
-        }
-        let elems = std::mem::take(&mut flow.elems);
-        let mut joined = elems;
-        for e in &mut joined {
+        self.flows[f as usize].state = FlowState::Active;
+        let first = self.vars[v as usize].active == 0;
+        let done_at = if first { 0.0 } else { self.served(v, now_s) } + flow.bytes;
+        self.flows[f as usize].done_at = done_at;
+        let seq = self.next_seq();
+        let d = &mut self.var_data[v as usize];
+        let now_first_due = d.members.peek().is_none_or(|m| done_at < m.done_at);
+        d.members.push(Member {
+            done_at,
+            seq,
+            flow: f,
+        });
+        let var = &mut self.vars[v as usize];
+        var.active += 1;
+        var.mp = f64::from(var.active) / var.penalty;
+        let (start, len) = (var.elem_start as usize, usize::from(var.elem_len));
+        for e in &mut self.elems[start..start + len] {
             let link = &mut self.links[e.link as usize];
-            if link.flows.is_empty() {
+            if link.active_flows == 0 {
                 link.busy_since_s = now_s;
             }
-            e.slot = link.flows.len() as u32;
-            link.flows.push((idx, e.weight));
-            self.modified.push(e.link);
+            link.active_flows += 1;
+            if first {
+                e.slot = link.elems.len() as u32;
+                link.elems.push(LinkElem {
+                    var: v,
+                    weight: e.weight,
+                });
+            }
         }
-        self.flows[idx as usize].elems = joined;
+        if first {
+            let d = &mut self.var_data[v as usize];
+            d.base = 0.0;
+            d.base_s = now_s;
+            let bound = d.bound;
+            let var = &mut self.vars[v as usize];
+            var.level = f64::NAN;
+            var.rate = 0.0;
+            var.attach = ATTACH_UNSOLVED;
+            if len == 0 {
+                // Only its own bound limits it, and no other flow can change that.
+                var.attach = ATTACH_BOUND;
+                var.rate = bound;
+                var.level = bound * var.penalty;
+                self.refresh_var_date(v);
+                return;
+            }
+        } else if now_first_due {
+            self.refresh_var_date(v);
+        }
+        if len == 0 {
+            return;
+        }
+        self.vars[v as usize].set(GREW, true);
+        self.mark_changed(v);
     }
 
-    fn finish(&mut self, idx: u32, now_s: f64, finished: &mut Vec<FlowId>) {
-        let elems = std::mem::take(&mut self.flows[idx as usize].elems);
-        let bytes = self.flows[idx as usize].bytes;
-        for e in &elems {
+    /// Record that `v`'s members changed: its links must be re-shared.
+    fn mark_changed(&mut self, v: u32) {
+        let var = &mut self.vars[v as usize];
+        if var.has(CHANGED) {
+            return;
+        }
+        var.set(CHANGED, true);
+        self.changed.push(v);
+        let (start, len) = (var.elem_start as usize, usize::from(var.elem_len));
+        self.seeds
+            .extend(self.elems[start..start + len].iter().map(|e| e.link));
+    }
+
+    /// Finish the members of `v` that are due by `now_s`.
+    fn finish_due(&mut self, v: u32, now_s: f64, finished: &mut Vec<FlowId>) {
+        let mut done = 0;
+        let (start, len) = {
+            let var = &self.vars[v as usize];
+            (var.elem_start as usize, usize::from(var.elem_len))
+        };
+        while let Some(&m) = self.var_data[v as usize].members.peek() {
+            if self.finish_date(v, m.done_at) > now_s {
+                break;
+            }
+            self.var_data[v as usize].members.pop();
+            done += 1;
+            let bytes = self.flows[m.flow as usize].bytes;
+            for e in &self.elems[start..start + len] {
+                let link = &mut self.links[e.link as usize];
+                link.bytes += e.weight * bytes;
+                link.active_flows -= 1;
+                if link.active_flows == 0 {
+                    link.busy_s += now_s - link.busy_since_s;
+                }
+            }
+            self.var_data[v as usize].refs -= 1;
+            self.release(m.flow, finished);
+        }
+        assert!(done > 0, "a variable's date came with no member due");
+        let var = &mut self.vars[v as usize];
+        var.active -= done;
+        var.mp = f64::from(var.active) / var.penalty;
+        // Its links may now give others more: re-share from its level up.
+        if len > 0 {
+            self.removed_floor = self.removed_floor.min(var.level);
+        }
+        if var.active > 0 {
+            self.refresh_var_date(v);
+            if len > 0 {
+                self.mark_changed(v);
+            }
+            return;
+        }
+        self.detach(v);
+        let var = &mut self.vars[v as usize];
+        var.attach = ATTACH_UNSOLVED;
+        var.level = f64::NAN;
+        var.rate = 0.0;
+        for i in start..start + len {
+            let e = self.elems[i];
             let link = &mut self.links[e.link as usize];
-            link.bytes += e.weight * bytes;
             let slot = e.slot as usize;
-            link.flows.swap_remove(slot);
-            if let Some(&(moved, _)) = link.flows.get(slot) {
-                let moved_elem = self.flows[moved as usize]
-                    .elems
+            link.elems.swap_remove(slot);
+            if let Some(&moved) = link.elems.get(slot) {
+                let mv = &self.vars[moved.var as usize];
+                let run = mv.elem_start as usize..mv.elem_start as usize + usize::from(mv.elem_len);
+                let m = self.elems[run]
                     .iter_mut()
                     .find(|m| m.link == e.link)
-                    .expect("an active flow lists every link it is on");
-                moved_elem.slot = slot as u32;
+                    .expect("a variable lists every link it is on");
+                m.slot = slot as u32;
             }
-            let link = &mut self.links[e.link as usize];
-            if link.flows.is_empty() {
-                link.busy_s += now_s - link.busy_since_s;
-            }
-            self.modified.push(e.link);
+            self.seeds.push(e.link);
         }
-        self.flows[idx as usize].elems = elems;
-        self.release(idx, finished);
+        // A variable still listed as changed is freed after the re-solve, which skips it.
+        if self.var_data[v as usize].refs == 0 && !self.vars[v as usize].has(CHANGED) {
+            self.free_var(v);
+        }
     }
 
-    fn release(&mut self, idx: u32, finished: &mut Vec<FlowId>) {
-        let flow = &mut self.flows[idx as usize];
+    fn release(&mut self, f: u32, finished: &mut Vec<FlowId>) {
+        let flow = &mut self.flows[f as usize];
         flow.state = FlowState::Free;
-        flow.remaining = 0.0;
-        flow.rate = 0.0;
-        flow.elems.clear();
-        self.free_flows.push(idx);
-        finished.push(FlowId(idx));
+        flow.done_at = 0.0;
+        self.free_flows.push(f);
+        self.live_flows -= 1;
+        finished.push(FlowId(f));
     }
 
-    /// Re-share the connected component of the modified links and move the finish dates of
-    /// the flows whose rate changed.
+    /// Take `v` off its link's heap or the variable dates, refreshing that link's date.
+    fn detach(&mut self, v: u32) {
+        match self.vars[v as usize].attach() {
+            Attach::Link(k) => {
+                self.links[k as usize]
+                    .attached
+                    .remove(&mut self.attach_pos, v);
+                self.refresh_link_date(k);
+            }
+            Attach::Bound => {
+                self.var_timers.remove(&mut self.var_timer_pos, v);
+            }
+            Attach::Unsolved => {}
+        }
+    }
+
+    /// Re-key `v` after its first member changed.
+    fn refresh_var_date(&mut self, v: u32) {
+        let Some(first) = self.var_data[v as usize].members.peek().map(|m| m.done_at) else {
+            return;
+        };
+        match self.vars[v as usize].attach() {
+            Attach::Link(k) => {
+                let key = self.var_data[v as usize].base + self.vars[v as usize].penalty * first;
+                let tie = self.next_seq();
+                self.links[k as usize]
+                    .attached
+                    .set(&mut self.attach_pos, v, key, tie);
+                self.refresh_link_date(k);
+            }
+            Attach::Bound => {
+                let at = self.finish_date(v, first).max(self.now_s);
+                if self.var_timers.key_of(&self.var_timer_pos, v) != Some(at) {
+                    let tie = self.next_seq();
+                    self.var_timers.set(&mut self.var_timer_pos, v, at, tie);
+                    self.stats.retimes += 1;
+                }
+            }
+            Attach::Unsolved => {}
+        }
+    }
+
+    /// Date of link `k`'s next member to finish, from its first attached variable. (The date
+    /// is that member's own, not one derived from the heap key, which shifting the clock may
+    /// have rounded differently: a date must always find its member due.)
+    fn refresh_link_date(&mut self, k: u32) {
+        match self.links[k as usize].attached.peek() {
+            None => {
+                self.link_timers.remove(&mut self.link_timer_pos, k);
+            }
+            Some((v, _, _)) => {
+                let first = self.var_data[v as usize]
+                    .members
+                    .peek()
+                    .expect("an attached variable has members")
+                    .done_at;
+                let at = self.finish_date(v, first).max(self.now_s);
+                if self.link_timers.key_of(&self.link_timer_pos, k) != Some(at) {
+                    let tie = self.next_seq();
+                    self.link_timers.set(&mut self.link_timer_pos, k, at, tie);
+                    self.stats.retimes += 1;
+                }
+            }
+        }
+    }
+
+    /// Re-share the links touched since the last re-solve, from the lowest level a change can
+    /// reach, and move the dates of the links and variables whose rates changed.
     fn resolve(&mut self, now_s: f64) {
         self.stamp = self.stamp.wrapping_add(1);
         if self.stamp == 0 {
             // Wrapped: clear old stamps so none can collide with the new epoch.
-            self.links.iter_mut().for_each(|l| l.stamp = 0);
-            self.flows.iter_mut().for_each(|f| f.stamp = 0);
+            self.links.iter_mut().for_each(|l| {
+                l.stamp = 0;
+                l.floor_stamp = 0;
+            });
+            self.vars.iter_mut().for_each(|v| v.stamp = 0);
             self.stamp = 1;
         }
-        let stamp = self.stamp;
-        let comp = &mut self.scratch;
-        comp.links.clear();
-        comp.flows.clear();
-        // Depth-first over links and flows: a link's active flows, their other links, ...
-        let mut stack = std::mem::take(&mut self.modified);
-        while let Some(l) = stack.pop() {
-            let link = &mut self.links[l as usize];
-            if link.stamp == stamp {
-                continue;
-            }
-            link.stamp = stamp;
-            comp.links.push(l);
-            for &(f, _) in &self.links[l as usize].flows {
-                let flow = &mut self.flows[f as usize];
-                if flow.stamp == stamp {
-                    continue;
-                }
-                flow.stamp = stamp;
-                comp.flows.push(f);
-                stack.extend(
-                    flow.elems
-                        .iter()
-                        .map(|e| e.link)
-                        .filter(|&m| self.links[m as usize].stamp != stamp),
-                );
-            }
-        }
-        self.modified = stack; // keep the allocation
+        let mut net = solver::Net {
+            links: &mut self.links,
+            vars: &mut self.vars,
+            elems: &self.elems,
+            stamp: self.stamp,
+        };
+        let floor = net.floor(&self.changed, self.removed_floor, &self.var_data);
+        net.collect(&self.seeds, &self.changed, floor, &mut self.scratch);
         self.stats.solves += 1;
-        self.stats.flows_solved += comp.flows.len() as u64;
-        self.stats.links_solved += comp.links.len() as u64;
-
-        solver::solve(&mut self.links, &mut self.flows, &mut self.scratch);
-
-        for &f in &self.scratch.flows {
-            let flow = &mut self.flows[f as usize];
-            if flow.new_rate == flow.rate {
-                continue;
-            }
-            let elapsed = now_s - flow.last_update_s;
-            flow.remaining = (flow.remaining - flow.rate * elapsed).max(0.0);
-            flow.last_update_s = now_s;
-            flow.rate = flow.new_rate;
-            let at = if flow.rate > 0.0 {
-                now_s + flow.remaining / flow.rate
-            } else {
-                f64::INFINITY
-            };
-            self.dates.set(f, at);
-            self.stats.retimes += 1;
+        self.stats.vars_solved += self.scratch.vars.len() as u64;
+        self.stats.flows_solved += self
+            .scratch
+            .vars
+            .iter()
+            .map(|&v| u64::from(net.vars[v as usize].active))
+            .sum::<u64>();
+        self.stats.links_solved += self.scratch.links.len() as u64;
+        // A region without variables: its links lost their last ones, which took their
+        // attachments with them; the next variable to attach restarts a link's clock.
+        if !self.scratch.vars.is_empty() {
+            net.fill(&self.var_data, &mut self.scratch);
+            self.apply(now_s);
         }
+
+        self.seeds.clear();
+        self.removed_floor = f64::INFINITY;
+        for i in 0..self.changed.len() {
+            let v = self.changed[i];
+            let var = &mut self.vars[v as usize];
+            var.set(CHANGED, false);
+            var.set(GREW, false);
+            if var.active == 0 && self.var_data[v as usize].refs == 0 {
+                self.free_var(v);
+            }
+        }
+        self.changed.clear();
+    }
+
+    /// Carry the solver's levels into rates, attachments, link clocks and dates.
+    fn apply(&mut self, now_s: f64) {
+        let region_links = std::mem::take(&mut self.scratch.links);
+        let region_vars = std::mem::take(&mut self.scratch.vars);
+        // Restart the clocks of the links involved from 0 now, shifting what their variables
+        // have to reach: a clock that ran for long at a high level would otherwise dwarf the
+        // little a variable attached later has to go (SimGrid mode mixes penalties 1e6 apart).
+        for &l in &region_links {
+            let link = &mut self.links[l as usize];
+            if !link.attached.is_empty() {
+                let clock = link.clock + link.level * (now_s - link.clock_s);
+                let data = &mut self.var_data;
+                link.attached
+                    .shift(-clock, |v| data[v as usize].base -= clock);
+            }
+            link.clock = 0.0;
+            link.clock_s = now_s;
+        }
+        // Variables that change what they follow: note what they served, then detach.
+        let mut movers = std::mem::take(&mut self.scratch.movers);
+        movers.clear();
+        for &v in &region_vars {
+            let var = &self.vars[v as usize];
+            if var.new_attach != var.attach {
+                let served = self.served(v, now_s);
+                match var.attach() {
+                    Attach::Link(k) => {
+                        self.links[k as usize]
+                            .attached
+                            .remove(&mut self.attach_pos, v);
+                    }
+                    Attach::Bound => {
+                        self.var_timers.remove(&mut self.var_timer_pos, v);
+                    }
+                    Attach::Unsolved => {}
+                }
+                movers.push((v, served));
+            }
+            let var = &mut self.vars[v as usize];
+            var.level = var.new_level;
+            var.attach = var.new_attach;
+            var.rate = match var.attach() {
+                Attach::Bound => self.var_data[v as usize].bound,
+                _ => var.new_level.max(0.0) / var.penalty,
+            };
+        }
+        for &l in &region_links {
+            self.links[l as usize].level = self.links[l as usize].new_level;
+        }
+        for &(v, served) in &movers {
+            match self.vars[v as usize].attach() {
+                Attach::Link(k) => {
+                    let penalty = self.vars[v as usize].penalty;
+                    let d = &mut self.var_data[v as usize];
+                    d.base = self.links[k as usize].clock - penalty * served;
+                    let first = d
+                        .members
+                        .peek()
+                        .expect("an attached variable has members")
+                        .done_at;
+                    let key = d.base + penalty * first;
+                    let tie = self.next_seq();
+                    self.links[k as usize]
+                        .attached
+                        .set(&mut self.attach_pos, v, key, tie);
+                }
+                Attach::Bound => {
+                    let d = &mut self.var_data[v as usize];
+                    d.base = served;
+                    d.base_s = now_s;
+                    self.refresh_var_date(v);
+                }
+                Attach::Unsolved => unreachable!("the solver fixes every variable it takes"),
+            }
+        }
+        for &l in &region_links {
+            self.refresh_link_date(l);
+        }
+        self.scratch.links = region_links;
+        self.scratch.vars = region_vars;
+        self.scratch.movers = movers;
     }
 
     /// Current rate of an active flow (0 while in latency), in bytes per second.
     pub fn flow_rate_bytes_per_sec(&self, id: FlowId) -> f64 {
-        self.flows[id.0 as usize].rate
+        let f = &self.flows[id.0 as usize];
+        match f.state {
+            FlowState::Active => self.vars[f.var as usize].rate,
+            FlowState::Latency | FlowState::Free => 0.0,
+        }
     }
 
     /// Bytes an unfinished flow still has to send at `now_s` (not earlier than the last
     /// [`advance`](Self::advance)).
     pub fn flow_remaining_bytes(&self, id: FlowId, now_s: f64) -> f64 {
         let f = &self.flows[id.0 as usize];
-        (f.remaining - f.rate * (now_s - f.last_update_s)).max(0.0)
+        match f.state {
+            FlowState::Active => (f.done_at - self.served(f.var, now_s)).max(0.0),
+            FlowState::Latency => f.bytes,
+            FlowState::Free => 0.0,
+        }
     }
 
     /// Where a flow is in its life. A finished flow's index may be reused by a later
@@ -508,13 +1168,13 @@ impl FluidNetwork {
 
     /// Number of flows started and not yet finished (in latency or active).
     pub fn live_flows(&self) -> usize {
-        self.dates.len()
+        self.live_flows
     }
 
     /// What a link has carried, with its busy time counted up to `now_s`.
     pub fn link_stats(&self, id: LinkId, now_s: f64) -> LinkStats {
         let l = &self.links[id.0 as usize];
-        let open = if l.flows.is_empty() {
+        let open = if l.active_flows == 0 {
             0.0
         } else {
             now_s - l.busy_since_s
@@ -522,16 +1182,19 @@ impl FluidNetwork {
         LinkStats {
             bytes: l.bytes,
             busy_s: l.busy_s + open,
-            active_flows: l.flows.len(),
+            active_flows: l.active_flows,
         }
     }
 
     /// Sum of the active flows' rates × weights on a link, in bytes per second.
     pub fn link_load_bytes_per_sec(&self, id: LinkId) -> f64 {
         self.links[id.0 as usize]
-            .flows
+            .elems
             .iter()
-            .map(|&(f, w)| w * self.flows[f as usize].rate)
+            .map(|e| {
+                let v = &self.vars[e.var as usize];
+                e.weight * f64::from(v.active) * v.rate
+            })
             .sum()
     }
 

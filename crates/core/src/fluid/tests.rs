@@ -249,3 +249,429 @@ fn link_stats_count_bytes_and_busy_time() {
     assert!((s.busy_s - 1.5).abs() < 1e-12);
     assert_eq!(s.active_flows, 0);
 }
+
+#[test]
+fn flows_on_one_route_share_a_variable_and_finish_in_size_order() {
+    // 1 GB/s, no latency. A: 1 GB from 0 s; B: 0.25 GB from 0.5 s, on the same link.
+    // A alone until 0.5 s (0.5 GB left); then 0.5 GB/s each: B ends at 0.5 + 0.25/0.5 = 1.0 s,
+    // with A at 0.25 GB left, alone again at 1 GB/s: A ends at 1.25 s.
+    let (mut n, l) = net(Plain, &[(GB, 0.0, Shared)]);
+    let got = run_flow_set(&mut n, vec![flow(&l, GB, 0.0), flow(&l, 0.25 * GB, 0.5)]);
+    assert_close(&got, &[1.25, 1.0]);
+    // The solve at 0.5 s had one variable standing for both flows.
+    let mut n2 = FluidNetwork::new(Plain);
+    let a = n2.add_link(GB, 0.0, Shared);
+    let x = n2.start_flow(0.0, FlowSpec::new(vec![a], GB));
+    n2.advance(0.0, &mut Vec::new());
+    let y = n2.start_flow(0.5, FlowSpec::new(vec![a], 0.25 * GB));
+    let before = n2.solve_stats();
+    n2.advance(0.5, &mut Vec::new());
+    let after = n2.solve_stats();
+    assert_eq!(after.vars_solved - before.vars_solved, 1);
+    assert_eq!(after.flows_solved - before.flows_solved, 2);
+    assert_eq!(n2.flow_rate_bytes_per_sec(x), 0.5 * GB);
+    assert_eq!(n2.flow_rate_bytes_per_sec(y), 0.5 * GB);
+    assert_eq!(n2.flow_remaining_bytes(x, 0.5), 0.5 * GB);
+    assert_eq!(n2.flow_remaining_bytes(y, 0.75), 0.125 * GB);
+}
+
+#[test]
+fn a_change_above_a_link_leaves_the_flows_below_it_alone() {
+    // a (1 GB/s): p and q; b (10 GB/s): q and r. a saturates at 0.5 (p = q = 0.5), then r takes
+    // the 9.5 GB/s left on b. A new flow s on b shares what q leaves: r = s = 4.75. q is fixed
+    // below that level, so the re-solve takes r and s (one variable: same route) and b only.
+    let mut n = FluidNetwork::new(Plain);
+    let a = n.add_link(GB, 0.0, Shared);
+    let b = n.add_link(10.0 * GB, 0.0, Shared);
+    let p = n.start_flow(0.0, FlowSpec::new(vec![a], GB));
+    let q = n.start_flow(0.0, FlowSpec::new(vec![a, b], GB));
+    let r = n.start_flow(0.0, FlowSpec::new(vec![b], GB));
+    n.advance(0.0, &mut Vec::new());
+    assert_eq!(n.flow_rate_bytes_per_sec(r), 9.5 * GB);
+    let s = n.start_flow(0.1, FlowSpec::new(vec![b], 2.0 * GB));
+    let before = n.solve_stats();
+    n.advance(0.1, &mut Vec::new());
+    let after = n.solve_stats();
+    assert_eq!(n.flow_rate_bytes_per_sec(p), 0.5 * GB);
+    assert_eq!(n.flow_rate_bytes_per_sec(q), 0.5 * GB);
+    assert_eq!(n.flow_rate_bytes_per_sec(r), 4.75 * GB);
+    assert_eq!(n.flow_rate_bytes_per_sec(s), 4.75 * GB);
+    assert_eq!(after.vars_solved - before.vars_solved, 1);
+    assert_eq!(after.flows_solved - before.flows_solved, 2);
+    assert_eq!(after.links_solved - before.links_solved, 1);
+}
+
+// --- Against a from-scratch reference --------------------------------------------------------
+//
+// An independent, deliberately plain max-min: every flow its own variable, every level summed
+// afresh from the capacities at every round, every event re-solving everything.
+
+/// A flow of a random case: its loads (link, weight), bound, bytes, start date.
+#[derive(Debug, Clone)]
+struct RefFlow {
+    loads: Vec<(usize, f64)>,
+    route: Vec<usize>,
+    bound: f64,
+    bytes: f64,
+    start: f64,
+}
+
+#[derive(Debug, Clone)]
+struct RefCase {
+    mode: SharingMode,
+    links: Vec<(f64, f64, Sharing)>,
+    flows: Vec<RefFlow>,
+}
+
+impl RefCase {
+    fn latency(&self, f: &RefFlow) -> f64 {
+        f.route.iter().fold(0.0, |acc, &l| acc + self.links[l].1)
+    }
+
+    fn penalty(&self, f: &RefFlow) -> f64 {
+        match self.mode {
+            Plain => 1.0,
+            SimGrid => match self.latency(f) {
+                x if x > 0.0 => x,
+                _ => 1.0,
+            },
+        }
+    }
+
+    /// Loads with repeated links merged.
+    fn merged(f: &RefFlow) -> Vec<(usize, f64)> {
+        let mut out: Vec<(usize, f64)> = Vec::new();
+        for &(l, w) in &f.loads {
+            match out.iter_mut().find(|e| e.0 == l) {
+                Some(e) => e.1 += w,
+                None => out.push((l, w)),
+            }
+        }
+        out
+    }
+
+    /// Max-min rates of the flows in `active`, by progressive filling from scratch.
+    fn rates(&self, active: &[usize]) -> Vec<f64> {
+        let loads: Vec<Vec<(usize, f64)>> = active
+            .iter()
+            .map(|&i| Self::merged(&self.flows[i]))
+            .collect();
+        let pen: Vec<f64> = active
+            .iter()
+            .map(|&i| self.penalty(&self.flows[i]))
+            .collect();
+        let mut rate = vec![0.0; active.len()];
+        let mut fixed = vec![false; active.len()];
+        while fixed.iter().any(|f| !f) {
+            let mut level = f64::INFINITY;
+            let mut link_level = vec![f64::INFINITY; self.links.len()];
+            for (l, &(cap, _, sharing)) in self.links.iter().enumerate() {
+                let on: Vec<(usize, f64)> = (0..active.len())
+                    .filter_map(|j| loads[j].iter().find(|e| e.0 == l).map(|e| (j, e.1)))
+                    .collect();
+                if !on.iter().any(|&(j, _)| !fixed[j]) {
+                    continue;
+                }
+                let x = match sharing {
+                    Shared => {
+                        let used: f64 = on
+                            .iter()
+                            .filter(|e| fixed[e.0])
+                            .map(|&(j, w)| w * rate[j])
+                            .sum();
+                        let usage: f64 = on
+                            .iter()
+                            .filter(|e| !fixed[e.0])
+                            .map(|&(j, w)| w / pen[j])
+                            .sum();
+                        (cap - used).max(0.0) / usage
+                    }
+                    Fatpipe => {
+                        cap / on
+                            .iter()
+                            .filter(|e| !fixed[e.0])
+                            .map(|&(j, w)| w / pen[j])
+                            .fold(0.0, f64::max)
+                    }
+                };
+                link_level[l] = x;
+                level = level.min(x);
+            }
+            let bound_level = (0..active.len())
+                .filter(|&j| !fixed[j])
+                .map(|j| self.flows[active[j]].bound * pen[j])
+                .fold(f64::INFINITY, f64::min);
+            if bound_level < level {
+                for j in 0..active.len() {
+                    if !fixed[j] && self.flows[active[j]].bound * pen[j] == bound_level {
+                        fixed[j] = true;
+                        rate[j] = self.flows[active[j]].bound;
+                    }
+                }
+            } else {
+                for j in 0..active.len() {
+                    let stops = loads[j]
+                        .iter()
+                        .any(|e| link_level[e.0] <= level * (1.0 + 1e-12));
+                    if !fixed[j] && stops {
+                        fixed[j] = true;
+                        rate[j] = level / pen[j];
+                    }
+                }
+            }
+        }
+        rate
+    }
+
+    /// Finish date of every flow: an event loop re-solving everything at every event.
+    fn finish_dates(&self) -> Vec<f64> {
+        let n = self.flows.len();
+        let act: Vec<f64> = self
+            .flows
+            .iter()
+            .map(|f| f.start + self.latency(f))
+            .collect();
+        let mut remaining: Vec<f64> = self.flows.iter().map(|f| f.bytes).collect();
+        let mut state = vec![0u8; n]; // 0 waiting, 1 active, 2 done
+        let mut finish = vec![f64::NAN; n];
+        let mut now = 0.0f64;
+        loop {
+            // Flows with nothing to send, or nothing to limit them, end on activation.
+            for i in 0..n {
+                let f = &self.flows[i];
+                if state[i] == 0 && act[i] <= now {
+                    let unlimited = f.loads.is_empty() && f.bound.is_infinite();
+                    if f.bytes <= 0.0 || unlimited {
+                        state[i] = 2;
+                        finish[i] = act[i];
+                    } else {
+                        state[i] = 1;
+                    }
+                }
+            }
+            let active: Vec<usize> = (0..n).filter(|&i| state[i] == 1).collect();
+            let rates = self.rates(&active);
+            let next_act = (0..n)
+                .filter(|&i| state[i] == 0)
+                .map(|i| act[i])
+                .fold(f64::INFINITY, f64::min);
+            let next_end = active
+                .iter()
+                .zip(&rates)
+                .map(|(&i, &r)| now + remaining[i] / r)
+                .fold(f64::INFINITY, f64::min);
+            let t = next_act.min(next_end);
+            if t.is_infinite() {
+                break;
+            }
+            for (&i, &r) in active.iter().zip(&rates) {
+                let end = now + remaining[i] / r;
+                if end <= t * (1.0 + 1e-13) {
+                    state[i] = 2;
+                    finish[i] = t;
+                } else {
+                    remaining[i] -= r * (t - now);
+                }
+            }
+            now = t;
+        }
+        finish
+    }
+}
+
+/// Random cases: up to `max_links` links, up to `max_flows` flows starting within `span_s`.
+fn ref_case(
+    max_links: usize,
+    max_flows: usize,
+    span_s: f64,
+) -> impl proptest::strategy::Strategy<Value = RefCase> {
+    use proptest::prelude::*;
+    let link = (
+        prop_oneof![3 => 1e8f64..1e10, 1 => Just(1e9), 1 => Just(2.5e9)],
+        prop_oneof![2 => Just(0.0), 1 => Just(1e-6), 3 => 0.0f64..1e-5],
+        prop_oneof![4 => Just(Shared), 1 => Just(Fatpipe)],
+    );
+    (
+        prop_oneof![Just(Plain), Just(SimGrid)],
+        prop::collection::vec(link, 1..=max_links),
+    )
+        .prop_flat_map(move |(mode, links)| {
+            let n = links.len();
+            let flow = (
+                prop::collection::vec(0..n, 0..=4),
+                prop::option::weighted(0.2, (0..n, Just(0.05))),
+                prop_oneof![3 => 1e3f64..1e8, 1 => Just(1e6), 1 => Just(0.0)],
+                prop_oneof![2 => 0.0f64..span_s, 2 => Just(0.0), 1 => Just(span_s / 4.0)],
+                prop::option::weighted(0.2, 1e8f64..5e9),
+                0u8..4,
+            );
+            (
+                Just(mode),
+                Just(links),
+                prop::collection::vec(flow, 1..=max_flows),
+            )
+        })
+        .prop_map(|(mode, links, raw)| {
+            let mut flows: Vec<RefFlow> = Vec::new();
+            for (route, extra, bytes, start, bound, twin) in raw {
+                // Every fourth flow or so repeats the previous one's route (and often more):
+                // those share a variable in the network.
+                if let (0, Some(prev)) = (twin, flows.last().cloned()) {
+                    flows.push(RefFlow {
+                        bytes: if bytes > 1e7 { prev.bytes } else { bytes },
+                        ..prev
+                    });
+                    continue;
+                }
+                let mut loads: Vec<(usize, f64)> = route.iter().map(|&l| (l, 1.0)).collect();
+                loads.extend(extra);
+                flows.push(RefFlow {
+                    loads,
+                    route,
+                    bound: bound.unwrap_or(f64::INFINITY),
+                    bytes,
+                    start,
+                });
+            }
+            RefCase { mode, links, flows }
+        })
+}
+
+fn spec_of(ids: &[LinkId], f: &RefFlow) -> FlowSpec {
+    let mut spec = FlowSpec::new(f.route.iter().map(|&l| ids[l]).collect(), f.bytes);
+    for &(l, w) in &f.loads[f.route.len()..] {
+        spec = spec.with_extra_load(ids[l], w);
+    }
+    if f.bound.is_finite() {
+        spec = spec.with_bound(f.bound);
+    }
+    spec
+}
+
+fn rel_err(want: f64, got: f64) -> f64 {
+    if want == got {
+        0.0
+    } else {
+        (got - want).abs() / want.abs()
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 1000, ..Default::default() })]
+
+    /// After every event, the incremental solver's rates equal a from-scratch max-min solve of
+    /// the flows active at that moment.
+    #[test]
+    fn rates_match_a_from_scratch_solve_after_every_event(case in ref_case(6, 30, 0.02)) {
+        let mut n = FluidNetwork::new(case.mode);
+        let ids: Vec<LinkId> = case.links.iter().map(|&(c, l, s)| n.add_link(c, l, s)).collect();
+        let mut order: Vec<usize> = (0..case.flows.len()).collect();
+        order.sort_by(|&a, &b| case.flows[a].start.total_cmp(&case.flows[b].start).then(a.cmp(&b)));
+        let mut next = 0;
+        let mut live: Vec<(FlowId, usize)> = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let ts = order.get(next).map(|&i| case.flows[i].start);
+            let tn = n.next_event_time();
+            match (ts, tn) {
+                (None, None) => break,
+                (Some(t), tn) if tn.is_none_or(|tn| t <= tn) => {
+                    let i = order[next];
+                    next += 1;
+                    live.push((n.start_flow(t, spec_of(&ids, &case.flows[i])), i));
+                }
+                (_, Some(t)) => {
+                    n.advance(t, &mut done);
+                    live.retain(|(id, _)| !done.contains(id));
+                    done.clear();
+                    let active: Vec<(FlowId, usize)> = live
+                        .iter()
+                        .copied()
+                        .filter(|&(id, _)| n.flow_phase(id) == FlowPhase::Active)
+                        .collect();
+                    let want = case.rates(&active.iter().map(|a| a.1).collect::<Vec<_>>());
+                    for (&(id, i), &w) in active.iter().zip(&want) {
+                        let got = n.flow_rate_bytes_per_sec(id);
+                        proptest::prop_assert!(
+                            rel_err(w, got) <= 1e-9,
+                            "flow {i} at {t} s: rate {got}, reference {w}"
+                        );
+                    }
+                }
+                (Some(_), None) => unreachable!(),
+            }
+        }
+    }
+
+    /// Every flow finishes when an event loop that re-solves everything says it does.
+    #[test]
+    fn finish_dates_match_a_from_scratch_simulation(case in ref_case(6, 30, 0.02)) {
+        finish_dates_match(&case)?;
+    }
+
+    /// The same over longer runs on fewer links: many flows share variables, which live long
+    /// and come and go, and link clocks run through many levels.
+    #[test]
+    fn finish_dates_match_over_long_runs_on_few_links(case in ref_case(3, 80, 1.0)) {
+        finish_dates_match(&case)?;
+    }
+}
+
+/// Run `case` through the network and compare every finish date with the reference's.
+fn finish_dates_match(case: &RefCase) -> Result<(), proptest::test_runner::TestCaseError> {
+    let mut n = FluidNetwork::new(case.mode);
+    let ids: Vec<LinkId> = case
+        .links
+        .iter()
+        .map(|&(c, l, s)| n.add_link(c, l, s))
+        .collect();
+    let specs = case
+        .flows
+        .iter()
+        .map(|f| (f.start, spec_of(&ids, f)))
+        .collect();
+    let got = run_flow_set(&mut n, specs);
+    let want = case.finish_dates();
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        proptest::prop_assert!(
+            rel_err(w, g) <= 1e-9,
+            "flow {i}: finished at {g}, reference {w}"
+        );
+    }
+    proptest::prop_assert_eq!(n.live_flows(), 0);
+    Ok(())
+}
+
+#[test]
+fn a_link_of_the_region_brings_every_variable_attached_to_it() {
+    // a (1 GB/s) carries p and q, both fixed by a at 0.5 GB/s; b (10 GB/s) carries q and r.
+    let mut n = FluidNetwork::new(Plain);
+    let a = n.add_link(GB, 0.0, Shared);
+    let b = n.add_link(10.0 * GB, 0.0, Shared);
+    let p = n.start_flow(0.0, FlowSpec::new(vec![a], GB));
+    let q = n.start_flow(0.0, FlowSpec::new(vec![a, b], GB));
+    let r = n.start_flow(0.0, FlowSpec::new(vec![b], GB));
+    n.advance(0.0, &mut Vec::new());
+    let var_of = |f: FlowId| n.flows[f.0 as usize].var;
+    let (vp, vq, vr) = (var_of(p), var_of(q), var_of(r));
+    assert_eq!(n.vars[vq as usize].attach(), Attach::Link(a.0));
+    // Levels found by different re-solves can differ by rounding: say p's came out a hair above
+    // the level of a, which q follows. A re-solve from p's level must still take q, or it would
+    // re-share a while q kept following a's old level. From a's level up, r (9.5 GB/s on b,
+    // which q crosses) is in too.
+    let floor = n.vars[vp as usize].level * (1.0 + 1e-6);
+    n.vars[vp as usize].level = floor;
+    let mut scratch = solver::Scratch::default();
+    let mut net = solver::Net {
+        links: &mut n.links,
+        vars: &mut n.vars,
+        elems: &n.elems,
+        stamp: n.stamp + 1,
+    };
+    net.collect(&[a.0], &[], floor, &mut scratch);
+    let mut region = scratch.vars.clone();
+    region.sort();
+    let mut want = vec![vp, vq, vr];
+    want.sort();
+    assert_eq!(region, want);
+}

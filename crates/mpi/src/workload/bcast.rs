@@ -3,38 +3,41 @@
 
 use serde::Deserialize;
 
-use crate::collective::{self, Bcast};
-use crate::{Program, ProgramBuilder, RankId};
+use crate::collective::{self, Bcast, BcastAlgorithm, Selection};
+use crate::{Program, RankId};
 use hetsim_core::error::InputError;
-use hetsim_core::mpich::BcastAlgorithm;
 use hetsim_platform::cluster::Cluster;
 
 use super::ProgramGenerator;
+use super::collectives::{Members, members, program};
 use super::p2p::{BufferSpec, ByteCount};
 
-/// `workload.algorithm`.
+/// `workload.algorithm` of `bcast`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BcastChoice {
     /// MPICH's selection rule.
     #[default]
     Auto,
+    /// SimGrid 3.32's `mpich` selector (one rank per node): the binomial tree, through rank 0.
+    SmpiMpich,
     /// Binomial tree.
     Binomial,
-    /// Scatter + recursive-doubling allgather (power-of-two groups; others get the ring).
+    /// Scatter + recursive-doubling allgather.
     ScatterDoubling,
     /// Scatter + ring allgather.
     ScatterRing,
 }
 
 impl BcastChoice {
-    /// The forced algorithm, if any.
-    pub fn algorithm(self) -> Option<BcastAlgorithm> {
+    /// How the algorithm is chosen.
+    pub fn selection(self) -> Selection<BcastAlgorithm> {
         match self {
-            BcastChoice::Auto => None,
-            BcastChoice::Binomial => Some(BcastAlgorithm::Binomial),
-            BcastChoice::ScatterDoubling => Some(BcastAlgorithm::RecursiveDoubling),
-            BcastChoice::ScatterRing => Some(BcastAlgorithm::Ring),
+            BcastChoice::Auto => Selection::Mpich,
+            BcastChoice::SmpiMpich => Selection::SmpiMpich,
+            BcastChoice::Binomial => Selection::Forced(BcastAlgorithm::Binomial),
+            BcastChoice::ScatterDoubling => Selection::Forced(BcastAlgorithm::RecursiveDoubling),
+            BcastChoice::ScatterRing => Selection::Forced(BcastAlgorithm::Ring),
         }
     }
 }
@@ -60,55 +63,44 @@ pub struct BcastSpec {
 }
 
 impl BcastSpec {
-    /// The group for `cluster`.
+    /// The group for `cluster`, checked.
     pub fn group(&self, cluster: &Cluster) -> Result<Vec<RankId>, InputError> {
-        let n = cluster.ranks();
-        let group: Vec<u32> = match &self.ranks {
-            Some(r) => r.clone(),
-            None => (0..n).collect(),
-        };
-        let mut seen = std::collections::BTreeSet::new();
-        for &r in &group {
-            if r >= n {
-                return Err(InputError::new(format!(
-                    "rank {r} does not exist: the cluster has {n} ranks"
-                ))
-                .at_field("workload.ranks"));
-            }
-            if !seen.insert(r) {
-                return Err(
-                    InputError::new(format!("rank {r} is listed twice")).at_field("workload.ranks")
-                );
-            }
+        Ok(self.members(cluster)?.group)
+    }
+
+    fn members(&self, cluster: &Cluster) -> Result<Members, InputError> {
+        members(
+            cluster,
+            self.ranks.as_deref(),
+            Some(self.root),
+            self.algorithm == BcastChoice::SmpiMpich,
+        )
+    }
+
+    /// The algorithm the broadcast runs on a group of `procs` ranks.
+    pub fn chosen_algorithm(&self, procs: usize) -> BcastAlgorithm {
+        let group = vec![RankId(0); procs];
+        self.collective(&group, 0).chosen_algorithm()
+    }
+
+    fn collective<'a>(&self, group: &'a [RankId], root: usize) -> Bcast<'a> {
+        Bcast {
+            group,
+            root,
+            bytes: self.bytes.0,
+            buffer: self.buffer.into(),
+            algorithm: self.algorithm.selection(),
         }
-        if !seen.contains(&self.root) {
-            return Err(InputError::new(format!(
-                "the root, rank {}, is not among the ranks taking part",
-                self.root
-            ))
-            .at_field("workload.root"));
-        }
-        Ok(group.into_iter().map(RankId).collect())
     }
 }
 
 impl ProgramGenerator for BcastSpec {
     fn generate(&self, cluster: &Cluster) -> Result<Program, InputError> {
-        let group = self.group(cluster)?;
-        let root = group
-            .iter()
-            .position(|r| r.0 == self.root)
-            .expect("checked by group()");
-        let mut b = ProgramBuilder::new(cluster.ranks());
-        let spec = Bcast {
-            group: &group,
-            root,
-            bytes: self.bytes.0,
-            buffer: self.buffer.into(),
-            algorithm: self.algorithm.algorithm(),
-        };
-        collective::bcast(&mut b, &spec, &[]);
-        Ok(b.build())
+        let m = self.members(cluster)?;
+        let spec = self.collective(&m.group, m.root);
+        Ok(program(cluster, |b| {
+            collective::bcast(b, &spec, &[]);
+        }))
     }
 
     fn counted_flops(&self) -> f64 {

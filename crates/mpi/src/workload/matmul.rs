@@ -20,7 +20,7 @@
 
 use serde::Deserialize;
 
-use crate::collective::{Bcast, bcast};
+use crate::collective::{Bcast, Selection, bcast};
 use crate::{Buffer, Kernel, Message, OpId, Program, ProgramBuilder, RankId, Unit};
 use hetsim_core::error::InputError;
 use hetsim_core::units::Kind;
@@ -230,7 +230,7 @@ impl ProgramGenerator for MatmulSpec {
                 root: 0,
                 bytes: b_bytes,
                 buffer: Buffer::Host,
-                algorithm: None,
+                algorithm: Selection::Mpich,
             },
             &ready,
         );
@@ -317,8 +317,9 @@ mod tests {
     fn structure_by_hand() {
         // n = 6, 3 workers on 4 ranks, single precision: A blocks of 2 rows × 6 × 4 B = 48 B;
         // B is 6 × 6 × 4 = 144 B, broadcast to 3 workers: 4 ranks < 8, so MPICH's binomial
-        // tree (0→2, 0→1, 2→3, farthest first) into host memory, then one host → GPU copy of
-        // 144 B on each worker; results 48 B.
+        // tree (0→2, 0→1, 2→3, farthest first) into host memory, each message carrying MPI's
+        // 16-byte envelope besides its 144 B, then one host → GPU copy of 144 B on each worker;
+        // results 48 B.
         // Messages: 3 + 3 + 3 + 3 = 12; kernels: 3 inits + 3 products; one join.
         let s = spec("n = 6\ngpu_init = \"0.1 s\"\n");
         let p = s.generate(&node(4)).unwrap();
@@ -337,9 +338,9 @@ mod tests {
                 (0, 1, 48.0),
                 (0, 2, 48.0),
                 (0, 3, 48.0),
-                (0, 2, 144.0),
-                (0, 1, 144.0),
-                (2, 3, 144.0),
+                (0, 2, 160.0),
+                (0, 1, 160.0),
+                (2, 3, 160.0),
                 (1, 1, 144.0),
                 (2, 2, 144.0),
                 (3, 3, 144.0),

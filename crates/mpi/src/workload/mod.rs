@@ -1,6 +1,7 @@
 //! The cluster workloads as MPI-style programs: placement is the program's (owner computes).
 
 mod bcast;
+mod collectives;
 mod hpl;
 mod matmul;
 mod offload;
@@ -8,6 +9,9 @@ mod p2p;
 mod stencil;
 
 pub use bcast::{BcastChoice, BcastSpec};
+pub use collectives::{
+    AllreduceChoice, AllreduceSpec, AlltoallChoice, AlltoallSpec, ReduceChoice, ReduceSpec,
+};
 pub use hpl::{HplSpec, Pivots};
 pub use matmul::{GpuInit, MatmulSpec};
 pub use offload::OffloadSpec;
@@ -49,6 +53,12 @@ pub enum ProgramWorkload {
     P2p(P2pSpec),
     /// `kind = "bcast"`.
     Bcast(BcastSpec),
+    /// `kind = "reduce"`.
+    Reduce(ReduceSpec),
+    /// `kind = "allreduce"`.
+    Allreduce(AllreduceSpec),
+    /// `kind = "alltoall"`.
+    Alltoall(AlltoallSpec),
     /// `kind = "hpl"`.
     Hpl(HplSpec),
     /// `kind = "stencil"`.
@@ -61,14 +71,26 @@ pub enum ProgramWorkload {
 
 impl ProgramWorkload {
     /// Every `workload.kind` that is a program.
-    pub const KINDS: &'static [&'static str] =
-        &["p2p", "bcast", "hpl", "stencil", "matmul", "offload"];
+    pub const KINDS: &'static [&'static str] = &[
+        "p2p",
+        "bcast",
+        "reduce",
+        "allreduce",
+        "alltoall",
+        "hpl",
+        "stencil",
+        "matmul",
+        "offload",
+    ];
 
     /// `workload.kind`.
     pub fn kind_name(&self) -> &'static str {
         match self {
             ProgramWorkload::P2p(_) => "p2p",
             ProgramWorkload::Bcast(_) => "bcast",
+            ProgramWorkload::Reduce(_) => "reduce",
+            ProgramWorkload::Allreduce(_) => "allreduce",
+            ProgramWorkload::Alltoall(_) => "alltoall",
             ProgramWorkload::Hpl(_) => "hpl",
             ProgramWorkload::Stencil(_) => "stencil",
             ProgramWorkload::Matmul(_) => "matmul",
@@ -81,6 +103,9 @@ impl ProgramWorkload {
         match self {
             ProgramWorkload::P2p(s) => s,
             ProgramWorkload::Bcast(s) => s,
+            ProgramWorkload::Reduce(s) => s,
+            ProgramWorkload::Allreduce(s) => s,
+            ProgramWorkload::Alltoall(s) => s,
             ProgramWorkload::Hpl(s) => s,
             ProgramWorkload::Stencil(s) => s,
             ProgramWorkload::Matmul(s) => s,

@@ -9,6 +9,7 @@ use toml::Spanned;
 use crate::machine::format::RawQuantity;
 use crate::machine::{MemKind, MemNodeId};
 use hetsim_core::error::{InputError, read_input};
+use hetsim_core::files::{FileRole, InputFiles, RoleFile};
 use hetsim_core::units::{self, Kind};
 
 use super::{Cluster, Nic, OverheadTable, Switch};
@@ -224,7 +225,18 @@ pub(super) fn from_str(text: &str, path: &Path) -> Result<Cluster, InputError> {
         None => OverheadTable::default(),
         Some(o) => overheads(&ctx, o, dir)?,
     };
-    let cluster = Cluster::single_node(machine)
+    let mut sources = vec![RoleFile::new(FileRole::Cluster, path)];
+    if let Some(csv) = raw
+        .overheads
+        .as_ref()
+        .and_then(|o| o.get_ref().csv.as_ref())
+    {
+        sources.push(RoleFile::new(
+            FileRole::OverheadsCsv,
+            dir.join(csv.get_ref()),
+        ));
+    }
+    let mut cluster = Cluster::single_node(machine)
         .with_name(h.name.get_ref().clone())
         .with_network(
             Nic {
@@ -238,6 +250,7 @@ pub(super) fn from_str(text: &str, path: &Path) -> Result<Cluster, InputError> {
             overheads,
         )
         .map_err(|e| e.in_file(path))?;
+    cluster.sources = InputFiles(sources);
     cluster.with_shape(nodes, gpus).map_err(|e| e.in_file(path))
 }
 

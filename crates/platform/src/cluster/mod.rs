@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::machine::{GpuId, Machine, MemNodeId};
 use hetsim_core::error::InputError;
+use hetsim_core::files::{InputFiles, RoleFile};
 
 /// An MPI rank: by default one per GPU, rank r on node r / gpus_per_node, GPU r % gpus_per_node
 /// (see [`Cluster::rank_location`]).
@@ -152,6 +153,12 @@ impl OverheadTable {
     }
 }
 
+/// The most nodes a cluster may have (`[machine] nodes`, `cluster.nodes`).
+pub const MAX_NODES: u32 = 1 << 16;
+
+/// The most NICs a node may have (`nic.count`; DGX-class nodes have 8 to 10).
+pub const MAX_NICS: u32 = 16;
+
 /// A validated cluster: `nodes` copies of one node machine, of which `gpus_per_node` GPUs are
 /// used, joined by a network.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,6 +171,8 @@ pub struct Cluster {
     switch: Switch,
     gpu_direct: bool,
     overheads: OverheadTable,
+    /// The cluster file and its overheads CSV (none for a plain machine file).
+    sources: InputFiles,
 }
 
 impl Cluster {
@@ -178,6 +187,7 @@ impl Cluster {
             switch: Switch::Crossbar { latency_s: 0.0 },
             gpu_direct: false,
             overheads: OverheadTable::default(),
+            sources: InputFiles::default(),
         }
     }
 
@@ -207,8 +217,15 @@ impl Cluster {
                 format!("NIC latency {} s: expected finite and >= 0", nic.latency_s),
             );
         }
-        if nic.count == 0 {
-            return bad("nic.count", "NIC count 0: expected at least 1".into());
+        if nic.count == 0 || nic.count > MAX_NICS {
+            return bad(
+                "nic.count",
+                format!(
+                    "NIC count {}: expected 1 to {MAX_NICS} (a node has a link per NIC to every \
+                     switch port)",
+                    nic.count
+                ),
+            );
         }
         if self.node.memory_node(nic.attach).is_none() {
             return bad(
@@ -276,6 +293,13 @@ impl Cluster {
             return Err(
                 InputError::new("nodes = 0: expected at least 1 node").at_field("machine.nodes")
             );
+        }
+        if nodes > MAX_NODES {
+            return Err(InputError::new(format!(
+                "nodes = {nodes}: at most {MAX_NODES} nodes (memory and time grow with the \
+                 nodes; the largest machine modelled, TSUBAME 2.0, has 1408)"
+            ))
+            .at_field("machine.nodes"));
         }
         if nodes > 1 && self.nic.is_none() {
             return Err(InputError::new(format!(
@@ -352,6 +376,14 @@ impl Cluster {
         &self.overheads
     }
 
+    /// The files the cluster was read from: the cluster file and its overheads CSV, if any,
+    /// then the node machine's ([`Machine::source_files`]).
+    pub fn source_files(&self) -> Vec<RoleFile> {
+        let mut v = self.sources.0.clone();
+        v.extend_from_slice(self.node.source_files());
+        v
+    }
+
     /// The summary `hetsim check` prints: shape, network, overheads, then the node machine's.
     /// Fails if the network cannot be built (a zero-bandwidth or missing route).
     pub fn summary(&self) -> Result<String, InputError> {
@@ -362,6 +394,12 @@ impl Cluster {
 /// Load a cluster file, or a plain machine file as a one-node cluster.
 pub fn load(path: impl AsRef<Path>) -> Result<Cluster, InputError> {
     file::load(path.as_ref())
+}
+
+/// Read cluster (or machine) file `text`; `path` names it in errors and anchors the relative
+/// paths it gives (the node machine, the overheads CSV).
+pub fn from_str(text: &str, path: impl AsRef<Path>) -> Result<Cluster, InputError> {
+    file::from_str(text, path.as_ref())
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@
 //! Memory is O(nodes × L + nodes × count + leaves) links plus one template of the node
 //! machine's routes (memory nodes², independent of the node count).
 
-use crate::machine::{Direction, Hop, Machine, MemNodeId, Sharing, TransferModel};
+use crate::machine::{Direction, Hop, LinkPolicy, Machine, MemNodeId, TransferModel};
 use hetsim_core::error::InputError;
-use hetsim_core::fluid::{FluidNetwork, LinkId, Sharing as FluidSharing, SharingMode};
+use hetsim_core::fluid::{FluidNetwork, LinkId, Sharing, SharingMode};
 
 use super::{Cluster, NodeId, Switch};
 
@@ -41,24 +41,24 @@ pub fn add_machine_links(
     for l in machine.links() {
         let (bw, lat) = (l.bandwidth_bytes_per_sec, l.latency_s);
         let entry = match l.sharing {
-            Sharing::Shared | Sharing::Fatpipe => {
-                let s = if l.sharing == Sharing::Shared {
-                    FluidSharing::Shared
+            LinkPolicy::Shared | LinkPolicy::Fatpipe => {
+                let s = if l.sharing == LinkPolicy::Shared {
+                    Sharing::Shared
                 } else {
-                    FluidSharing::Fatpipe
+                    Sharing::Fatpipe
                 };
                 if let Some(n) = names.as_deref_mut() {
                     n.push(l.name.clone());
                 }
                 (net.add_link(bw, lat, s), None)
             }
-            Sharing::SplitDuplex => {
+            LinkPolicy::SplitDuplex => {
                 if let Some(n) = names.as_deref_mut() {
                     n.push(format!("{}_UP", l.name));
                     n.push(format!("{}_DOWN", l.name));
                 }
-                let up = net.add_link(bw, lat, FluidSharing::Shared);
-                let down = net.add_link(bw, lat, FluidSharing::Shared);
+                let up = net.add_link(bw, lat, Sharing::Shared);
+                let down = net.add_link(bw, lat, Sharing::Shared);
                 (up, Some(down))
             }
         };
@@ -163,9 +163,9 @@ impl ClusterNetwork {
                     net.add_link(
                         nic.bandwidth_bytes_per_sec,
                         nic.latency_s + sw_lat,
-                        FluidSharing::Shared,
+                        Sharing::Shared,
                     );
-                    net.add_link(nic.bandwidth_bytes_per_sec, 0.0, FluidSharing::Shared);
+                    net.add_link(nic.bandwidth_bytes_per_sec, 0.0, Sharing::Shared);
                 }
                 (nic.count, nic.attach, sw_lat, npl)
             }
@@ -186,8 +186,8 @@ impl ClusterNetwork {
                 for _ in 0..leaves {
                     // Up: into the spine (one crossing); down: out of the destination leaf
                     // (one more crossing).
-                    net.add_link(cap, switch_latency_s, FluidSharing::Shared);
-                    net.add_link(cap, switch_latency_s, FluidSharing::Shared);
+                    net.add_link(cap, switch_latency_s, Sharing::Shared);
+                    net.add_link(cap, switch_latency_s, Sharing::Shared);
                 }
             }
         }
@@ -227,19 +227,20 @@ impl ClusterNetwork {
     }
 
     /// Names of the links between nodes, in link order after the nodes' own links: node n's NIC
-    /// k as `n{n}.NIC{k}_UP` / `_DOWN`, leaf l's links to the spine as `leaf{l}_UP` / `_DOWN`.
-    pub fn internode_link_names(&self) -> Vec<String> {
+    /// k as `n{n}.NIC{k}_UP` / `_DOWN`, leaf l's links to the spine as `leaf{l}_UP` / `_DOWN`;
+    /// each with the node it belongs to (its NICs), `None` for the switches' links.
+    pub fn internode_link_names(&self) -> Vec<(String, Option<NodeId>)> {
         let mut names = Vec::new();
         for n in 0..self.nodes {
             for k in 0..self.nic_count {
-                names.push(format!("n{n}.NIC{k}_UP"));
-                names.push(format!("n{n}.NIC{k}_DOWN"));
+                names.push((format!("n{n}.NIC{k}_UP"), Some(NodeId(n))));
+                names.push((format!("n{n}.NIC{k}_DOWN"), Some(NodeId(n))));
             }
         }
         let leaves = (self.net.link_count() as u32).saturating_sub(self.leaf_base) / 2;
         for l in 0..leaves {
-            names.push(format!("leaf{l}_UP"));
-            names.push(format!("leaf{l}_DOWN"));
+            names.push((format!("leaf{l}_UP"), None));
+            names.push((format!("leaf{l}_DOWN"), None));
         }
         names
     }

@@ -51,6 +51,7 @@ use std::fmt;
 use std::path::Path;
 
 use hetsim_core::error::{InputError, read_input};
+use hetsim_core::files::{InputFiles, RoleFile};
 use hetsim_models::PerfModels;
 
 pub mod format;
@@ -67,7 +68,7 @@ pub struct MemNodeId(pub u32);
 
 /// Index of a link in [`Machine::links`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LinkId(pub u32);
+pub struct MachineLinkId(pub u32);
 
 pub use hetsim_models::GpuId;
 
@@ -78,7 +79,7 @@ impl MemNodeId {
     }
 }
 
-impl LinkId {
+impl MachineLinkId {
     /// The index as `usize`, for slices.
     pub fn index(self) -> usize {
         self.0 as usize
@@ -148,7 +149,7 @@ pub struct Gpu {
 
 /// How a link's capacity is shared among the flows crossing it (SimGrid's link policies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Sharing {
+pub enum LinkPolicy {
     /// Max-min fair sharing of the capacity among all flows (SimGrid SHARED).
     Shared,
     /// Each flow may use the full capacity, independently of the others (SimGrid FATPIPE).
@@ -158,18 +159,18 @@ pub enum Sharing {
     SplitDuplex,
 }
 
-impl Sharing {
+impl LinkPolicy {
     /// The spelling used in machine files.
     pub fn as_str(self) -> &'static str {
         match self {
-            Sharing::Shared => "shared",
-            Sharing::Fatpipe => "fatpipe",
-            Sharing::SplitDuplex => "split-duplex",
+            LinkPolicy::Shared => "shared",
+            LinkPolicy::Fatpipe => "fatpipe",
+            LinkPolicy::SplitDuplex => "split-duplex",
         }
     }
 }
 
-impl fmt::Display for Sharing {
+impl fmt::Display for LinkPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -179,15 +180,15 @@ impl fmt::Display for Sharing {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Link {
     /// Its index in [`Machine::links`].
-    pub id: LinkId,
+    pub id: MachineLinkId,
     /// Unique name ("Host", "RAM-CUDA0", "PCI:0000:[00-0f] up").
     pub name: String,
     /// Capacity, positive and finite (per direction for split-duplex links).
     pub bandwidth_bytes_per_sec: f64,
     /// Latency each flow pays once before it starts moving bytes.
     pub latency_s: f64,
-    /// Sharing policy.
-    pub sharing: Sharing,
+    /// LinkPolicy policy.
+    pub sharing: LinkPolicy,
 }
 
 /// Which half of a split-duplex link a route uses.
@@ -221,7 +222,7 @@ impl Direction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hop {
     /// The link.
-    pub link: LinkId,
+    pub link: MachineLinkId,
     /// For a split-duplex link, the direction used; `None` for shared and fatpipe links.
     pub direction: Option<Direction>,
 }
@@ -345,12 +346,20 @@ pub struct Machine {
     perf_models: PerfModels,
     /// Per GPU (by id), CPU core indices sorted by proximity; empty when not given.
     affinity: Vec<Vec<u32>>,
+    /// The machine file and the files it includes.
+    sources: InputFiles,
 }
 
 impl Machine {
     /// The machine's name (`[machine] name`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The files the machine was read from: the machine file, then each included codelet
+    /// file (commands refuse to write over them).
+    pub fn source_files(&self) -> &[RoleFile] {
+        &self.sources.0
     }
 
     /// The one-line description, if any.
@@ -388,13 +397,13 @@ impl Machine {
         &self.gpus
     }
 
-    /// Links, indexed by [`LinkId`].
+    /// Links, indexed by [`MachineLinkId`].
     pub fn links(&self) -> &[Link] {
         &self.links
     }
 
     /// The link with this id.
-    pub fn link(&self, id: LinkId) -> Option<&Link> {
+    pub fn link(&self, id: MachineLinkId) -> Option<&Link> {
         self.links.get(id.index())
     }
 

@@ -12,10 +12,11 @@ use super::format::{
     RawPerfModels, RawQuantity, char_floor,
 };
 use super::{
-    CpuGroup, Direction, Gpu, GpuId, Hop, Link, LinkId, Machine, MemKind, MemNode, MemNodeId,
-    Route, RuntimeConfig, Sharing, TransferModel,
+    CpuGroup, Direction, Gpu, GpuId, Hop, Link, LinkPolicy, Machine, MachineLinkId, MemKind,
+    MemNode, MemNodeId, Route, RuntimeConfig, TransferModel,
 };
 use hetsim_core::error::{InputError, line_of_offset, read_input};
+use hetsim_core::files::{FileRole, InputFiles, RoleFile};
 use hetsim_core::units::Kind;
 use hetsim_models::{
     DeviceKind, DeviceModel, DeviceSelector, Histogram, History, HistoryEntry, Noise, ParamError,
@@ -493,11 +494,11 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         let link_name = l.name.get_ref().clone();
         ctx.non_empty(&l.name, &field("name"), "expected a non-empty link name")?;
         let sharing = match &l.sharing {
-            None => Sharing::Shared,
+            None => LinkPolicy::Shared,
             Some(s) => match s.get_ref().as_str() {
-                "shared" => Sharing::Shared,
-                "fatpipe" => Sharing::Fatpipe,
-                "split-duplex" => Sharing::SplitDuplex,
+                "shared" => LinkPolicy::Shared,
+                "fatpipe" => LinkPolicy::Fatpipe,
+                "split-duplex" => LinkPolicy::SplitDuplex,
                 other => {
                     return Err(ctx.err(
                         s.span(),
@@ -515,9 +516,9 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
             Some(q) => ctx.quantity(q, Kind::Seconds, &field("latency"))?,
             None => 0.0,
         };
-        let id = LinkId(i as u32);
+        let id = MachineLinkId(i as u32);
         let names: Vec<(String, Option<Direction>)> = match sharing {
-            Sharing::SplitDuplex => vec![
+            LinkPolicy::SplitDuplex => vec![
                 (format!("{link_name}_UP"), Some(Direction::Up)),
                 (format!("{link_name}_DOWN"), Some(Direction::Down)),
             ],
@@ -818,7 +819,14 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         ));
     }
 
-    let perf_models = perf_models(ctx, raw.perfmodels.as_ref(), &raw.codelets, &gpus)?;
+    let mut sources = vec![RoleFile::new(FileRole::Machine, ctx.file)];
+    let perf_models = perf_models(
+        ctx,
+        raw.perfmodels.as_ref(),
+        &raw.codelets,
+        &gpus,
+        &mut sources,
+    )?;
     let affinity = affinity(ctx, raw.affinity.as_ref(), &gpus, total_cores)?;
 
     Ok(Machine {
@@ -833,6 +841,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         runtime,
         perf_models,
         affinity,
+        sources: InputFiles(sources),
     })
 }
 
@@ -890,12 +899,14 @@ fn affinity(
     Ok(out)
 }
 
-/// `[perfmodels]`, the `[[codelets]]` of the machine file, then those of each included file.
+/// `[perfmodels]`, the `[[codelets]]` of the machine file, then those of each included file
+/// (added to `sources`).
 fn perf_models(
     ctx: &Ctx<'_>,
     settings: Option<&Spanned<RawPerfModels>>,
     raw_codelets: &[Spanned<RawCodelet>],
     gpus: &[Gpu],
+    sources: &mut Vec<RoleFile>,
 ) -> Result<PerfModels, InputError> {
     let settings = settings.map(Spanned::get_ref);
     let default_noise = match settings.and_then(|p| p.noise.as_ref()) {
@@ -934,6 +945,7 @@ fn perf_models(
                 ),
             )
         })?;
+        sources.push(RoleFile::new(FileRole::Included, &path));
         let inc_ctx = Ctx {
             text: &text,
             file: &path,
@@ -1338,7 +1350,7 @@ fn model(ctx: &Ctx<'_>, m: &Spanned<RawModel>, field: &str) -> Result<TransferMo
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Direction, MemKind, PendingLimits, Sharing, TransferModel, from_str};
+    use super::super::{Direction, LinkPolicy, MemKind, PendingLimits, TransferModel, from_str};
 
     /// One RAM, one GPU, links "Host", "Bus" (split-duplex) and "Peer"; routes appended by
     /// each test.
@@ -1412,10 +1424,10 @@ symmetric = true
         assert_eq!(m.memory_nodes()[0].capacity_bytes, 17_179_869_184);
         assert_eq!(m.memory_nodes()[1].capacity_bytes, 4 << 30);
         let fat = m.link_by_name("Fat").unwrap();
-        assert_eq!(fat.sharing, Sharing::Fatpipe);
+        assert_eq!(fat.sharing, LinkPolicy::Fatpipe);
         assert_eq!(fat.bandwidth_bytes_per_sec, 12.5e9);
         assert_eq!(fat.latency_s, 0.0, "latency defaults to 0");
-        assert_eq!(m.link_by_name("Host").unwrap().sharing, Sharing::Shared);
+        assert_eq!(m.link_by_name("Host").unwrap().sharing, LinkPolicy::Shared);
     }
 
     #[test]

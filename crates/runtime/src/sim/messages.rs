@@ -65,7 +65,7 @@ use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
 pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
 
 /// One message's progress.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Msg {
     from: u32,
     to: u32,
@@ -80,10 +80,13 @@ struct Msg {
     posted: bool,
     moving: bool,
     arrived: bool,
-    /// The steps of its route, and how many are done, once it moves.
-    steps: Vec<Segment>,
-    done_steps: usize,
+    /// Its route in [`Messages::routes`], and how many of its steps are done, once it moves.
+    route: u32,
+    done_steps: u32,
 }
+
+/// A route's key: sending rank, source memory node, receiving rank, destination memory node.
+type RouteKey = (u32, MemNodeId, u32, MemNodeId);
 
 /// One rank's receive buffers in pinned RAM (see the module documentation).
 #[derive(Debug, Default)]
@@ -100,7 +103,13 @@ struct RecvBuffers {
 /// Every message task's progress.
 #[derive(Debug, Default)]
 pub(super) struct Messages {
-    state: FxHashMap<u32, Msg>,
+    /// The messages in task order.
+    state: Vec<Msg>,
+    /// Per task, its index in `state` (`u32::MAX` for other tasks); empty without messages.
+    slot: Vec<u32>,
+    /// The distinct routes messages took, computed once each.
+    routes: Vec<Vec<Segment>>,
+    route_ids: FxHashMap<RouteKey, u32>,
     /// Per rank, its receive buffers.
     buffers: Vec<RecvBuffers>,
     /// Copies that have a RAM buffer already (received into before).
@@ -118,45 +127,42 @@ fn on_send_side(graph: &TaskGraph, m: TaskId, t: TaskId) -> bool {
 
 impl Messages {
     pub fn new(graph: &TaskGraph) -> Self {
-        let mut state = FxHashMap::default();
+        let mut state = Vec::new();
+        let mut slot = Vec::new();
         for m in graph.task_ids() {
             let TaskKind::Message { from, to, src, dst } = graph.task(m).kind else {
                 continue;
             };
+            if slot.is_empty() {
+                slot = vec![u32::MAX; graph.num_tasks()];
+            }
+            slot[m.index()] = state.len() as u32;
             let payload = graph.payload_bytes(m);
             let bytes = payload
                 .unwrap_or_else(|| graph.handle(graph.accesses(m)[0].handle).size_bytes as f64);
-            state.insert(
-                m.0,
-                Msg {
-                    from: from.0,
-                    to: to.0,
-                    bytes,
-                    payload: payload.map(|_| (src, dst)),
-                    send_left: 0,
-                    recv_left: 0,
-                    src: None,
-                    sent: false,
-                    posted: payload.is_some(),
-                    moving: false,
-                    arrived: false,
-                    steps: Vec::new(),
-                    done_steps: 0,
-                },
-            );
-        }
-        if !state.is_empty() {
-            for t in graph.task_ids() {
-                for &s in graph.successors(t) {
-                    if let Some(msg) = state.get_mut(&s.0) {
-                        if on_send_side(graph, s, t) {
-                            msg.send_left += 1;
-                        } else {
-                            msg.recv_left += 1;
-                        }
-                    }
+            let (mut send_left, mut recv_left) = (0, 0);
+            for &p in graph.predecessors(m) {
+                if on_send_side(graph, m, p) {
+                    send_left += 1;
+                } else {
+                    recv_left += 1;
                 }
             }
+            state.push(Msg {
+                from: from.0,
+                to: to.0,
+                bytes,
+                payload: payload.map(|_| (src, dst)),
+                send_left,
+                recv_left,
+                src: None,
+                sent: false,
+                posted: payload.is_some(),
+                moving: false,
+                arrived: false,
+                route: u32::MAX,
+                done_steps: 0,
+            });
         }
         let buffers = if state.is_empty() {
             Vec::new()
@@ -165,9 +171,27 @@ impl Messages {
         };
         Messages {
             state,
+            slot,
+            routes: Vec::new(),
+            route_ids: FxHashMap::default(),
             buffers,
             has_buffer: FxHashSet::default(),
         }
+    }
+
+    /// The task ids of the messages, in order.
+    fn ids(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.slot
+            .iter()
+            .enumerate()
+            .filter(|&(_, &s)| s != u32::MAX)
+            .map(|(t, _)| TaskId(t as u32))
+    }
+
+    /// Message `m`'s state, if `m` is a message.
+    fn find(&self, m: TaskId) -> Option<&Msg> {
+        let s = *self.slot.get(m.index())?;
+        self.state.get(s as usize)
     }
 
     /// Whether local worker `w` of rank `r` is blocked allocating a receive buffer at `now_s`.
@@ -180,20 +204,17 @@ impl Messages {
 
     /// The messages with a side that waits for no task, in task order.
     pub fn waiting_for_nothing(&self) -> Vec<TaskId> {
-        let mut v: Vec<TaskId> = self
-            .state
-            .iter()
+        self.ids()
+            .zip(&self.state)
             .filter(|(_, m)| m.send_left == 0 || m.recv_left == 0)
-            .map(|(&t, _)| TaskId(t))
-            .collect();
-        v.sort_unstable();
-        v
+            .map(|(t, _)| t)
+            .collect()
     }
 
     /// For a data message whose send started: the sending rank and the memory node its bytes
     /// leave from.
     pub fn source(&self, t: TaskId) -> Option<(usize, MemNodeId)> {
-        let m = self.state.get(&t.0)?;
+        let m = self.find(t)?;
         Some((m.from as usize, m.src?))
     }
 
@@ -202,7 +223,7 @@ impl Messages {
     pub fn payload_routes(&self) -> Vec<(u32, Place, u32, Place)> {
         let mut v: Vec<_> = self
             .state
-            .values()
+            .iter()
             .filter_map(|m| m.payload.map(|(s, d)| (m.from, s, m.to, d)))
             .collect();
         v.sort_unstable_by_key(|&(f, s, t, d)| (f, place_key(s), t, place_key(d)));
@@ -211,21 +232,21 @@ impl Messages {
     }
 
     fn get(&mut self, m: TaskId) -> &mut Msg {
-        self.state.get_mut(&m.0).expect("a message task")
+        let s = self.slot[m.index()];
+        &mut self.state[s as usize]
     }
 
     /// The messages still waiting, for a deadlock diagnosis.
     pub fn diagnosis(&self) -> String {
-        let mut waiting: Vec<(u32, &Msg)> = self
-            .state
-            .iter()
+        let waiting: Vec<(u32, &Msg)> = self
+            .ids()
+            .zip(&self.state)
             .filter(|(_, m)| !(m.sent && m.posted && m.arrived))
-            .map(|(&t, m)| (t, m))
+            .map(|(t, m)| (t.0, m))
             .collect();
         if waiting.is_empty() {
             return String::new();
         }
-        waiting.sort_unstable_by_key(|&(t, _)| t);
         let list: Vec<String> = waiting
             .iter()
             .take(8)
@@ -438,7 +459,7 @@ impl Sim<'_> {
         if !self.cluster?.gpu_direct() {
             return None;
         }
-        let msg = &self.messages.state[&m.0];
+        let msg = self.messages.find(m)?;
         let memory = self.ranks[msg.from as usize].data.memory();
         let h = self.graph.accesses(m)[0].handle;
         (0..memory.nnodes() as u32)
@@ -564,9 +585,20 @@ impl Sim<'_> {
             Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
             None => self.ranks[t].data.memory().ram(),
         };
-        let steps = self
-            .message_route(f, src, t, dst)
-            .expect("data messages go RAM to RAM or GPU-direct; payload routes are checked");
+        let key = (from, src, to, dst);
+        let route = match self.messages.route_ids.get(&key) {
+            Some(&id) => id,
+            None => {
+                let steps = self.message_route(f, src, t, dst).expect(
+                    "data messages go RAM to RAM or GPU-direct; payload routes are checked",
+                );
+                let id = self.messages.routes.len() as u32;
+                self.messages.routes.push(steps);
+                self.messages.route_ids.insert(key, id);
+                id
+            }
+        };
+        let steps = self.messages.routes[route as usize].len() as u32;
         let (gsrc, gdst) = (self.global_mem(f, src), self.global_mem(t, dst));
         self.note(&SimEvent::MessageStart {
             task: m,
@@ -575,26 +607,27 @@ impl Sim<'_> {
             src: gsrc,
             dst: gdst,
             bytes,
-            steps: steps.len() as u32,
+            steps,
         });
         let msg = self.messages.get(m);
-        msg.steps = steps;
+        msg.route = route;
         msg.done_steps = 0;
         self.message_next_step(m);
     }
 
     /// Start the next step of `m`'s route, or, if none is left, `m` has arrived.
     fn message_next_step(&mut self, m: TaskId) {
-        let msg = self.messages.get(m);
+        let msg = *self.messages.get(m);
         let bytes = msg.bytes;
-        let Some(step) = msg.steps.get(msg.done_steps).cloned() else {
-            msg.steps = Vec::new();
+        let route = &self.messages.routes[msg.route as usize];
+        let Some(step) = route.get(msg.done_steps as usize) else {
             self.message_arrived(m);
             return;
         };
         match step {
             Segment::Fluid(links) if !links.is_empty() && bytes > 0.0 => {
-                let f = self.net.start_flow(self.now, FlowSpec::new(links, bytes));
+                let spec = FlowSpec::new(links.clone(), bytes);
+                let f = self.net.start_flow(self.now, spec);
                 self.own_flow(f, FlowOwner::Message(m));
             }
             Segment::Fluid(_) => self.cal.schedule(self.now, Event::MessageStep(m)),

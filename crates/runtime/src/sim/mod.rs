@@ -8,6 +8,9 @@
 //! One machine is one rank. On a cluster every rank runs the same parts on its share of its
 //! node, with its own scheduler; ranks exchange data only through message tasks.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use rand::SeedableRng;
 use rustc_hash::FxHashMap;
 
@@ -112,8 +115,26 @@ struct Rank<'a> {
     releasing: Option<WorkerId>,
     /// Tasks pushed since workers last popped.
     pushed_now: u32,
-    /// Something changed for this rank since its workers last popped.
-    dirty: bool,
+}
+
+/// The ranks something changed for since their workers last popped, for
+/// [`Sim::wake_workers`] to visit in increasing order without scanning every rank.
+#[derive(Debug, Default)]
+struct Dirty {
+    /// Per rank, whether it is marked.
+    marked: Vec<bool>,
+    /// The marked ranks, smallest first (an entry whose rank is no longer marked is stale).
+    heap: BinaryHeap<Reverse<u32>>,
+    /// Ranks marked during a pass after the pass went past them: kept for the next pass.
+    later: Vec<u32>,
+}
+
+impl Dirty {
+    fn mark(&mut self, r: usize) {
+        if !std::mem::replace(&mut self.marked[r], true) {
+            self.heap.push(Reverse(r as u32));
+        }
+    }
 }
 
 struct Sim<'a> {
@@ -133,6 +154,7 @@ struct Sim<'a> {
     /// The owners of the flows that ended at the date being handled.
     scratch_owners: Vec<FlowOwner>,
     ranks: Vec<Rank<'a>>,
+    dirty: Dirty,
     /// Global worker id → rank.
     worker_rank: Vec<u32>,
     runnable: Runnable,
@@ -157,6 +179,8 @@ struct Sim<'a> {
     scratch_flows: Vec<FlowId>,
     scratch_versions: Vec<(HandleId, u32, u32)>,
     scratch_loads: Vec<(u32, f64)>,
+    /// Replica changes on their way to a scheduler.
+    scratch_changes: Vec<(HandleId, MemNodeId)>,
     /// Last link loads reported to the observer, if it wants them.
     link_loads: Option<Vec<f64>>,
     /// Lower bounds on the makespan.
@@ -301,7 +325,7 @@ impl<'a> Sim<'a> {
                 .map(|w| w.memory)
                 .collect();
             check_homes(graph, machine, r as u32, &owned, &gpus)?;
-            let data = DataManager::new(
+            let mut data = DataManager::new(
                 machine,
                 graph,
                 r as u32,
@@ -310,6 +334,9 @@ impl<'a> Sim<'a> {
                 &gpus,
                 s.paths,
             );
+            if sched.watches_replicas() {
+                data.record_replica_changes();
+            }
             let memory = data.memory();
             if memory.used(ram) > memory.capacity(ram) {
                 return Err(InputError::new(format!(
@@ -337,7 +364,6 @@ impl<'a> Sim<'a> {
                 mpi_free_at: 0.0,
                 releasing: None,
                 pushed_now: 0,
-                dirty: false,
             });
         }
         let link_loads = obs
@@ -358,6 +384,10 @@ impl<'a> Sim<'a> {
             layout,
             flow_owner: Vec::new(),
             scratch_owners: Vec::new(),
+            dirty: Dirty {
+                marked: vec![false; ranks.len()],
+                ..Dirty::default()
+            },
             ranks,
             worker_rank,
             runnable,
@@ -383,6 +413,7 @@ impl<'a> Sim<'a> {
             scratch_flows: Vec::new(),
             scratch_versions: Vec::new(),
             scratch_loads: Vec::new(),
+            scratch_changes: Vec::new(),
             link_loads,
             bounds,
         };
@@ -400,10 +431,14 @@ impl<'a> Sim<'a> {
     fn apply(&mut self, r: usize) {
         let mut fx = std::mem::take(&mut self.fx);
         let base = self.ranks[r].mem_base;
+        let ranks = RankOf {
+            index: r as u32,
+            count: self.ranks.len() as u32,
+        };
         for e in fx.drain(..) {
             match e {
                 Effect::At(at_s, event) => self.cal.schedule(at_s, event),
-                Effect::Note(event) => self.note(&globalize(event, base)),
+                Effect::Note(event) => self.note(&globalize(event, base, ranks)),
             }
         }
         self.fx = fx;
@@ -425,7 +460,7 @@ impl<'a> Sim<'a> {
     }
 
     fn mark(&mut self, r: usize) {
-        self.ranks[r].dirty = true;
+        self.dirty.mark(r);
     }
 
     fn run(&mut self) -> Result<(), Error> {
@@ -593,7 +628,7 @@ impl<'a> Sim<'a> {
         decisions.extend(mine.into_iter().map(|d| (r as u32, d)));
         self.decisions = decisions;
         rank.pushed_now += 1;
-        rank.dirty = true;
+        self.dirty.mark(r);
     }
 
     /// Carry out the schedulers' decisions in the order they made them.
@@ -627,12 +662,25 @@ impl<'a> Sim<'a> {
     ///
     /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
     /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
+    ///
+    /// Ranks are visited in increasing order; a rank marked by the visit of a later one waits
+    /// for the next call, as a rank marked by its own visit is not visited again.
     fn wake_workers(&mut self) {
-        for r in 0..self.ranks.len() {
-            if std::mem::take(&mut self.ranks[r].dirty) {
-                self.wake_rank(r);
+        let mut passed: Option<u32> = None;
+        while let Some(Reverse(r)) = self.dirty.heap.pop() {
+            if !self.dirty.marked[r as usize] {
+                continue;
             }
+            if passed.is_some_and(|p| r <= p) {
+                self.dirty.later.push(r);
+                continue;
+            }
+            self.dirty.marked[r as usize] = false;
+            self.wake_rank(r as usize);
+            passed = Some(r);
         }
+        let Dirty { heap, later, .. } = &mut self.dirty;
+        heap.extend(later.drain(..).map(Reverse));
     }
 
     fn wake_rank(&mut self, r: usize) {
@@ -655,7 +703,16 @@ impl<'a> Sim<'a> {
                 while popped < most && self.has_room(r, w) {
                     popped += 1;
                     let rank = &mut self.ranks[r];
+                    let mut changes = std::mem::take(&mut self.scratch_changes);
+                    if rank.sched.watches_replicas() {
+                        rank.data.swap_replica_changes(&mut changes);
+                    }
                     let view = view!(self, rank);
+                    if !changes.is_empty() {
+                        rank.sched.replicas_changed(&changes, &view);
+                        changes.clear();
+                    }
+                    self.scratch_changes = changes;
                     let Some(t) = rank.sched.pop(w, &view) else {
                         break;
                     };
@@ -674,7 +731,7 @@ impl<'a> Sim<'a> {
         self.scratch_order = order;
         // What the pops did (a task started, a transfer asked for) concerns this rank again
         // only through events, which mark it.
-        self.ranks[r].dirty = false;
+        self.dirty.marked[r] = false;
     }
 
     /// Whether worker `w` of rank `r` may pop: it holds fewer tasks than its pipeline depth,
@@ -840,7 +897,7 @@ impl<'a> Sim<'a> {
         let worker = rank.workers.worker(w);
         let mean = self
             .runnable
-            .mean_s(t, rank.cols[w.index()])
+            .mean_s(self.graph, t, rank.cols[w.index()])
             .expect("checked at pop");
         let dur = if self.graph.fixes_duration(t) {
             mean
@@ -1055,10 +1112,20 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// An event of a rank's data manager (memory ids of the node machine) with the global memory
-/// ids of the node whose first memory node is `base`.
-fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
+/// A rank among `count`.
+#[derive(Debug, Clone, Copy)]
+struct RankOf {
+    index: u32,
+    count: u32,
+}
+
+/// An event of a rank's data manager (memory ids of the node machine, transfer ids of that
+/// rank) with the global memory ids of the node whose first memory node is `base`, and
+/// transfer ids unique among every rank's (interleaved: id × ranks + rank, so they stay
+/// small, and unchanged on one rank).
+fn globalize(event: SimEvent<'static>, base: u32, rank: RankOf) -> SimEvent<'static> {
     let g = |n: MemNodeId| MemNodeId(n.0 + base);
+    let id = |i: u32| i * rank.count + rank.index;
     match event {
         SimEvent::TransferStart {
             handle,
@@ -1067,7 +1134,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: i,
         } => SimEvent::TransferStart {
             handle,
             src: g(src),
@@ -1075,7 +1142,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: id(i),
         },
         SimEvent::TransferEnd {
             handle,
@@ -1084,7 +1151,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: i,
         } => SimEvent::TransferEnd {
             handle,
             src: g(src),
@@ -1092,7 +1159,7 @@ fn globalize(event: SimEvent<'static>, base: u32) -> SimEvent<'static> {
             bytes,
             kind,
             version,
-            id,
+            id: id(i),
         },
         SimEvent::Allocate {
             node,
