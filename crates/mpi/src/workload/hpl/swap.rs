@@ -99,6 +99,7 @@ pub(super) fn draw_pivot_rows(rows: &[u64], curr: usize, jb: u64, rng: &mut SimR
 /// the processes beyond the largest power of two fold into a partner; then `log2 ip2` rounds in
 /// which the holders of `U` (`jb × n`) send it to a partner that sends back the pivot rows it
 /// has gathered (`W`: rows of `n + 1` numbers); `U` is then broadcast to the folded processes.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn binary_exchange(
     s: &mut Script,
     p: u64,
@@ -370,7 +371,7 @@ fn equilibrate(
 ) {
     let p = map.len() as u64;
     let slen = len[p as usize];
-    let smax = (slen + p - 1) / p;
+    let smax = slen.div_ceil(p);
     let smin = slen / p;
     let ip = slen - p * smin;
     // HPL's check stops before the last position (`HPL_equil`'s do-while): that one is not
@@ -420,8 +421,8 @@ fn equilibrate(
             }
         }
     }
-    for i in 0..p as usize {
-        len[i] = target(i as u64).0;
+    for (i, l) in len.iter_mut().take(p as usize).enumerate() {
+        *l = target(i as u64).0;
     }
     len[p as usize] = slen;
 }
