@@ -272,18 +272,16 @@ mod tests {
         }
     }
 
+    const ORDERS: [Factorisation; 3] = [
+        Factorisation::Left,
+        Factorisation::Crout,
+        Factorisation::Right,
+    ];
+
     #[test]
     fn one_segment_per_pivot_search_plus_one() {
-        for pf in [
-            Factorisation::Left,
-            Factorisation::Crout,
-            Factorisation::Right,
-        ] {
-            for rf in [
-                Factorisation::Left,
-                Factorisation::Crout,
-                Factorisation::Right,
-            ] {
+        for pf in ORDERS {
+            for rf in ORDERS {
                 assert_eq!(segments(&algo(pf, rf), 1000, 384, true).len(), 385);
                 assert_eq!(segments(&algo(pf, rf), 0, 7, false).len(), 8);
             }
@@ -331,16 +329,8 @@ mod tests {
         // 0.5 % for m = 1000, n = 384.
         let (m, n) = (1000u64, 384u64);
         let lu = (m * n * n) as f64 - (n * n * n) as f64 / 3.0;
-        for pf in [
-            Factorisation::Left,
-            Factorisation::Crout,
-            Factorisation::Right,
-        ] {
-            for rf in [
-                Factorisation::Left,
-                Factorisation::Crout,
-                Factorisation::Right,
-            ] {
+        for pf in ORDERS {
+            for rf in ORDERS {
                 let total: f64 = segments(&algo(pf, rf), m, n, true).iter().sum();
                 assert!(
                     ((total - lu) / lu).abs() < 5e-3,
