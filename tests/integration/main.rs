@@ -29,6 +29,7 @@ mod sched_ws_heft;
 mod seed_machines;
 mod simgrid_oracle;
 mod smpi_collectives;
+mod smpi_hpl;
 mod starpu_agreement;
 mod starpu_mpi_agreement;
 mod stencil_cluster;
