@@ -137,12 +137,23 @@ pub struct MmgpSearch {
     pub all: Vec<MmgpPrediction>,
 }
 
+/// Most APUs [`mmgp_search`] takes: the Cell has 8 SPEs and today's nodes a few hundred
+/// accelerator threads; the search's list grows as n_apu·ln(n_apu).
+pub const MAX_SEARCH_APUS: u64 = 65_536;
+
 /// The best `(m, p)` for eq. 11 under Blagojevic et al. 2008's constraint `m·p ≤ N_APU`, by exhaustive search
 /// (Blagojevic et al. 2008 §3.3, step 3). Ties (times equal within 1e-12 relative) go to the configuration
 /// using fewer APUs, then to the smaller `p` (task-level before data-level parallelism, fewer
 /// offload gaps).
 pub fn mmgp_search(params: &MmgpParams, n_apu: u64) -> Result<MmgpSearch, InputError> {
     let n_apu = at_least_one("n_apu", n_apu)?;
+    if n_apu > MAX_SEARCH_APUS {
+        return Err(InputError::new(format!(
+            "n_apu = {n_apu}: at most {MAX_SEARCH_APUS} (the search lists every (m, p) with \
+             m·p ≤ n_apu, about n_apu·ln(n_apu) predictions)"
+        ))
+        .at_field("n_apu"));
+    }
     let mut all = Vec::new();
     for m in 1..=n_apu {
         for p in 1..=n_apu / m {
@@ -357,5 +368,16 @@ mod tests {
         let s = mmgp_search(&flat, 4).unwrap();
         assert_eq!((s.best.m, s.best.p), (4, 1));
         assert!(mmgp_search(&flat, 0).is_err());
+    }
+
+    /// Found by fuzzing: n_apu = 2^32 listed predictions until memory ran out.
+    #[test]
+    fn search_size_is_bounded() {
+        let e = mmgp_search(&params(), 1 << 32).unwrap_err().to_string();
+        assert!(e.contains("n_apu = 4294967296: at most 65536"), "{e}");
+        assert_eq!(
+            mmgp_search(&params(), MAX_SEARCH_APUS).map(|s| s.best.m * s.best.p <= MAX_SEARCH_APUS),
+            Ok(true)
+        );
     }
 }
