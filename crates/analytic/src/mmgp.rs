@@ -128,6 +128,10 @@ pub fn mmgp(params: &MmgpParams, m: u64, p: u64) -> Result<MmgpPrediction, Input
     })
 }
 
+/// The largest `n_apu` [`mmgp_search`] takes: it keeps every candidate, about
+/// `n_apu·ln(n_apu)` of them (some 36 000 here), so memory and output stay small.
+pub const MAX_SEARCH_APUS: u64 = 4096;
+
 /// The outcome of [`mmgp_search`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct MmgpSearch {
@@ -143,6 +147,13 @@ pub struct MmgpSearch {
 /// offload gaps).
 pub fn mmgp_search(params: &MmgpParams, n_apu: u64) -> Result<MmgpSearch, InputError> {
     let n_apu = at_least_one("n_apu", n_apu)?;
+    if n_apu > MAX_SEARCH_APUS {
+        return Err(InputError::new(format!(
+            "n_apu = {n_apu}: at most {MAX_SEARCH_APUS} (the search keeps and prints every (m, p) \
+             with m·p <= n_apu, about n_apu·ln(n_apu) of them; the QS20 of the paper has 16)"
+        ))
+        .at_field("n_apu"));
+    }
     let mut all = Vec::new();
     for m in 1..=n_apu {
         for p in 1..=n_apu / m {
@@ -285,6 +296,21 @@ pub fn evaluate_mmgp_search(p: &Params) -> Result<Evaluation, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_sizes_beyond_the_limit_are_refused_before_any_work() {
+        // m·p <= 4096: sum over m of floor(4096 / m) candidates, all kept.
+        let s = mmgp_search(&params(), MAX_SEARCH_APUS).expect("at the limit");
+        let expected: u64 = (1..=MAX_SEARCH_APUS).map(|m| MAX_SEARCH_APUS / m).sum();
+        assert_eq!(s.all.len() as u64, expected);
+        let e = mmgp_search(&params(), 1_000_000_000_000_000).expect_err("refused");
+        assert_eq!(
+            e.to_string(),
+            "field `n_apu`: n_apu = 1000000000000000: at most 4096 (the search keeps and prints \
+             every (m, p) with m·p <= n_apu, about n_apu·ln(n_apu) of them; the QS20 of the paper \
+             has 16)"
+        );
+    }
 
     fn params() -> MmgpParams {
         MmgpParams {
