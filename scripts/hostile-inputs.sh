@@ -225,7 +225,7 @@ t 1 fail merge-o-is-shard "\$H sweep $CH -q --sched eager,dm --shard 1/1 -o s1.c
 t 1 fail export-o-is-graph "\$H export-graph scenarios/replay-stencil-mirage.toml -o traces/starpu/stencil-32x16-dmda/tasks.rec.gz" traces/starpu/stencil-32x16-dmda/tasks.rec.gz
 t 1 any gantt-symlink-to-machine "ln -sf $MIR link.svg && \$H run $CH --gantt link.svg" $MIR
 t 1 any gantt-hardlink-to-machine "cp $MIR m2.toml && ln -f m2.toml hard.svg && \$H run $CH --gantt hard.svg && cmp -s m2.toml $MIR" $MIR
-t 1 any killed-run-keeps-output "timeout 1 \$H run $CH --set workload.n=38400 --set workload.nb=192 --paje precious.txt; test \$? = 124" precious.txt
+t 1 any killed-run-keeps-output "timeout 1 \$H run $CH --set workload.n=57600 --set workload.nb=320 --paje precious.txt; test \$? = 124" precious.txt
 t 1 fail failed-run-keeps-output "\$H run $CH --set workload.nb=7 --paje precious.txt --chrome precious.txt" precious.txt
 t 1 fail full-disk-keeps-output "\$H run $CH --gantt /dev/full" 
 t 1 fail gantt-is-directory "\$H run $CH --gantt emptydir" 
@@ -277,7 +277,7 @@ t 3 any lu-n=1e8 "\$H run scenarios/lu-mirage.toml --set workload.n=96000000"
 t 3 any p2p-repeat=1e8 "\$H run $P2P --set workload.repeat=100000000"
 t 3 any p2p-bytes=1e18 "\$H run $P2P --set 'workload.bytes=\"1000 PiB\"'"
 t 3 any stencil-steps=1e8 "\$H run $ST --set workload.steps=100000000"
-t 3 any stencil-cells-1e18 "\$H run $ST --set workload.nx=1000000 --set workload.ny=1000000 --set workload.nz=1000000"
+t 3 fail stencil-cells-1e18 "\$H run $ST --set workload.nx=1000000 --set workload.ny=1000000 --set workload.nz=1000000"
 t 3 any hpl-n=1e9 "\$H run $HPL --set workload.n=1000000000"
 t 3 any hpl-nb=1 "\$H run $HPL --set workload.nb=1"
 t 3 any offload-phases=1e12 "\$H run $OFF --set workload.phases=1000000000000"
@@ -286,12 +286,12 @@ t 3 any bcast-nodes=1e7 "\$H run scenarios/bcast-example-cluster.toml --set mach
 t 3 any alltoall-nodes=1e5 "\$H run scenarios/alltoall-example-cluster.toml --set machine.nodes=100000"
 t 3 any sweep-j=100000 "\$H sweep $CH -q -j 100000 -o x5.csv --sched eager,dm"
 t 3 any sweep-seeds=1e8 "\$H sweep $CH -q --seeds 1..100000000 -o x6.csv"
-t 3 any sweep-vary-1e4 "\$H sweep $CH -q --vary run.seed=\$(seq -s, 1 10000) -o x7.csv"
+t 3 any sweep-vary-1e4 "\$H sweep $P2P -q --vary run.seed=\$(seq -s, 1 10000) -o x7.csv"
 t 3 any cpus-count=1e9 "\$H check calibration/cpus1e9.toml" 
 t 3 any mmgp-search-n_apu=1e15 "\$H model mmgp-search --param t_hpu_s=1 --param t_apu_s=1 --param c_apu_s=1 --param g_s=1 --param n_apu=1000000000000000"
 t 3 any loggp-messages=1e18 "\$H $LOGGP --param messages=1000000000000000000"
 t 3 any model-sweep-1e4 "\$H $LOGGP --sweep bytes=\$(seq -s, 1 10000)"
-t 3 any graph-1e7-tasks "\$H run scenarios/big.toml"
+t 3 any graph-1e6-tasks "\$H run scenarios/big.toml"
 t 3 any starpu-entries-1e12 "\$H calibrate import-starpu sp-entries --host mirage"
 for f in /dev/zero fifo emptydir sparse.toml; do
     t 3 any "run $f" "\$H run $f"
@@ -335,7 +335,7 @@ for m in "${MUTS[@]}"; do
 done
 MAXGF=13000 t 4 any stencil-1e9-cells "\$H run --json $ST --set workload.nx=1000 --set workload.ny=1000 --set workload.nz=1000"
 MAXGF=13000 t 4 any stencil-4e9-cells-1-step "\$H run --json $ST --set workload.nx=2048 --set workload.ny=2048 --set workload.nz=1024 --set workload.steps=1"
-MAXGF=13000 t 4 any stencil-weak-huge "\$H run --json $ST --set workload.grid_per_rank=true --set workload.nx=4096 --set workload.ny=4096 --set workload.nz=4096 --set workload.steps=1"
+MAXGF=13000 t 4 fail stencil-weak-huge "\$H run --json $ST --set workload.grid_per_rank=true --set workload.nx=4096 --set workload.ny=4096 --set workload.nz=4096 --set workload.steps=1"
 t 4 fail unknown-kind "\$H run $CH --set workload.kind=nosuch"
 t 4 fail unknown-precision "\$H run $CH --set workload.precision=quad"
 t 4 fail unknown-sched "\$H run $CH --sched nosuch"
