@@ -133,7 +133,11 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
 #[test]
 fn a_scenarios_task_graph_file_is_an_input_no_output_may_overwrite() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::copy(root().join("calibration/mirage.toml"), d.path().join("m.toml")).unwrap();
+    std::fs::copy(
+        root().join("calibration/mirage.toml"),
+        d.path().join("m.toml"),
+    )
+    .unwrap();
     let graph = "{\"format\": \"hetsim-taskgraph\", \"version\": 1, \
                  \"handles\": [{\"size_bytes\": 8}], \"tasks\": [{\"codelet\": \"k\", \
                  \"accesses\": [[0, \"RW\"]], \"duration_s\": {\"cpu\": 1, \"gpu\": 1}}]}";
@@ -163,7 +167,10 @@ fn a_scenarios_task_graph_file_is_an_input_no_output_may_overwrite() {
         "refusing to write --paje data.rec: it is also an input, a task-graph file (data.rec); \
          writing it would destroy the input",
     );
-    assert_eq!(std::fs::read_to_string(d.path().join("g.json")).unwrap(), graph);
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("g.json")).unwrap(),
+        graph
+    );
     assert_eq!(names_in(d.path()), ["g.json", "m.toml", "s.toml"]);
 }
 
