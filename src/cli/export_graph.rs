@@ -3,13 +3,14 @@
 //! `docs/taskgraph.schema.json`), for any task-graph workload: a generated one (cholesky, lu,
 //! gemm) or one read from a file (converted: a `tasks.rec` becomes JSON).
 
-use std::io::{ErrorKind, Write};
 use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::files::{FileRole, RoleFile, check_distinct, write_output};
+
+use crate::InputError;
 use crate::scenario::{self, Override};
-use crate::{Error, InputError};
 
 /// Options of `hetsim export-graph`.
 #[derive(Debug, Args)]
@@ -32,6 +33,12 @@ pub fn run(args: &ExportGraphArgs) -> crate::Result<()> {
         .map(|s| Override::parse_set(s))
         .collect::<Result<Vec<_>, _>>()?;
     let sc = scenario::load(&args.scenario, &ovs)?;
+    if let Some(path) = &args.output {
+        check_distinct(
+            &sc.input_files()?,
+            &[RoleFile::new(FileRole::Output("output"), path)],
+        )?;
+    }
     if sc.program.is_some() {
         return Err(sc
             .locate(
@@ -50,17 +57,7 @@ pub fn run(args: &ExportGraphArgs) -> crate::Result<()> {
     });
     let text = crate::workload::import::json::write(&graph, name).map_err(|e| sc.locate(e))?;
     match &args.output {
-        Some(path) => std::fs::write(path, text).map_err(|e| {
-            Error::from(InputError::new(format!("cannot write file: {e}")).in_file(path))
-        }),
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-                Err(e) if e.kind() != ErrorKind::BrokenPipe => {
-                    Err(Error::Internal(format!("cannot write to stdout: {e}")))
-                }
-                _ => Ok(()),
-            }
-        }
+        Some(path) => Ok(write_output(path, text.as_bytes())?),
+        None => super::print(&text),
     }
 }

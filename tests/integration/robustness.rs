@@ -131,6 +131,50 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
 }
 
 #[test]
+fn a_scenarios_task_graph_file_is_an_input_no_output_may_overwrite() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root().join("calibration/mirage.toml"),
+        d.path().join("m.toml"),
+    )
+    .unwrap();
+    let graph = "{\"format\": \"hetsim-taskgraph\", \"version\": 1, \
+                 \"handles\": [{\"size_bytes\": 8}], \"tasks\": [{\"codelet\": \"k\", \
+                 \"accesses\": [[0, \"RW\"]], \"duration_s\": {\"cpu\": 1, \"gpu\": 1}}]}";
+    std::fs::write(d.path().join("g.json"), graph).unwrap();
+    std::fs::write(
+        d.path().join("s.toml"),
+        "[scenario]\nname = \"g\"\nmachine = \"m.toml\"\n[workload]\nkind = \"taskgraph\"\n\
+         file = \"g.json\"\n",
+    )
+    .unwrap();
+    let refused = |flag: &str| {
+        format!(
+            "refusing to write {flag} g.json: it is also an input, a task-graph file (g.json); \
+             writing it would destroy the input"
+        )
+    };
+    let o = hetsim_in(d.path(), &["run", "s.toml", "-q", "--chrome", "g.json"]);
+    assert_refused(&o, &refused("--chrome"));
+    let o = hetsim_in(d.path(), &["sweep", "s.toml", "-q", "-o", "g.json"]);
+    assert_refused(&o, &refused("--output"));
+    let o = hetsim_in(d.path(), &["export-graph", "s.toml", "-o", "g.json"]);
+    assert_refused(&o, &refused("--output"));
+    // The data.rec read beside a tasks.rec counts too, even before it exists.
+    let o = hetsim_in(d.path(), &["run", "s.toml", "-q", "--paje", "data.rec"]);
+    assert_refused(
+        &o,
+        "refusing to write --paje data.rec: it is also an input, a task-graph file (data.rec); \
+         writing it would destroy the input",
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("g.json")).unwrap(),
+        graph
+    );
+    assert_eq!(names_in(d.path()), ["g.json", "m.toml", "s.toml"]);
+}
+
+#[test]
 fn one_file_given_to_two_outputs_is_refused_before_anything_is_written() {
     let d = scratch();
     let o = hetsim_in(
@@ -231,6 +275,7 @@ fn printing_commands() -> Vec<Vec<&'static str>> {
             "hannibal",
         ],
         vec!["run", "scenarios/cholesky-tsubame2-node.toml", "--quiet"],
+        vec!["export-graph", "scenarios/cholesky-tsubame2-node.toml"],
     ]
 }
 

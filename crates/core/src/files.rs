@@ -45,6 +45,9 @@ pub enum FileRole {
     StarpuCalibration,
     /// The CSV file of one shard of a sweep (`hetsim sweep merge`).
     SweepShard,
+    /// A task-graph file a scenario reads (`workload.file`), or the file read beside it
+    /// (`data.rec` next to a `tasks.rec`).
+    TaskGraph,
     /// An output, by its long flag without dashes (`paje`, `output`).
     Output(&'static str),
 }
@@ -59,6 +62,7 @@ impl fmt::Display for FileRole {
             FileRole::OverheadsCsv => f.write_str("a cluster's overheads CSV"),
             FileRole::StarpuCalibration => f.write_str("a StarPU calibration file"),
             FileRole::SweepShard => f.write_str("a sweep shard"),
+            FileRole::TaskGraph => f.write_str("a task-graph file"),
             FileRole::Output(flag) => write!(f, "--{flag}"),
         }
     }
