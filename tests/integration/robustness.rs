@@ -460,6 +460,12 @@ fn workload_sizes_are_bounded_before_generation() {
             "workload.phases=100000000",
             "more than the limit of",
         ),
+        // 10^18 × 1024² points: at least 8 B each, far beyond a 3 GiB GPU.
+        (
+            "stencil-diffusion-tsubame2.toml",
+            "workload.nx=1000000000000000000",
+            "does not fit in GPU memory",
+        ),
     ] {
         let path = scenarios.join(file);
         let o = hetsim_in(

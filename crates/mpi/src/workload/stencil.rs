@@ -339,16 +339,43 @@ impl StencilSpec {
 
     /// [`StencilSpec::layout`] on `cluster`: its ranks, each with its GPU's peaks from the node
     /// file.
+    ///
+    /// Refuses a subdomain that cannot fit in its GPU's memory: a rank holds at least two time
+    /// levels of the values it exchanges (`bytes_per_boundary_point` per point) over its share
+    /// of the grid, a lower bound of what the real code keeps (halos and other fields aside).
     pub fn layout_on(&self, cluster: &Cluster) -> Result<StencilLayout, InputError> {
         let machine = cluster.node_machine();
-        self.layout(cluster.ranks(), |r| {
+        let layout = self.layout(cluster.ranks(), |r| {
             let (_, gpu) = cluster.rank_location(r);
             machine
                 .gpus()
                 .get(gpu.index())
                 .map(|g| (g.peak_flops_per_sec, g.memory_bandwidth_bytes_per_sec))
                 .unwrap_or((None, None))
-        })
+        })?;
+        let capacity = machine
+            .gpus()
+            .iter()
+            .filter_map(|g| machine.memory_node(g.memory))
+            .map(|m| m.capacity_bytes as f64)
+            .fold(f64::INFINITY, f64::min);
+        let (nx, ny, nz) = layout.grid;
+        let points = nx as f64 * ny as f64 * nz as f64 / (layout.py * layout.pz) as f64;
+        let need = 2.0 * layout.bytes_per_boundary_point * points;
+        if need > capacity {
+            return Err(InputError::new(format!(
+                "a {nx} × {ny} × {nz} grid over {} × {} ranks does not fit in GPU memory: each \
+                 rank's share is {points:.3e} points, at least {} (two \
+                 time levels of {} B per point) but a GPU has {}; use a smaller grid or more ranks",
+                layout.py,
+                layout.pz,
+                hetsim_core::units::format_bytes(need),
+                layout.bytes_per_boundary_point,
+                hetsim_core::units::format_bytes(capacity),
+            ))
+            .at_field("workload.nx"));
+        }
+        Ok(layout)
     }
 
     /// Check the parameters against `ranks` and derive the layout; `gpu_peaks(r)` gives rank
