@@ -31,10 +31,11 @@ scheds="eager prio random dm dmda dmdap dmdar dmdas dmdasd ws lws heft"
 {
     for s in scenarios/*.toml; do
         name="$(basename "$s" .toml)"
-        # Program scenarios (clusters) and task-graph ones alike: JSON and text.
+        # Every scenario: JSON and text; task graphs (generated or read from a file) under
+        # every scheduler, program workloads against their analytic model.
         "$HETSIM" run "$s" --json | sum "run $name --json"
         "$HETSIM" run "$s" | sum "run $name"
-        if grep -qE '^kind = "(cholesky|lu|gemm)"' "$s"; then
+        if grep -qE '^kind = "(cholesky|lu|gemm|taskgraph)"' "$s"; then
             for sched in $scheds; do
                 "$HETSIM" run "$s" --sched "$sched" --json | sum "run $name --sched $sched"
             done
