@@ -113,14 +113,19 @@ fn write_report(
         secs(r.makespan_s),
         secs(r.end_with_writeback_s)
     )?;
-    writeln!(s, "performance  {:.2} GFlop/s", r.gflops)?;
-    writeln!(
-        s,
-        "bounds       critical path {}, area bound {}: makespan is {:.2}x the larger",
-        secs(r.critical_path_s),
-        secs(r.area_bound_s),
-        r.bound_ratio
-    )?;
+    if r.tasks == 0 {
+        // Communication only (a broadcast, a ping-pong): no flop rate, no compute bound.
+        writeln!(s, "performance  no computation: the run only communicates")?;
+    } else {
+        writeln!(s, "performance  {:.2} GFlop/s", r.gflops)?;
+        writeln!(
+            s,
+            "bounds       critical path {}, area bound {}: makespan is {:.2}x the larger",
+            secs(r.critical_path_s),
+            secs(r.area_bound_s),
+            r.bound_ratio
+        )?;
+    }
     writeln!(s, "tasks        {}", r.tasks)?;
     writeln!(
         s,
