@@ -269,4 +269,3 @@ fn collapsed_pivot_search_on_one_or_two_process_rows() {
 fn collapsed_pivot_search_on_three_or_four_process_rows() {
     check_collapsed(|c| c.grid_p >= 3);
 }
-

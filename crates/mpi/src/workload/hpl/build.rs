@@ -8,9 +8,7 @@ use super::net::Wires;
 use super::pfact::{self, PanelAlgo};
 use super::rate::RateModel;
 use super::swap::{self, SwapAlgorithm};
-use super::{
-    BcastVariant, HplPlan, HplSpec, PanelUnit, PivotSearch, Pivots, ProcessModel,
-};
+use super::{BcastVariant, HplPlan, HplSpec, PanelUnit, PivotSearch, Pivots, ProcessModel};
 use crate::{Buffer, Program, ProgramBuilder, RankId, Unit};
 use hetsim_platform::cluster::Cluster;
 
@@ -210,9 +208,8 @@ impl<'a> Builder<'a> {
             let slowest: f64 = (0..=jb as usize)
                 .map(|i| segs.iter().map(|(_, s)| s[i]).fold(0.0, f64::max))
                 .sum();
-            let msg = |a: u64, b: u64, bytes: f64| {
-                self.wires.message_secs(rank_at(a), rank_at(b), bytes)
-            };
+            let msg =
+                |a: u64, b: u64, bytes: f64| self.wires.message_secs(rank_at(a), rank_at(b), bytes);
             slowest + (jb - 1) as f64 * pfact::pivot_search_secs(g.p, jb, &msg)
         });
         for (r, (flops, secs)) in (0..g.p).zip(&segs) {

@@ -5,9 +5,7 @@
 //! Each fluid step takes its links' latencies plus the bytes at its narrowest link.
 
 use hetsim_core::fluid::{LinkId, SharingMode};
-use hetsim_platform::cluster::{
-    Cluster, ClusterNetwork, Endpoint, NodeId, OverheadTable, Segment,
-};
+use hetsim_platform::cluster::{Cluster, ClusterNetwork, Endpoint, NodeId, OverheadTable, Segment};
 use hetsim_platform::machine::{MemKind, MemNodeId};
 
 use crate::RankId;
