@@ -4,13 +4,17 @@
 //! operations, edges, operations/s, the program's heap bytes, the process's peak memory (VmHWM)
 //! and that peak per operation.
 //!
+//! The pivot searches are collapsed (`pivot_search = "collapsed"`: per panel and process one
+//! search as messages, one kernel and one delay, rather than `⌈log2 P⌉` rounds of messages per
+//! column), which is what makes this size fit; `messages` after `--` writes every search.
+//!
 //! `cargo bench -p hetsim-benches --bench hpl_scale` (release profile). Optional arguments after `--`:
-//! `NODES GPUS N NB` (default 256 4 400000 384).
+//! `NODES GPUS N NB` (default 256 4 400000 384) and `messages` or `collapsed`.
 
 use std::time::Instant;
 
 use hetsim::programs::simulate_program_graph_default as run;
-use hetsim::workload::{HplSpec, ProgramGenerator};
+use hetsim::workload::{HplSpec, PivotSearch, ProgramGenerator};
 
 /// Peak resident memory of this process, from `/proc/self/status` (Linux), in kB.
 fn vm_hwm_kb() -> Option<u64> {
@@ -31,6 +35,11 @@ fn main() {
         .collect();
     let get = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
     let (nodes, gpus, n, nb) = (get(0, 256), get(1, 4), get(2, 400_000), get(3, 384));
+    let mode = if std::env::args().any(|a| a == "messages") {
+        ("messages", PivotSearch::Messages)
+    } else {
+        ("collapsed", PivotSearch::Collapsed)
+    };
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../calibration/hdpex-p100-cluster.toml"
@@ -52,7 +61,8 @@ fn main() {
     w.remove("kind");
     w.insert("n".into(), toml::Value::Integer(n as i64));
     w.insert("nb".into(), toml::Value::Integer(nb as i64));
-    let spec: HplSpec = w.try_into().expect("an hpl workload");
+    let mut spec: HplSpec = w.try_into().expect("an hpl workload");
+    spec.pivot_search = mode.1;
     let t0 = Instant::now();
     let program = spec.generate(&cluster).expect("program");
     let (ops, edges, program_bytes) = (program.ops().len(), program.edges(), program.heap_bytes());
@@ -63,8 +73,10 @@ fn main() {
     let sim_s = t1.elapsed().as_secs_f64();
     let peak_kb = vm_hwm_kb();
     println!(
-        "hpl_scale: {nodes} nodes x {gpus} GPUs, N = {n}, NB = {nb}, grid {} ranks",
-        cluster.ranks()
+        "hpl_scale: {nodes} nodes x {gpus} GPUs, N = {n}, NB = {nb}, grid {} ranks, \
+         pivot_search = {}",
+        cluster.ranks(),
+        mode.0
     );
     println!("  build        {build_s:.2} s");
     println!("  simulate     {sim_s:.2} s");

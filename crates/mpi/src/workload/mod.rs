@@ -12,7 +12,7 @@ pub use bcast::{BcastChoice, BcastSpec};
 pub use collectives::{
     AllreduceChoice, AllreduceSpec, AlltoallChoice, AlltoallSpec, ReduceChoice, ReduceSpec,
 };
-pub use hpl::{HplSpec, Pivots};
+pub use hpl::{HplSpec, PivotSearch, Pivots};
 pub use matmul::{GpuInit, MatmulSpec};
 pub use offload::OffloadSpec;
 pub use p2p::{BufferSpec, ByteCount, P2pSpec};

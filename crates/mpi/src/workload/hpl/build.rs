@@ -8,7 +8,7 @@ use super::net::Wires;
 use super::pfact::{self, PanelAlgo};
 use super::rate::RateModel;
 use super::swap::{self, SwapAlgorithm};
-use super::{BcastVariant, HplPlan, HplSpec, PanelUnit, Pivots, ProcessModel};
+use super::{BcastVariant, HplPlan, HplSpec, PanelUnit, PivotSearch, Pivots, ProcessModel};
 use crate::{Buffer, Program, ProgramBuilder, RankId, Unit};
 use hetsim_platform::cluster::Cluster;
 
@@ -55,6 +55,7 @@ pub(super) struct Builder<'a> {
     pub lookahead: bool,
     pub process: ProcessModel,
     pub panel: PanelUnit,
+    pub pivot_search: PivotSearch,
     pub copies: Copies,
     pub wires: Wires,
     /// Per panel, the pivot rows each process row gives ([`swap::pivot_rows`]).
@@ -98,6 +99,7 @@ impl<'a> Builder<'a> {
             lookahead: spec.lookahead == 1,
             process: spec.process,
             panel: spec.panel,
+            pivot_search: spec.pivot_search,
             copies,
             wires: Wires::new(cluster),
             pivot_rows,
@@ -175,32 +177,64 @@ impl<'a> Builder<'a> {
 
     /// `HPL_pdfact` of panel `k` on its process column: every process of the column copies its
     /// rows to the host, factorises them column by column with a pivot search per column, and
-    /// copies them back.
+    /// copies them back. With collapsed pivot searches, a process exchanges for the first
+    /// column only, then computes its part in one kernel and waits, in one delay, for what the
+    /// other columns' lock-step adds: per column the slowest process's compute and the
+    /// exchange's time alone ([`pfact::pivot_search_secs`]).
     fn fact(&self, e: &mut Exec, k: u64) {
         let g = self.grid;
         let (j, jb) = g.panel(k);
         let c = k % g.q;
         let curr = k % g.p;
         let (rate, unit) = self.panel_rate();
-        for r in 0..g.p {
+        let rank_at = |d: u64| g.rank((curr + d) % g.p, c);
+        // Per process row: the flops between searches and their seconds.
+        let segs: Vec<(Vec<f64>, Vec<f64>)> = (0..g.p)
+            .map(|r| {
+                let mp = g.rows_from(j, r);
+                // The recursion's largest products have inner dimension jb/2; a process without
+                // rows still updates its copy of the jb × jb top block.
+                let size = if mp > 0 {
+                    (mp as f64).min(jb as f64 / 2.0)
+                } else {
+                    jb as f64 / 2.0
+                };
+                let flops = pfact::segments(&self.algo, mp, jb, r == curr);
+                let secs = flops.iter().map(|&f| rate.secs(f, size)).collect();
+                (flops, secs)
+            })
+            .collect();
+        let lockstep_s = (self.pivot_search == PivotSearch::Collapsed).then(|| {
+            let slowest: f64 = (0..=jb as usize)
+                .map(|i| segs.iter().map(|(_, s)| s[i]).fold(0.0, f64::max))
+                .sum();
+            let msg =
+                |a: u64, b: u64, bytes: f64| self.wires.message_secs(rank_at(a), rank_at(b), bytes);
+            slowest + (jb - 1) as f64 * pfact::pivot_search_secs(g.p, jb, &msg)
+        });
+        for (r, (flops, secs)) in (0..g.p).zip(&segs) {
             let mp = g.rows_from(j, r);
             let s = e.script(Tid::main(g.rank(r, c)));
             let bytes = WORD * (mp * jb) as f64;
             self.copy(s, bytes, Buffer::Device, Buffer::Host);
-            // The recursion's largest products have inner dimension jb/2; a process without rows
-            // still updates its copy of the jb × jb top block.
-            let size = if mp > 0 {
-                (mp as f64).min(jb as f64 / 2.0)
-            } else {
-                jb as f64 / 2.0
-            };
             let mydist = (r + g.p - curr) % g.p;
-            let rank_at = |d: u64| g.rank((curr + d) % g.p, c);
-            let segs = pfact::segments(&self.algo, mp, jb, r == curr);
-            for (i, &flops) in segs.iter().enumerate() {
-                s.kernel(unit, "panel", rate.secs(flops, size), flops);
-                if (i as u64) < jb {
-                    pfact::pivot_search(s, g.p, mydist, jb, tag(k, Phase::Pivot), &rank_at);
+            let search = |s: &mut Script| {
+                pfact::pivot_search(s, g.p, mydist, jb, tag(k, Phase::Pivot), &rank_at);
+            };
+            match lockstep_s {
+                None => {
+                    for (i, (&f, &t)) in flops.iter().zip(secs).enumerate() {
+                        s.kernel(unit, "panel", t, f);
+                        if (i as u64) < jb {
+                            search(s);
+                        }
+                    }
+                }
+                Some(total_s) => {
+                    search(s);
+                    let own_s: f64 = secs.iter().sum();
+                    s.kernel(unit, "panel", own_s, flops.iter().sum());
+                    s.delay(total_s - own_s);
                 }
             }
             self.copy(s, bytes, Buffer::Host, Buffer::Device);

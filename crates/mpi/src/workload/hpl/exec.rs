@@ -35,6 +35,9 @@ pub(super) const PROBE_PRIORITY: i32 = 100;
 /// A message tag: sends and receives match only within one tag.
 pub(super) type Tag = u32;
 
+/// Operations a thread's position may list before a join replaces them ([`Exec::compact`]).
+const FRONT_MAX: usize = 16;
+
 /// Threads per rank.
 pub(super) const LANES: usize = 3;
 
@@ -438,7 +441,24 @@ impl Exec {
             }
         }
         self.blocked[t] = None;
+        self.compact(t);
         true
+    }
+
+    /// Keep thread `t`'s position small: without a kernel in between, receives and joins add
+    /// to it each iteration (a rank with no columns left), and marks copy it to other threads,
+    /// so it would grow without bound; past [`FRONT_MAX`] operations, one join stands for them
+    /// (it takes no time, so nothing moves).
+    fn compact(&mut self, t: usize) {
+        let f = &mut self.front[t];
+        if f.len() > FRONT_MAX {
+            f.sort_unstable();
+            f.dedup();
+            if f.len() > FRONT_MAX {
+                let j = self.b.join(f);
+                *f = vec![j];
+            }
+        }
     }
 
     fn advance(&mut self, t: usize) {

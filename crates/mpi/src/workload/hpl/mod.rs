@@ -86,6 +86,21 @@ pub enum Pivots {
     Expected,
 }
 
+/// How the panel factorisation's per-column pivot searches (`HPL_pdmxswp`) are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PivotSearch {
+    /// Every column's exchange as messages along the process column (`⌈log2 P⌉` rounds per
+    /// column): HPL as it runs.
+    #[default]
+    Messages,
+    /// For scale: per panel, one column's exchange as messages (it synchronises the process
+    /// column as the first search does), the panel's compute as one kernel, and the other
+    /// columns' exchanges, with the time a rank waits for the column's slowest, as one delay:
+    /// the exchange's critical path on the idle network with the cluster's MPI overheads.
+    Collapsed,
+}
+
 /// How `L1` or `U` is stored (HPL.dat's "L1 in" and "U in"): it changes which BLAS calls
 /// HPL makes, not their sizes nor the messages, so it changes nothing here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -190,6 +205,9 @@ pub struct HplSpec {
     /// Where the panel factorisation runs (default `cpu`).
     #[serde(default)]
     pub panel: PanelUnit,
+    /// How the pivot searches are written (default `messages`; `collapsed` for scale).
+    #[serde(default)]
+    pub pivot_search: PivotSearch,
     /// How host and GPU share the work (default `sequential`).
     #[serde(default)]
     pub process: ProcessModel,

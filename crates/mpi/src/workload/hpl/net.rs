@@ -5,7 +5,7 @@
 //! Each fluid step takes its links' latencies plus the bytes at its narrowest link.
 
 use hetsim_core::fluid::{LinkId, SharingMode};
-use hetsim_platform::cluster::{Cluster, ClusterNetwork, Endpoint, NodeId, Segment};
+use hetsim_platform::cluster::{Cluster, ClusterNetwork, Endpoint, NodeId, OverheadTable, Segment};
 use hetsim_platform::machine::{MemKind, MemNodeId};
 
 use crate::RankId;
@@ -35,6 +35,8 @@ pub(super) struct Wires {
     /// Same node: per (GPU a, GPU b) its steps; other node: per (a, b).
     same: Vec<Vec<Step>>,
     other: Vec<Vec<Step>>,
+    /// The cluster's MPI overheads (o_s, o_r).
+    overheads: OverheadTable,
 }
 
 impl Wires {
@@ -72,23 +74,37 @@ impl Wires {
             gpus_per_node: g,
             same,
             other,
+            overheads: cluster.overheads().clone(),
         }
     }
 
     /// Seconds for `bytes` from `a`'s GPU to `b`'s on an idle network.
     pub fn alone_secs(&self, a: RankId, b: RankId, bytes: f64) -> f64 {
+        self.steps(a, b).iter().map(|s| s.secs(bytes)).sum()
+    }
+
+    /// The sender's overhead o_s, then [`Wires::alone_secs`], then the receiver's o_r: a
+    /// message from the send call to the receive's completion (as the runtime charges them).
+    pub fn message_secs(&self, a: RankId, b: RankId, bytes: f64) -> f64 {
         if a == b {
             return 0.0;
+        }
+        let o = &self.overheads;
+        o.send_s(bytes) + self.alone_secs(a, b, bytes) + o.recv_s(bytes)
+    }
+
+    fn steps(&self, a: RankId, b: RankId) -> &[Step] {
+        if a == b {
+            return &[];
         }
         let g = self.gpus_per_node;
         let (na, ga) = (a.0 / g, a.0 % g);
         let (nb, gb) = (b.0 / g, b.0 % g);
-        let steps = if na == nb {
+        if na == nb {
             &self.same[(ga * g + gb) as usize]
         } else {
             &self.other[(ga * g + gb) as usize]
-        };
-        steps.iter().map(|s| s.secs(bytes)).sum()
+        }
     }
 }
 

@@ -230,6 +230,60 @@ pub(super) fn pivot_search(
     }
 }
 
+/// The time of one column's pivot search (the messages [`pivot_search`] writes) alone on the
+/// network: a clock per process (by distance below the current row), each receive completing
+/// at the later of its receiver's clock and its sender's clock plus `msg(from, to, bytes)`; the
+/// latest clock at the end.
+pub(super) fn pivot_search_secs(p: u64, jb: u64, msg: &dyn Fn(u64, u64, f64) -> f64) -> f64 {
+    if p <= 1 {
+        return 0.0;
+    }
+    let (cnt, cnt0, top) = sizes(jb);
+    let (ip2, hdim) = pow2_below(p);
+    let mut t = vec![0.0f64; p as usize];
+    let at = |d: u64| d as usize;
+    // The processes beyond ip2 fold their candidate in; the one at ip2 gets the top row.
+    for d in ip2..p {
+        let q = d - ip2;
+        let (td, tq) = (t[at(d)], t[at(q)]);
+        t[at(q)] = tq.max(td + msg(d, q, cnt));
+        if q == 0 {
+            t[at(d)] = td.max(tq + msg(q, d, top));
+        }
+    }
+    // The exchange rounds among the first ip2 (the holder of the top row sends it along).
+    for k in 0..hdim {
+        let prev = t.clone();
+        for d in 0..ip2 {
+            let q = d ^ (1 << k);
+            let bytes = if q >> (k + 1) == 0 && q >> k == 0 {
+                cnt0
+            } else {
+                cnt
+            };
+            t[at(d)] = prev[at(d)].max(prev[at(q)] + msg(q, d, bytes));
+        }
+    }
+    // The top row among the folded ones (binomial from ip2; parents come first), then the
+    // result back to them.
+    let extra = p - ip2;
+    for me in 1..extra {
+        let mut parent = 0;
+        binomial(extra, me, |partner, receive| {
+            if receive {
+                parent = partner;
+            }
+        });
+        let (d, from) = (ip2 + me, ip2 + parent);
+        t[at(d)] = t[at(d)].max(t[at(from)] + msg(from, d, top));
+    }
+    for d in ip2..p {
+        let q = d - ip2;
+        t[at(d)] = t[at(d)].max(t[at(q)] + msg(q, d, cnt));
+    }
+    t.into_iter().fold(0.0, f64::max)
+}
+
 /// HPL's binomial tree from process 0 of `size` (as `HPL_pdmxswp` and `HPL_pdlaswp00T` write
 /// it for the folded processes): for process `me`, in order, `(partner, true)` to receive from
 /// `partner`, `(partner, false)` to send to it.
@@ -367,6 +421,28 @@ mod tests {
         assert_eq!(pattern(3, 1), [('r', 0), ('s', 0)]);
         // P = 1: nothing.
         assert!(pattern(1, 0).is_empty());
+    }
+
+    #[test]
+    fn pivot_search_time_by_hand() {
+        // Every message 1 s: P = 2, 4, 32 take their log2 P rounds. P = 3: 2 folds into 0
+        // (0 at 1, 2 gets the top row at 1), 0 and 1 exchange (1 at 2, 0 at 1), 0 sends the
+        // result back to 2 (at 2): 2 s.
+        let one = |_: u64, _: u64, _: f64| 1.0;
+        assert_eq!(pivot_search_secs(1, 8, &one), 0.0);
+        assert_eq!(pivot_search_secs(2, 8, &one), 1.0);
+        assert_eq!(pivot_search_secs(4, 8, &one), 2.0);
+        assert_eq!(pivot_search_secs(3, 8, &one), 2.0);
+        assert_eq!(pivot_search_secs(32, 8, &one), 5.0);
+        // Time = bytes, jb = 8: a candidate is 8·(8 + 4) = 96 B, with the top row 8·20 = 160 B,
+        // the top row alone 64 B. P = 2: the longer of 160 and 96.
+        let bytes = |_: u64, _: u64, b: f64| b;
+        assert_eq!(pivot_search_secs(2, 8, &bytes), 160.0);
+        // P = 5 (ip2 = 4, process 4 folded): fold-in t0 = 96, t4 = 64. Round 1 (0↔1, 2↔3;
+        // 0 holds the top row): t0 = 96, t1 = 96 + 160 = 256, t2 = t3 = 96. Round 2 (0↔2,
+        // 1↔3; 0 and 1 hold it): t0 = 96 + 96 = 192, t1 = 256, t2 = 96 + 160 = 256,
+        // t3 = 256 + 160 = 416. Back to 4: 192 + 96 = 288. Latest: 416.
+        assert_eq!(pivot_search_secs(5, 8, &bytes), 416.0);
     }
 
     #[test]
