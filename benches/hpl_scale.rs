@@ -16,16 +16,8 @@ use std::time::Instant;
 use hetsim::programs::simulate_program_graph_default as run;
 use hetsim::workload::{HplSpec, PivotSearch, ProgramGenerator};
 
-/// Peak resident memory of this process, from `/proc/self/status` (Linux), in kB.
-fn vm_hwm_kb() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
+mod common;
+use common::vm_hwm_kb;
 
 fn main() {
     // `cargo bench` passes `--bench`; keep only numbers.

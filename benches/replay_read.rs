@@ -13,16 +13,8 @@ use std::time::Instant;
 
 use hetsim::workload::import::{ImportOptions, import};
 
-/// Peak resident memory of this process, from `/proc/self/status` (Linux), in kB.
-fn vm_hwm_kb() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
+mod common;
+use common::vm_hwm_kb;
 
 /// What the generator remembers per tile: its last writer, and the readers since.
 #[derive(Default, Clone)]

@@ -16,6 +16,8 @@ use hetsim::workload::{Precision, cholesky};
 const MIRAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../calibration/mirage.toml");
 const CHILD: &str = "HETSIM_BENCH_CHILD";
 
+mod common;
+
 fn child(tiles: u64, sched: &str, repeats: u32) {
     let t0 = Instant::now();
     let m = hetsim::machine::load(MIRAGE).expect("mirage loads");
@@ -34,14 +36,7 @@ fn child(tiles: u64, sched: &str, repeats: u32) {
         report = Some(r);
     }
     let r = report.expect("at least one run");
-    let rss_kb = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0);
+    let rss_kb = common::vm_hwm_kb().unwrap_or(0);
     println!(
         "| {tiles} | {sched} | {} | {:.3} | {:.1} | {:.3} | {:.0} | {:.1} | {:.1} | {:.1} |",
         r.tasks,

@@ -21,6 +21,8 @@ const MIRAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../calibration/mirage
 const CHILD: &str = "HETSIM_TRACE_BENCH_CHILD";
 const MODES: [&str; 3] = ["none", "paje+chrome", "paje+chrome+gantt"];
 
+mod common;
+
 fn out_dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("hetsim-trace-bench-{}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
@@ -28,15 +30,7 @@ fn out_dir() -> PathBuf {
 }
 
 fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .unwrap_or(0) as f64
-        / 1024.0
+    common::vm_hwm_kb().unwrap_or(0) as f64 / 1024.0
 }
 
 /// One configuration, in this process: prints `mode wall_s rss_mib bytes`.

@@ -31,3 +31,16 @@ impl Rng {
         -mean * u.ln()
     }
 }
+
+/// Peak resident memory of this process so far, from `/proc/self/status` (Linux), in kB; `None`
+/// where the file or its `VmHWM` line is missing.
+#[allow(dead_code)] // not every benchmark reports memory
+pub fn vm_hwm_kb() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
