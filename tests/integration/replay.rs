@@ -4,14 +4,10 @@
 
 use std::path::Path;
 
-use crate::common::hetsim;
+use crate::common::{hetsim, repo};
 use hetsim::workload::import::json::{self, GraphFile};
 use hetsim::workload::import::{GpuSynchronous, ImportOptions, Imported, import};
 use hetsim::workload::{Precision, TaskGraph, cholesky};
-
-fn repo(p: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
-}
 
 fn read(p: &str, gpu_synchronous: GpuSynchronous) -> Imported {
     let options = ImportOptions {
@@ -686,4 +682,123 @@ fn replays_the_machine_cannot_run_are_refused_with_the_task_named() {
         ),
         "{err}"
     );
+}
+
+/// hetsim's JSON format, broken four ways (a cycle, a dependency on a task that does not exist,
+/// an access to a handle that does not exist, a truncated file): exit 2, naming the file and the
+/// field or line.
+#[test]
+fn bad_json_graphs_exit_2_naming_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.json");
+    let scenario = repo("scenarios/cholesky-mirage.toml");
+    let o = hetsim(&[
+        "export-graph",
+        scenario.to_str().unwrap(),
+        "--set",
+        "workload.n=2880",
+        "-o",
+        graph.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&graph).unwrap();
+    let good: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        good["tasks"].as_array().map(Vec::len),
+        Some(10),
+        "3x3 tiles: 10 tasks"
+    );
+    let edited = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut g = good.clone();
+        edit(&mut g);
+        serde_json::to_string_pretty(&g).unwrap()
+    };
+    let cases = [
+        (
+            "cycle",
+            edited(&|g| g["tasks"][0]["after"] = serde_json::json!([9])),
+            "field `tasks`: the dependencies contain a cycle",
+        ),
+        (
+            "unknown",
+            edited(&|g| g["tasks"][3]["after"] = serde_json::json!([99])),
+            "field `tasks[3].after[0]`: task 99 does not exist",
+        ),
+        (
+            "handle",
+            edited(&|g| g["tasks"][3]["accesses"] = serde_json::json!([[42, "R"]])),
+            "field `tasks[3].accesses[0]`: handle 42 does not exist",
+        ),
+        (
+            "truncated",
+            text[..text.len() / 2].to_string(),
+            "not a hetsim task graph: EOF while parsing",
+        ),
+    ];
+    let machine = repo("calibration/mirage.toml");
+    for (name, body, message) in cases {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, body).unwrap();
+        let sc = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &sc,
+            format!(
+                "[scenario]\nname = \"{name}\"\nmachine = {:?}\n[workload]\nkind = \"taskgraph\"\n\
+                 file = \"{name}.json\"\n",
+                machine.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        let o = hetsim(&["run", sc.to_str().unwrap(), "--quiet"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}.json")) && err.contains(message),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// StarPU's `dag.dot`, broken two ways (an edge back that closes a cycle, a file cut in the
+/// middle of an attribute list): exit 2, naming the file and a line.
+#[test]
+fn bad_dot_graphs_exit_2_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo("traces/starpu/cholesky-9600-dmdas/dag.dot")).unwrap();
+    let edge = "\t \"task_108\"->\"task_109\"\n";
+    assert!(text.contains(edge), "the recording has this edge");
+    let cut = text.find("[ style=filled").unwrap() + 5;
+    let cases = [
+        (
+            "cycle",
+            text.replacen(edge, &format!("{edge}\t \"task_109\"->\"task_108\"\n"), 1),
+            "the dependencies contain a cycle through job task_10",
+        ),
+        (
+            "truncated",
+            text[..cut].to_string(),
+            "an attribute list `[` is not closed by `]`",
+        ),
+    ];
+    let machine = repo("calibration/mirage.toml");
+    for (name, body, message) in cases {
+        std::fs::write(dir.path().join(format!("{name}.dot")), body).unwrap();
+        let sc = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &sc,
+            format!(
+                "[scenario]\nname = \"{name}\"\nmachine = {:?}\n[workload]\nkind = \"taskgraph\"\n\
+                 file = \"{name}.dot\"\nformat = \"dot\"\n",
+                machine.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        let o = hetsim(&["run", sc.to_str().unwrap(), "--quiet"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}.dot:line ")) && err.contains(message),
+            "{name}: {err}"
+        );
+    }
 }
