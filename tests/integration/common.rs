@@ -55,3 +55,8 @@ pub fn starpu_mpi_rows() -> Vec<MpiCell> {
         })
         .collect()
 }
+
+/// The interpreter of the Python oracles (SimGrid's bindings, jsonschema): Debian's, where
+/// `apt-get install python3-simgrid python3-jsonschema` puts the modules, not whichever
+/// `python3` (a virtualenv, a conda) comes first on the PATH.
+pub const PYTHON: &str = "/usr/bin/python3";

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{hetsim, repo};
+use crate::common::{PYTHON, hetsim, repo};
 use hetsim::workload::import::json::{self, GraphFile};
 use hetsim::workload::import::{GpuSynchronous, ImportOptions, Imported, import};
 use hetsim::workload::{Precision, TaskGraph, cholesky};
@@ -472,6 +472,26 @@ fn the_recorded_scheduler_keeps_the_recorded_mapping() {
     assert_eq!(ran, per_worker);
 }
 
+/// `hetsim run` of the recorded Cholesky's scenario with its graph replaced by `file` in
+/// `format`: the exit status and stderr.
+fn run_graph_file(file: &Path, format: &str) -> (Option<i32>, String) {
+    let set_file = format!("workload.file={}", file.display());
+    let set_format = format!("workload.format={format}");
+    let out = hetsim(&[
+        "run",
+        "scenarios/replay-cholesky-mirage.toml",
+        "--quiet",
+        "--set",
+        &set_file,
+        "--set",
+        &set_format,
+    ]);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Bad files: exit status 2, the file and line named, and what is wrong.
 #[test]
 fn bad_task_graph_files_are_refused_with_their_line() {
@@ -529,15 +549,8 @@ fn bad_task_graph_files_are_refused_with_their_line() {
     for (name, text, want) in cases {
         let file = dir.join(format!("{name}.rec"));
         std::fs::write(&file, text).unwrap();
-        let set = format!("workload.file={}", file.display());
-        let out = hetsim(&[
-            "run",
-            "scenarios/replay-cholesky-mirage.toml",
-            "--set",
-            &set,
-        ]);
-        assert_eq!(out.status.code(), Some(2), "{name}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (code, err) = run_graph_file(&file, "starpu-rec");
+        assert_eq!(code, Some(2), "{name}");
         let want = format!("hetsim: error: {}/{want}\n", dir.display());
         assert_eq!(err, want, "{name}");
     }
@@ -549,7 +562,6 @@ fn bad_task_graph_files_are_refused_with_their_line() {
 /// with exit status 2, naming the file and what is wrong.
 #[test]
 fn exported_graphs_follow_the_json_schema() {
-    const PYTHON: &str = "/usr/bin/python3";
     let ready = std::process::Command::new(PYTHON)
         .args(["-c", "import jsonschema"])
         .stdin(std::process::Stdio::null())
@@ -735,23 +747,11 @@ fn bad_json_graphs_exit_2_naming_the_file_and_field() {
             "not a hetsim task graph: EOF while parsing",
         ),
     ];
-    let machine = repo("calibration/mirage.toml");
     for (name, body, message) in cases {
         let file = dir.path().join(format!("{name}.json"));
         std::fs::write(&file, body).unwrap();
-        let sc = dir.path().join(format!("{name}.toml"));
-        std::fs::write(
-            &sc,
-            format!(
-                "[scenario]\nname = \"{name}\"\nmachine = {:?}\n[workload]\nkind = \"taskgraph\"\n\
-                 file = \"{name}.json\"\n",
-                machine.to_str().unwrap()
-            ),
-        )
-        .unwrap();
-        let o = hetsim(&["run", sc.to_str().unwrap(), "--quiet"]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        let (code, err) = run_graph_file(&file, "json");
+        assert_eq!(code, Some(2), "{name}: {err}");
         assert!(
             err.contains(&format!("{name}.json")) && err.contains(message),
             "{name}: {err}"
@@ -780,22 +780,11 @@ fn bad_dot_graphs_exit_2_naming_the_file_and_line() {
             "an attribute list `[` is not closed by `]`",
         ),
     ];
-    let machine = repo("calibration/mirage.toml");
     for (name, body, message) in cases {
-        std::fs::write(dir.path().join(format!("{name}.dot")), body).unwrap();
-        let sc = dir.path().join(format!("{name}.toml"));
-        std::fs::write(
-            &sc,
-            format!(
-                "[scenario]\nname = \"{name}\"\nmachine = {:?}\n[workload]\nkind = \"taskgraph\"\n\
-                 file = \"{name}.dot\"\nformat = \"dot\"\n",
-                machine.to_str().unwrap()
-            ),
-        )
-        .unwrap();
-        let o = hetsim(&["run", sc.to_str().unwrap(), "--quiet"]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        let file = dir.path().join(format!("{name}.dot"));
+        std::fs::write(&file, body).unwrap();
+        let (code, err) = run_graph_file(&file, "dot");
+        assert_eq!(code, Some(2), "{name}: {err}");
         assert!(
             err.contains(&format!("{name}.dot:line ")) && err.contains(message),
             "{name}: {err}"

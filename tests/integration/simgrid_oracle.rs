@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const PYTHON: &str = "/usr/bin/python3";
+use crate::common::PYTHON;
+
 const FIRST_SEED: u32 = 1;
 const LAST_SEED: u32 = 120;
 const RTOL: f64 = 1e-9;
