@@ -261,8 +261,6 @@ fn net(runner: &mut TestRunner) -> Drawn {
     )
 }
 
-const SAMPLES: &str = "tests/data/starpu-samples/starpu-sampling";
-
 /// A calibration directory of host `hannibal` (bus files and three codelet files), made once
 /// per process; each input overwrites one file and puts it back.
 fn calibration_dir() -> &'static Path {
@@ -272,27 +270,15 @@ fn calibration_dir() -> &'static Path {
             .prefix("hetsim-fuzz-starpu")
             .tempdir()
             .expect("a temporary directory");
-        let src = repo().join(SAMPLES);
-        std::fs::create_dir_all(d.path().join("bus")).unwrap();
-        std::fs::create_dir_all(d.path().join("codelets/45")).unwrap();
-        for ext in [
-            "config",
-            "bandwidth",
-            "latency",
-            "affinity",
-            "platform.v4.xml",
-        ] {
-            let f = format!("bus/hannibal.{ext}");
-            std::fs::copy(src.join(&f), d.path().join(&f)).unwrap();
-        }
-        for c in [
-            "chol_model_gemm",
-            "chol_model_potrf",
-            "starpu_slu_lu_model_getrf",
-        ] {
-            let f = format!("codelets/45/{c}.hannibal");
-            std::fs::copy(src.join(&f), d.path().join(&f)).unwrap();
-        }
+        hetsim_testkit::hannibal_calibration(
+            d.path(),
+            &[
+                "chol_model_gemm",
+                "chol_model_potrf",
+                "starpu_slu_lu_model_getrf",
+            ],
+        )
+        .expect("copy the hannibal sample");
         d
     })
     .path()

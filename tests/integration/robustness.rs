@@ -382,19 +382,7 @@ fn fifos_devices_and_directories_are_refused_as_inputs() {
 #[test]
 fn a_fifo_among_the_codelet_files_is_refused_not_waited_for() {
     let d = tempfile::tempdir().unwrap();
-    let samples = root().join("tests/data/starpu-samples/starpu-sampling");
-    std::fs::create_dir_all(d.path().join("bus")).unwrap();
-    std::fs::create_dir_all(d.path().join("codelets/45")).unwrap();
-    for ext in [
-        "config",
-        "bandwidth",
-        "latency",
-        "affinity",
-        "platform.v4.xml",
-    ] {
-        let f = format!("bus/hannibal.{ext}");
-        std::fs::copy(samples.join(&f), d.path().join(&f)).unwrap();
-    }
+    hetsim_testkit::hannibal_calibration(d.path(), &[]).unwrap();
     let fifo = d.path().join("codelets/45/chol_model_gemm.hannibal");
     assert!(
         Command::new("mkfifo")
@@ -487,21 +475,7 @@ fn workload_sizes_are_bounded_before_generation() {
 /// import's outcome.
 fn import_edited(file: &str, mut edit: impl FnMut(&str) -> String) -> (Output, PathBuf) {
     let d = tempfile::tempdir().unwrap().keep();
-    let samples = root().join("tests/data/starpu-samples/starpu-sampling");
-    std::fs::create_dir_all(d.join("bus")).unwrap();
-    std::fs::create_dir_all(d.join("codelets/45")).unwrap();
-    for ext in [
-        "config",
-        "bandwidth",
-        "latency",
-        "affinity",
-        "platform.v4.xml",
-    ] {
-        let f = format!("bus/hannibal.{ext}");
-        std::fs::copy(samples.join(&f), d.join(&f)).unwrap();
-    }
-    let f = "codelets/45/chol_model_gemm.hannibal";
-    std::fs::copy(samples.join(f), d.join(f)).unwrap();
+    hetsim_testkit::hannibal_calibration(&d, &["chol_model_gemm"]).unwrap();
     let text = std::fs::read_to_string(d.join(file)).unwrap();
     let edited = edit(&text);
     assert_ne!(edited, text, "the edit changed nothing");

@@ -1,6 +1,7 @@
 //! What hetsim's tests share, for every crate of the workspace: small machine files built in
 //! code (as text, so that a crate's own unit tests can read them with its own types) and
-//! comparison helpers. A dev-dependency only.
+//! comparison helpers, and copies of the repository's sample files. A dev-dependency (and a
+//! dependency of the fuzzer, which is not part of the product).
 
 /// A path in the repository, from any crate's tests: `repo("calibration/mirage.toml")`.
 pub fn repo(rel: &str) -> std::path::PathBuf {
@@ -76,6 +77,28 @@ pub fn assert_close(got: f64, want: f64, rel: f64) {
         close(got, want, rel),
         "got {got:.12e}, expected {want:.12e}"
     );
+}
+
+/// Fill `dir` with a StarPU calibration of host `hannibal` from the repository's sample
+/// (`tests/data/starpu-samples/starpu-sampling`): its five bus files and the codelet models
+/// named in `codelets` (e.g. `"chol_model_gemm"`), laid out as `STARPU_PERF_MODEL_DIR` is.
+pub fn hannibal_calibration(dir: &std::path::Path, codelets: &[&str]) -> std::io::Result<()> {
+    let samples = repo("tests/data/starpu-samples/starpu-sampling");
+    std::fs::create_dir_all(dir.join("bus"))?;
+    std::fs::create_dir_all(dir.join("codelets/45"))?;
+    let bus = [
+        "config",
+        "bandwidth",
+        "latency",
+        "affinity",
+        "platform.v4.xml",
+    ]
+    .map(|ext| format!("bus/hannibal.{ext}"));
+    let models = codelets.iter().map(|c| format!("codelets/45/{c}.hannibal"));
+    for f in bus.into_iter().chain(models) {
+        std::fs::copy(samples.join(&f), dir.join(&f))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
