@@ -549,9 +549,10 @@ pub fn lu(
     b.build()
 }
 
-/// Tiled C += A·B on a `grid` of nodes, A, B and C dealt block-cyclically, each product on the
+/// Tiled C = A·B on a `grid` of nodes, A, B and C dealt block-cyclically, each product on the
 /// owner of its C tile, in the single-node example's order (for each C tile column x, row y:
-/// the T tasks `R A(y,z), R B(z,x), RW C(y,x)`, then `wont_use` C(y,x) on its owner). A and B
+/// the T tasks `R A(y,z), R B(z,x), C(y,x)`, C written by the first and accumulated by the
+/// others as in [`super::gemm::gemm`], then `wont_use` C(y,x) on its owner). A and B
 /// tiles stay cached where they were sent (no flush).
 pub fn gemm(
     n: u64,
@@ -561,7 +562,7 @@ pub fn gemm(
     cache: bool,
 ) -> Result<TaskGraph, InputError> {
     use super::cholesky::gemm_flops;
-    use AccessMode::{R, RW};
+    use AccessMode::{R, RW, W};
 
     let tiling = super::Tiling::new(n, nb, precision, |t| t.saturating_mul(t).saturating_mul(t))?;
     let t = tiling.tiles;
@@ -579,7 +580,11 @@ pub fn gemm(
                     cl,
                     flops,
                     0,
-                    &[(at(&am, y, z), R), (at(&bm, z, x), R), (at(&cm, y, x), RW)],
+                    &[
+                        (at(&am, y, z), R),
+                        (at(&bm, z, x), R),
+                        (at(&cm, y, x), if z == 0 { W } else { RW }),
+                    ],
                 )?;
             }
             b.wont_use(at(&cm, y, x), grid.owner(y, x))?;

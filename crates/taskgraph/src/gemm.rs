@@ -1,4 +1,4 @@
-//! Tiled matrix product C += A·B, as StarPU's `examples/mult/xgemm.c` submits it with `-3d`.
+//! Tiled matrix product C = A·B, as StarPU's `examples/mult/xgemm.c` submits it with `-3d`.
 
 use super::cholesky::gemm_flops;
 use super::graph::{Access, AccessMode, Handle, HandleId, TaskGraph, TaskGraphBuilder, Tile};
@@ -18,19 +18,17 @@ fn task_count(t: u64) -> u64 {
     t.saturating_mul(t).saturating_mul(t)
 }
 
-/// Tiled C += A·B with `n`×`n` matrices in `nb`×`nb` tiles: T³ gemm tasks, no priorities.
+/// Tiled C = A·B with `n`×`n` matrices in `nb`×`nb` tiles: T³ gemm tasks, no priorities.
 ///
 /// Submission order follows StarPU's `examples/mult/xgemm.c` in its tiled (`-3d`) mode: for
 /// each tile column x of C, for each tile row y, for z in 0..T, one task
-/// `R A(y,z), R B(z,x), RW C(y,x)`. The T tasks on one C tile therefore form a chain in z
-/// order, and different C tiles are independent. Each task's model size is 3·nb²·elem, the
+/// `R A(y,z), R B(z,x), C(y,x)`. The z = 0 task writes C without reading it (the example's
+/// `cl_gemm0`, β = 0, C in `W` mode: its old contents are never fetched); the later ones
+/// accumulate (`cl_gemm`, `RW`). The T tasks on one C tile therefore form a chain in z
+/// order, and different C tiles are independent. Both codelets share one performance model. Each task's model size is 3·nb²·elem, the
 /// size of the square-tile entries of `starpu_sgemm_gemm.<host>` (11,059,200 B at nb = 960).
 /// After each C tile's chain the example calls `starpu_data_wont_use` on that tile; the graph
 /// carries it as a [`TaskGraphBuilder::wont_use`] hint at the same place.
-///
-/// Difference from StarPU: its z = 0 task uses a separate codelet with C in `W` mode
-/// (C = A·B, the old C is not read); here every task accumulates (`RW`), which is what
-/// "C += A·B" means and costs one extra read of each C tile.
 pub fn gemm(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError> {
     let tiling = Tiling::new(n, nb, precision, task_count)?;
     let t = tiling.tiles;
@@ -53,7 +51,7 @@ pub fn gemm(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputErr
         }
     }
     let tile = |which: u32, i: u32, j: u32| HandleId(which * t * t + i * t + j);
-    use AccessMode::{R, RW};
+    use AccessMode::{R, RW, W};
 
     let flops = gemm_flops(nb);
     for x in 0..t {
@@ -66,7 +64,7 @@ pub fn gemm(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputErr
                     &[
                         Access::new(tile(0, y, z), R),
                         Access::new(tile(1, z, x), R),
-                        Access::new(tile(2, y, x), RW),
+                        Access::new(tile(2, y, x), if z == 0 { W } else { RW }),
                     ],
                 )?;
             }
@@ -96,6 +94,9 @@ mod tests {
         assert_eq!(edges, vec![(0, 1), (2, 3), (4, 5), (6, 7)]);
         assert_eq!(g.task(TaskId(0)).model_size_bytes(), 3 * 2 * 2 * 4);
         assert_eq!(g.handles().len(), 12);
+        // xgemm.c's cl_gemm0: the first task of a chain writes C, the others accumulate.
+        let c_mode = |t: u32| g.accesses(TaskId(t))[2].mode;
+        assert_eq!((c_mode(4), c_mode(5)), (AccessMode::W, AccessMode::RW));
         let c = g.accesses(TaskId(5))[2].handle;
         assert_eq!(
             g.handle(c).tile,

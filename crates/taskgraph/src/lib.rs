@@ -10,7 +10,7 @@
 //!
 //! - [`cholesky`]: tiled right-looking Cholesky, `chol_model_{potrf,trsm,syrk,gemm}`;
 //! - [`lu`]: tiled LU without pivoting, `starpu_{s,d}lu_lu_model_{getrf,trsm_ll,trsm_ru,gemm}`;
-//! - [`gemm`]: tiled C += A·B, `starpu_{s,d}gemm_gemm`.
+//! - [`gemm`]: tiled C = A·B, `starpu_{s,d}gemm_gemm`.
 //!
 //! Graphs can also be read from files ([`import`]: StarPU's `tasks.rec` and `dag.dot`, hetsim's
 //! JSON format, WfCommons' WfFormat) and written as JSON ([`import::json::write`]).
