@@ -761,3 +761,45 @@ fn check_and_run_agree_on_units_and_pci_links_are_shown_on_request() {
         format!("({pci} links of the PCI tree not shown: `--links all` shows them)")
     );
 }
+
+/// A scenario's `[runtime]` (here through `--set`) replaces the machine file's settings for the
+/// run: with free transfers no link carries a byte and the run is no longer; asking for driver
+/// cores on a machine with more GPUs than cores is refused with the field.
+#[test]
+fn runtime_overrides_reach_the_machine() {
+    let s = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/cholesky-mirage.toml");
+    let base = json(&run(&s, &["--json"]));
+    let free = json(&run(
+        &s,
+        &["--json", "--set", "runtime.transfer_cost=false"],
+    ));
+    assert!(
+        base["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["bytes"].as_f64().unwrap() > 0.0)
+    );
+    for l in free["links"].as_array().unwrap() {
+        assert_eq!(l["bytes"].as_f64(), Some(0.0), "{l}");
+    }
+    assert!(free["makespan_s"].as_f64().unwrap() <= base["makespan_s"].as_f64().unwrap());
+    let out = run(
+        &s,
+        &[
+            "--set",
+            "run.ncpu=0",
+            "--set",
+            "runtime.gpu_driver_cores=false",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&s, &["--set", "runtime.push_cost=2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--set runtime.push_cost=2: field `runtime.push_cost`"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -80,25 +80,46 @@ fn one_gemm_on_one_gpu_by_hand() {
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
     // Three allocations in order: the first opens a 32 MiB chunk (one cudaMalloc, 175 µs),
     // the next two (3.7 MB each) come out of it for free but end after the first; then the
-    // three copies one after the other on the (RAM, GPU0) pair, and the kernel is queued to
-    // the GPU (10 µs).
-    let inputs_ready = MALLOC + 3.0 * COPY;
+    // copies of A and B one after the other on the (RAM, GPU0) pair (the only task of a C
+    // tile writes C without reading it, as xgemm.c's first task does), and the kernel is
+    // queued to the GPU (10 µs).
+    let inputs_ready = MALLOC + 2.0 * COPY;
     let kernel = g.tasks()[0].flops / GPU_RATE;
     assert_close(r.makespan_s, inputs_ready + KQ + kernel, 1e-9);
-    // C was modified on the GPU: one write-back to RAM at the end.
+    // C was written on the GPU: one write-back to RAM at the end.
     assert_close(
         r.end_with_writeback_s,
         inputs_ready + KQ + kernel + COPY,
         1e-9,
     );
-    assert_eq!(r.transfers, 4);
+    assert_eq!(r.transfers, 3);
     assert_eq!(r.allocations, 1);
-    assert_close(r.bytes_transferred, 4.0 * TILE, 1e-9);
-    assert_close(r.fetch_bytes, 3.0 * TILE, 1e-9);
+    assert_close(r.bytes_transferred, 3.0 * TILE, 1e-9);
+    assert_close(r.fetch_bytes, 2.0 * TILE, 1e-9);
     assert_close(r.writeback_bytes, TILE, 1e-9);
-    // The shared host link carried all four copies.
+    // The shared host link carried all three copies.
     let host = r.links.iter().find(|l| l.name == "Host").unwrap();
-    assert_close(host.bytes, 4.0 * TILE, 1e-9);
+    assert_close(host.bytes, 3.0 * TILE, 1e-9);
+}
+
+/// `runtime.transfer_cost = false` (StarPU's `STARPU_SIMGRID_TRANSFER_COST=0`): the same run,
+/// every copy done the instant it starts, with no queueing and no link used.
+#[test]
+fn free_transfers_take_no_time_by_hand() {
+    let mut m = machine(1, 1 << 30);
+    let raw: machine::format::RawRuntime = toml::from_str("transfer_cost = false").unwrap();
+    m.override_runtime(&raw).unwrap();
+    let g = workload::gemm(NB, NB, Precision::Single).unwrap();
+    let mut s = sched::by_name("eager", 1).unwrap();
+    let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
+    let kernel = g.tasks()[0].flops / GPU_RATE;
+    // Only the allocation and the kernel's queueing are left before the kernel; the final
+    // write-back ends when the kernel does.
+    assert_close(r.makespan_s, MALLOC + KQ + kernel, 1e-9);
+    assert_close(r.end_with_writeback_s, MALLOC + KQ + kernel, 1e-9);
+    assert_eq!(r.transfers, 3);
+    let host = r.links.iter().find(|l| l.name == "Host").unwrap();
+    assert_eq!(host.bytes, 0.0);
 }
 
 #[test]

@@ -43,7 +43,8 @@ use hetsim_mpi::workload::{
     BcastSpec, HplSpec, MatmulSpec, OffloadSpec, P2pSpec, ProgramWorkload, StencilSpec,
 };
 use hetsim_platform::cluster::Cluster;
-use hetsim_platform::machine::{Machine, MemKind};
+use hetsim_platform::machine::format::RawRuntime;
+use hetsim_platform::machine::{Machine, MemKind, apply_runtime};
 use hetsim_runtime::Scheduler;
 use hetsim_runtime::{RunConfig, RunReport};
 use hetsim_sched as sched;
@@ -249,6 +250,9 @@ pub struct Scenario {
     /// (allocation, request and kernel queueing, push). Default on for task graphs, off for
     /// program workloads (MPI programs, not StarPU ones).
     pub runtime_costs: bool,
+    /// `[runtime]`: the machine file's runtime settings this scenario replaces (same fields and
+    /// meaning as the machine file's table; applied after `run.runtime_costs`).
+    pub runtime: Option<RawRuntime>,
     /// The overrides applied, in order.
     pub overrides: Vec<Override>,
     /// Where each field's value came from, for errors found after loading.
@@ -738,6 +742,8 @@ struct RawScenario {
     workload: Option<Spanned<RawWorkload>>,
     #[serde(default)]
     run: Option<RawRun>,
+    #[serde(default)]
+    runtime: Option<Spanned<RawRuntime>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -990,6 +996,21 @@ fn build(
         }
     }
 
+    // [runtime]: checked here, where its spans name the scenario or the --set; applied to the
+    // machine when it is loaded.
+    let runtime = match raw.runtime {
+        Some(rt) => {
+            note!("runtime", &rt.span());
+            apply_runtime(
+                rt.get_ref(),
+                &mut hetsim_platform::machine::RuntimeConfig::default(),
+                &|span, field, msg| src.err(&span, &field, msg),
+            )?;
+            Some(rt.into_inner())
+        }
+        None => None,
+    };
+
     Ok(Scenario {
         file: src.file.to_path_buf(),
         name: h.name.into_inner(),
@@ -1005,6 +1026,7 @@ fn build(
         run,
         noise,
         runtime_costs,
+        runtime,
         overrides: overrides.to_vec(),
         origins,
     })
@@ -1127,13 +1149,18 @@ pub fn lu_tasks(t: u64) -> u64 {
 }
 
 /// Attach to `e` (an error about a scenario field, without a file) the location that field's
-/// value came from. Fields of the runtime (`runtime.ncpu`) are the scenario's `run.*`.
+/// value came from. The run's settings, which the runtime reports as `runtime.ncpu`, are the
+/// scenario's `run.*`; the other `runtime.*` fields are its `[runtime]` table's.
 fn locate_with(origins: &BTreeMap<String, Location>, file: &Path, mut e: InputError) -> InputError {
     if e.location.file.is_some() {
         return e;
     }
+    const RUN_FIELDS: [&str; 7] = [
+        "seed", "ncpu", "ncuda", "sharing", "prefetch", "wont_use", "gpu_sync",
+    ];
     if let Some(f) = &e.location.field
         && let Some(rest) = f.strip_prefix("runtime.")
+        && RUN_FIELDS.contains(&rest.split('.').next().unwrap_or(rest))
     {
         e.location.field = Some(format!("run.{rest}"));
     }
@@ -1196,6 +1223,11 @@ impl Scenario {
         let mut c = hetsim_platform::cluster::load(&self.machine_file)?;
         if !self.runtime_costs {
             c = c.map_node_machine(Machine::clear_runtime_costs);
+        }
+        if let Some(rt) = &self.runtime {
+            c = c
+                .try_map_node_machine(|m| m.override_runtime(rt))
+                .map_err(|e| self.locate(e))?;
         }
         if self.nodes.is_none() && self.gpus_per_node.is_none() {
             return Ok(c);
@@ -1749,6 +1781,39 @@ from = \"host\"
         assert!(e.message.contains("expected a table"), "{e}");
         let e = load_with(BASE, &["scheduler.name=3"]).unwrap_err();
         assert!(e.message.contains("expected a string"), "{e}");
+    }
+
+    #[test]
+    fn runtime_table_replaces_the_machines_settings_and_errors_are_located() {
+        let file = format!("{BASE}\n[runtime]\npush_cost = \"0 us\"\ntransfer_cost = false\n");
+        let s = load_with(&file, &[]).unwrap();
+        let rt = s.runtime.as_ref().expect("[runtime] kept");
+        assert_eq!(rt.transfer_cost, Some(false));
+        let mut m = hetsim_platform::machine::RuntimeConfig::default();
+        apply_runtime(rt, &mut m, &|_, f, msg| InputError::new(msg).at_field(f)).unwrap();
+        assert_eq!((m.push_s, m.transfer_cost), (0.0, false));
+        // A bare number in the file: the scenario's line and field.
+        let e = load_with(&format!("{BASE}\n[runtime]\npush_cost = 3\n"), &[]).unwrap_err();
+        assert!(e.message.contains("has no unit"), "{e}");
+        assert_eq!(e.location.line, Some(18), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("runtime.push_cost"));
+        // The same on the command line: the --set.
+        let e = load_with(BASE, &["runtime.gpu_pipeline_depth=0"]).unwrap_err();
+        assert!(e.message.contains("between 1 and 1024"), "{e}");
+        assert_eq!(
+            e.location.file.as_deref(),
+            Some(Path::new("--set runtime.gpu_pipeline_depth=0"))
+        );
+        let e = load_with(BASE, &["runtime.nope=1"]).unwrap_err();
+        assert!(e.message.contains("unknown field `nope`"), "{e}");
+        // A run-setting error the runtime reports as `runtime.ncpu` is still the scenario's
+        // `run.ncpu`; the table's own fields stay `runtime.*`.
+        let s = load_with(&file, &["run.ncpu=99"]).unwrap();
+        let e = s.locate(InputError::new("too many").at_field("runtime.ncpu"));
+        assert_eq!(e.location.field.as_deref(), Some("run.ncpu"));
+        let e = s.locate(InputError::new("x").at_field("runtime.push_cost"));
+        assert_eq!(e.location.field.as_deref(), Some("runtime.push_cost"));
+        assert_eq!(e.location.line, Some(17), "{e}");
     }
 
     #[test]

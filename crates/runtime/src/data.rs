@@ -45,6 +45,8 @@ pub(crate) enum Waiter {
 /// The runtime costs the data manager charges (the machine's `[runtime]`).
 #[derive(Debug, Clone, Copy)]
 struct Costs {
+    /// Whether transfers take time (`false`: done the instant they start).
+    transfer_cost: bool,
     transfer_queue_s: f64,
     cuda_malloc_s: f64,
     cuda_free_s: f64,
@@ -121,6 +123,7 @@ impl DataManager {
             estimates: Estimates::new(machine, ram, gpus.len()),
             paths,
             costs: Costs {
+                transfer_cost: rt.transfer_cost,
                 transfer_queue_s: rt.transfer_queue_s,
                 cuda_malloc_s: rt.cuda_malloc_s,
                 cuda_free_s: rt.cuda_free_s,
@@ -575,9 +578,15 @@ impl DataManager {
         );
         self.runners.start_ready(&mut ready, &requesting);
         self.scratch_requesting = requesting;
+        // Free transfers skip the queueing sleep too: StarPU-SimGrid returns before it.
+        let queue_s = if self.costs.transfer_cost {
+            self.costs.transfer_queue_s
+        } else {
+            0.0
+        };
         for &id in &ready {
             fx.push(Effect::At(
-                now_s + self.costs.transfer_queue_s,
+                now_s + queue_s,
                 Event::TransferGo {
                     rank: self.rank,
                     id,
@@ -608,6 +617,16 @@ impl DataManager {
             version: tr.version,
             id,
         }));
+        if !self.costs.transfer_cost {
+            fx.push(Effect::At(
+                now_s,
+                Event::TransferDone {
+                    rank: self.rank,
+                    id,
+                },
+            ));
+            return None;
+        }
         match self.paths.path(tr.src, tr.dst) {
             Some(Path::Fluid(route)) => {
                 Some(net.start_flow(now_s, FlowSpec::new(route.clone(), tr.bytes)))

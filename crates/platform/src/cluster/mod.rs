@@ -280,6 +280,15 @@ impl Cluster {
         self
     }
 
+    /// [`Cluster::map_node_machine`] with a change that may be refused.
+    pub fn try_map_node_machine<E>(
+        mut self,
+        f: impl FnOnce(&mut Machine) -> Result<(), E>,
+    ) -> Result<Cluster, E> {
+        f(&mut self.node)?;
+        Ok(self)
+    }
+
     /// The same cluster with another name.
     pub fn with_name(mut self, name: impl Into<String>) -> Cluster {
         self.name = name.into();

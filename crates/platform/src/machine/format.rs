@@ -361,7 +361,7 @@ pub struct RawModel {
 pub type RawPoint = Spanned<Vec<Spanned<RawQuantity>>>;
 
 /// `[runtime]`.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRuntime {
     /// cudaMalloc cost.
@@ -385,6 +385,9 @@ pub struct RawRuntime {
     /// Whether small GPU allocations come out of 32 MiB chunks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suballocator: Option<bool>,
+    /// Whether transfers take time (`false`: every copy is done the instant it starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_cost: Option<bool>,
     /// Pending requests per pair under which a fetch is submitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pending_fetches: Option<Spanned<i64>>,

@@ -58,6 +58,7 @@ pub mod format;
 mod summary;
 pub mod transfer_model;
 mod validate;
+pub use validate::apply_runtime;
 pub(crate) use validate::{Ctx as FileCtx, toml_error};
 
 pub use transfer_model::{ModelError, TransferModel};
@@ -271,6 +272,11 @@ pub struct RuntimeConfig {
     /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
     /// Default true.
     pub suballocator: bool,
+    /// Whether a transfer takes time. `false` makes every copy complete the instant it is
+    /// started, with no queueing cost and no bandwidth used, as StarPU-SimGrid does with
+    /// `STARPU_SIMGRID_TRANSFER_COST=0` (`_starpu_simgrid_transfer` returns at once). Default
+    /// true.
+    pub transfer_cost: bool,
     /// How many requests of one (source, destination) pair may be submitted and unfinished
     /// for a fetch, a prefetch or an idle request to be submitted (StarPU's
     /// `MAX_PENDING_REQUESTS_PER_NODE` and siblings). Default 5 / 2 / 1.
@@ -291,6 +297,7 @@ impl Default for RuntimeConfig {
             kernel_queue_s: 10e-6,
             push_s: 1e-6,
             suballocator: true,
+            transfer_cost: true,
             pending_limits: PendingLimits::default(),
             gpu_pipeline_depth: 2,
             gpu_driver_cores: true,
@@ -431,6 +438,28 @@ impl Machine {
     /// Kernel performance models (`[[codelets]]`, `[perfmodels]`), empty if the file has none.
     pub fn perf_models(&self) -> &PerfModels {
         &self.perf_models
+    }
+
+    /// Replace the runtime settings `raw` gives (a scenario's `[runtime]`, already checked
+    /// with [`apply_runtime`]; errors carry the field only). Driver cores asked for on a
+    /// machine with more GPUs than cores are refused, as in a machine file.
+    pub fn override_runtime(&mut self, raw: &format::RawRuntime) -> Result<(), InputError> {
+        let mut rt = self.runtime.clone();
+        apply_runtime(raw, &mut rt, &|_, field, msg| {
+            InputError::new(msg).at_field(field)
+        })?;
+        if rt.gpu_driver_cores && self.gpus().len() > self.cpu_cores() as usize {
+            return Err(InputError::new(format!(
+                "{} GPUs each need a CPU core to drive them, but machine {} has {} cores; \
+                 expected gpu_driver_cores = false",
+                self.gpus().len(),
+                self.name,
+                self.cpu_cores()
+            ))
+            .at_field("runtime.gpu_driver_cores"));
+        }
+        self.runtime = rt;
+        Ok(())
     }
 
     /// Set the simulated costs of StarPU's runtime to 0 (device allocation and free, pinned

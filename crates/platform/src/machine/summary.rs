@@ -125,6 +125,12 @@ pub(super) fn summary(m: &Machine) -> String {
             "off (one cudaMalloc per allocation)"
         }
     );
+    if !rt.transfer_cost {
+        let _ = writeln!(
+            out,
+            "  transfers: free (every copy done the instant it starts)"
+        );
+    }
     let l = rt.pending_limits;
     let _ = writeln!(
         out,

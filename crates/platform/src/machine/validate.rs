@@ -9,7 +9,7 @@ use toml::Spanned;
 
 use super::format::{
     self, RawCodelet, RawCodeletsFile, RawDeviceModel, RawMachineFile, RawModel, RawNoise,
-    RawPerfModels, RawQuantity, char_floor,
+    RawPerfModels, RawQuantity, RawRuntime, char_floor,
 };
 use super::{
     CpuGroup, Direction, Gpu, GpuId, Hop, Link, LinkPolicy, Machine, MachineLinkId, MemKind,
@@ -728,83 +728,9 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
     // [runtime]
     let mut runtime = RuntimeConfig::default();
     if let Some(rt) = &raw.runtime {
-        let rt = rt.get_ref();
-        let secs =
-            |q: &Option<Spanned<RawQuantity>>, f: &str, slot: &mut f64| -> Result<(), InputError> {
-                if let Some(q) = q {
-                    *slot = ctx.quantity(q, Kind::Seconds, &format!("runtime.{f}"))?;
-                }
-                Ok(())
-            };
-        secs(&rt.cuda_malloc, "cuda_malloc", &mut runtime.cuda_malloc_s)?;
-        secs(&rt.cuda_free, "cuda_free", &mut runtime.cuda_free_s)?;
-        secs(
-            &rt.pinned_alloc_per_mib,
-            "pinned_alloc_per_mib",
-            &mut runtime.pinned_alloc_s_per_mib,
-        )?;
-        secs(
-            &rt.transfer_queue,
-            "transfer_queue",
-            &mut runtime.transfer_queue_s,
-        )?;
-        secs(
-            &rt.kernel_queue,
-            "kernel_queue",
-            &mut runtime.kernel_queue_s,
-        )?;
-        secs(&rt.push_cost, "push_cost", &mut runtime.push_s)?;
-        if let Some(b) = rt.suballocator {
-            runtime.suballocator = b;
-        }
-        // A count between 1 and MAX_COUNT, or an error naming the field.
-        let count = |c: &Option<Spanned<i64>>,
-                     f: &str,
-                     what: &str,
-                     slot: &mut u32|
-         -> Result<(), InputError> {
-            if let Some(c) = c {
-                let v = *c.get_ref();
-                if !(1..=MAX_COUNT).contains(&v) {
-                    return Err(ctx.err(
-                        c.span(),
-                        format!("runtime.{f}"),
-                        format!("expected {what} between 1 and {MAX_COUNT}, found {v}"),
-                    ));
-                }
-                *slot = v as u32;
-            }
-            Ok(())
-        };
-        count(
-            &rt.gpu_pipeline_depth,
-            "gpu_pipeline_depth",
-            "a pipeline depth",
-            &mut runtime.gpu_pipeline_depth,
-        )?;
-        let limits = &mut runtime.pending_limits;
-        let what = "a number of pending requests";
-        count(
-            &rt.max_pending_fetches,
-            "max_pending_fetches",
-            what,
-            &mut limits.fetch,
-        )?;
-        count(
-            &rt.max_pending_prefetches,
-            "max_pending_prefetches",
-            what,
-            &mut limits.prefetch,
-        )?;
-        count(
-            &rt.max_pending_idle,
-            "max_pending_idle",
-            what,
-            &mut limits.idle,
-        )?;
-        if let Some(b) = rt.gpu_driver_cores {
-            runtime.gpu_driver_cores = b;
-        }
+        apply_runtime(rt.get_ref(), &mut runtime, &|span, field, msg| {
+            ctx.err(span, field, msg)
+        })?;
     }
     if runtime.gpu_driver_cores && (gpus.len() as u64) > total_cores {
         let span = raw.gpus.last().map_or(whole, |g| g.span());
@@ -1348,6 +1274,96 @@ fn model(ctx: &Ctx<'_>, m: &Spanned<RawModel>, field: &str) -> Result<TransferMo
     }
 }
 
+/// Set the fields of `runtime` that `raw` gives (a machine file's `[runtime]`, or a scenario's
+/// `[runtime]` overriding it), checking each; `err` locates an error at a span of its text, on a
+/// field such as `runtime.push_cost`.
+pub fn apply_runtime(
+    raw: &RawRuntime,
+    runtime: &mut RuntimeConfig,
+    err: &dyn Fn(Range<usize>, String, String) -> InputError,
+) -> Result<(), InputError> {
+    let secs =
+        |q: &Option<Spanned<RawQuantity>>, f: &str, slot: &mut f64| -> Result<(), InputError> {
+            if let Some(q) = q {
+                *slot = q
+                    .get_ref()
+                    .read(Kind::Seconds)
+                    .map_err(|e| err(q.span(), format!("runtime.{f}"), e.message))?;
+            }
+            Ok(())
+        };
+    secs(&raw.cuda_malloc, "cuda_malloc", &mut runtime.cuda_malloc_s)?;
+    secs(&raw.cuda_free, "cuda_free", &mut runtime.cuda_free_s)?;
+    secs(
+        &raw.pinned_alloc_per_mib,
+        "pinned_alloc_per_mib",
+        &mut runtime.pinned_alloc_s_per_mib,
+    )?;
+    secs(
+        &raw.transfer_queue,
+        "transfer_queue",
+        &mut runtime.transfer_queue_s,
+    )?;
+    secs(
+        &raw.kernel_queue,
+        "kernel_queue",
+        &mut runtime.kernel_queue_s,
+    )?;
+    secs(&raw.push_cost, "push_cost", &mut runtime.push_s)?;
+    if let Some(b) = raw.suballocator {
+        runtime.suballocator = b;
+    }
+    if let Some(b) = raw.transfer_cost {
+        runtime.transfer_cost = b;
+    }
+    // A count between 1 and MAX_COUNT, or an error naming the field.
+    let count =
+        |c: &Option<Spanned<i64>>, f: &str, what: &str, slot: &mut u32| -> Result<(), InputError> {
+            if let Some(c) = c {
+                let v = *c.get_ref();
+                if !(1..=MAX_COUNT).contains(&v) {
+                    return Err(err(
+                        c.span(),
+                        format!("runtime.{f}"),
+                        format!("expected {what} between 1 and {MAX_COUNT}, found {v}"),
+                    ));
+                }
+                *slot = v as u32;
+            }
+            Ok(())
+        };
+    count(
+        &raw.gpu_pipeline_depth,
+        "gpu_pipeline_depth",
+        "a pipeline depth",
+        &mut runtime.gpu_pipeline_depth,
+    )?;
+    let limits = &mut runtime.pending_limits;
+    let what = "a number of pending requests";
+    count(
+        &raw.max_pending_fetches,
+        "max_pending_fetches",
+        what,
+        &mut limits.fetch,
+    )?;
+    count(
+        &raw.max_pending_prefetches,
+        "max_pending_prefetches",
+        what,
+        &mut limits.prefetch,
+    )?;
+    count(
+        &raw.max_pending_idle,
+        "max_pending_idle",
+        what,
+        &mut limits.idle,
+    )?;
+    if let Some(b) = raw.gpu_driver_cores {
+        runtime.gpu_driver_cores = b;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Direction, LinkPolicy, MemKind, PendingLimits, TransferModel, from_str};
@@ -1428,6 +1444,30 @@ symmetric = true
         assert_eq!(fat.bandwidth_bytes_per_sec, 12.5e9);
         assert_eq!(fat.latency_s, 0.0, "latency defaults to 0");
         assert_eq!(m.link_by_name("Host").unwrap().sharing, LinkPolicy::Shared);
+    }
+
+    #[test]
+    fn a_scenario_override_keeps_the_driver_core_check() {
+        let text =
+            hetsim_testkit::star_machine_text(2, 1) + "[runtime]\ngpu_driver_cores = false\n";
+        let mut m = super::super::from_str(&text, "m.toml").unwrap();
+        let raw: super::super::format::RawRuntime =
+            toml::from_str("transfer_cost = false\npush_cost = \"2 us\"").unwrap();
+        m.override_runtime(&raw).unwrap();
+        assert_eq!(
+            (m.runtime().transfer_cost, m.runtime().push_s),
+            (false, 2e-6)
+        );
+        let raw: super::super::format::RawRuntime =
+            toml::from_str("gpu_driver_cores = true").unwrap();
+        let e = m.override_runtime(&raw).unwrap_err();
+        assert!(e.message.contains("2 GPUs each need a CPU core"), "{e}");
+        assert_eq!(
+            e.location.field.as_deref(),
+            Some("runtime.gpu_driver_cores")
+        );
+        // Refused as a whole: the earlier settings stay.
+        assert!(!m.runtime().gpu_driver_cores);
     }
 
     #[test]
