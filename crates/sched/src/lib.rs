@@ -127,8 +127,16 @@ pub static REGISTRY: &[SchedulerEntry] = &[
     SchedulerEntry {
         name: "lws",
         help: "work stealing, victims nearest first",
-        options: &[],
-        configure: |de| configured(de, |_: &NoOptions, _| Box::new(WorkStealing::lws())),
+        options: ws::LWS_OPTIONS,
+        configure: |de| {
+            configured(de, |o: &ws::LwsOptions, _| {
+                if o.hwloc.unwrap_or(true) {
+                    Box::new(WorkStealing::lws())
+                } else {
+                    Box::new(WorkStealing::ws_named_lws())
+                }
+            })
+        },
     },
     SchedulerEntry {
         name: "heft",

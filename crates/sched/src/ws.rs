@@ -57,7 +57,28 @@ pub enum Victims {
     /// `lws`: nearest first (by `[affinity]`, or else same memory node, then worker id
     /// distance).
     Nearest,
+    /// `lws` with `hwloc = false`: StarPU's lws built without hwloc, as every SimGrid build of
+    /// StarPU is, has no proximity list and steals round-robin as `ws` does.
+    RoundRobinAsLws,
 }
+
+/// `[scheduler]` options of `lws` ([`LWS_OPTIONS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LwsOptions {
+    /// Whether the victim lists know the machine's topology (default true).
+    #[serde(default)]
+    pub hwloc: Option<bool>,
+}
+
+/// The options of `lws`.
+pub const LWS_OPTIONS: &[hetsim_core::options::OptionDoc] = &[hetsim_core::options::OptionDoc {
+    name: "hwloc",
+    values: hetsim_core::options::OptionValues::Bool,
+    default: "true",
+    help: "victims nearest first; false: round-robin as ws, as StarPU's lws without hwloc (every \
+           StarPU-SimGrid build)",
+}];
 
 /// One worker's deque: priority levels, highest first; FIFO within a level.
 #[derive(Debug, Default, Clone)]
@@ -139,6 +160,11 @@ impl WorkStealing {
         Self::new(Victims::RoundRobin)
     }
 
+    /// `lws` with `hwloc = false`: `ws` under lws's name.
+    pub fn ws_named_lws() -> Self {
+        Self::new(Victims::RoundRobinAsLws)
+    }
+
     /// `lws`.
     pub fn lws() -> Self {
         Self::new(Victims::Nearest)
@@ -203,7 +229,7 @@ impl WorkStealing {
     /// The victim `thief` steals from, if any (moves the round-robin cursor).
     fn victim(&mut self, thief: WorkerId) -> Option<WorkerId> {
         match self.victims {
-            Victims::RoundRobin => {
+            Victims::RoundRobin | Victims::RoundRobinAsLws => {
                 let n = self.deques.len();
                 let start = self.next_victim[thief.index()];
                 let v = (0..n)
@@ -308,7 +334,7 @@ impl Scheduler for WorkStealing {
     fn name(&self) -> &'static str {
         match self.victims {
             Victims::RoundRobin => "ws",
-            Victims::Nearest => "lws",
+            Victims::Nearest | Victims::RoundRobinAsLws => "lws",
         }
     }
 
