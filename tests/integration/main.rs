@@ -30,6 +30,7 @@ mod seed_machines;
 mod simgrid_oracle;
 mod smpi_collectives;
 mod smpi_hpl;
+mod starpu14_cells;
 mod starpu_agreement;
 mod starpu_mpi_agreement;
 mod stencil_cluster;
