@@ -791,3 +791,84 @@ fn bad_dot_graphs_exit_2_naming_the_file_and_line() {
         );
     }
 }
+
+/// The WfCommons instance broken five ways (a cycle, an unknown parent, a file cut in half, a
+/// negative runtime, no task list): exit 2, naming the file and what is wrong.
+#[test]
+fn bad_wfformat_files_exit_2_naming_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo(
+        "traces/wfcommons/epigenomics-chameleon-hep-1seq-100k-001.json",
+    ))
+    .unwrap();
+    let good: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let edited = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut g = good.clone();
+        edit(&mut g);
+        serde_json::to_string_pretty(&g).unwrap()
+    };
+    let first = good["workflow"]["specification"]["tasks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cases = [
+        (
+            "cycle",
+            edited(&|g| {
+                // The first task's parent also waits for it.
+                let tasks = g["workflow"]["specification"]["tasks"]
+                    .as_array_mut()
+                    .unwrap();
+                let parent = tasks[0]["parents"][0].clone();
+                for t in tasks.iter_mut().filter(|t| t["id"] == parent) {
+                    t["parents"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(first.clone().into());
+                }
+            }),
+            format!("field `parents`: the dependencies contain a cycle through task `{first}`"),
+        ),
+        (
+            "unknown",
+            edited(&|g| {
+                g["workflow"]["specification"]["tasks"][0]["parents"] =
+                    serde_json::json!(["nosuchtask"])
+            }),
+            format!("task `{first}` has parent `nosuchtask`, which is not a task"),
+        ),
+        (
+            "truncated",
+            text[..text.len() / 2].to_string(),
+            "not a WfFormat instance: EOF while parsing".to_string(),
+        ),
+        (
+            "negative",
+            edited(&|g| g["workflow"]["execution"]["tasks"][0]["runtimeInSeconds"] = (-5).into()),
+            "field `runtimeInSeconds`: task `chr21_chr21_ID0000001`: runtimeInSeconds -5 is not \
+             a duration"
+                .to_string(),
+        ),
+        (
+            "nospec",
+            edited(&|g| {
+                g["workflow"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("specification");
+            }),
+            "expected `workflow.specification.tasks` (WfFormat 1.5) or `workflow.tasks`"
+                .to_string(),
+        ),
+    ];
+    for (name, body, message) in cases {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, body).unwrap();
+        let (code, err) = run_graph_file(&file, "wfformat");
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}.json")) && err.contains(&message),
+            "{name}: {err}"
+        );
+    }
+}

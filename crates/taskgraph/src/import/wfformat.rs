@@ -103,9 +103,7 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
             };
             tasks.push(WfTask {
                 codelet,
-                runtime_s: e
-                    .and_then(|e| e.get("runtimeInSeconds"))
-                    .and_then(Value::as_f64),
+                runtime_s: runtime(e.and_then(|e| e.get("runtimeInSeconds")), &id)?,
                 priority: e
                     .and_then(|e| e.get("priority"))
                     .and_then(Value::as_i64)
@@ -148,10 +146,7 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
                     .get("category")
                     .and_then(Value::as_str)
                     .map_or_else(|| program_name(&id), String::from),
-                runtime_s: t
-                    .get("runtimeInSeconds")
-                    .or_else(|| t.get("runtime"))
-                    .and_then(Value::as_f64),
+                runtime_s: runtime(t.get("runtimeInSeconds").or_else(|| t.get("runtime")), &id)?,
                 priority: 0,
                 parents: strings(t.get("parents")),
                 inputs,
@@ -165,6 +160,20 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
         ));
     }
     build(tasks, file_sizes, options)
+}
+
+/// A task's recorded runtime (`runtimeInSeconds`), if given: a finite number of seconds, at
+/// least 0.
+fn runtime(v: Option<&Value>, id: &str) -> Result<Option<f64>, InputError> {
+    let Some(v) = v else { return Ok(None) };
+    match v.as_f64() {
+        Some(r) if r.is_finite() && r >= 0.0 => Ok(Some(r)),
+        _ => Err(InputError::new(format!(
+            "task `{id}`: runtimeInSeconds {v} is not a duration; expected a number of seconds \
+             >= 0"
+        ))
+        .at_field("runtimeInSeconds")),
+    }
 }
 
 fn build(
@@ -261,7 +270,7 @@ fn build(
         origins.push(TaskOrigin {
             line: 0,
             id: super::Label::new(&t.id),
-            recorded: t.runtime_s.filter(|r| *r >= 0.0).map(|r| (Unit::Cpu, r)),
+            recorded: t.runtime_s.map(|r| (Unit::Cpu, r)),
         });
         debug_assert_eq!(id.index() + 1, origins.len());
     }
