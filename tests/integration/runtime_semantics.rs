@@ -588,3 +588,74 @@ fn dmda_bookkeeping_never_goes_negative_and_drains_on_real_runs() {
         }
     }
 }
+
+/// StarPU's `starpu_memchunk_tidy` (`runtime.min_clean_pct`, `target_clean_pct`): once fewer
+/// than ⌊chunks·5/100⌋ of a GPU's chunks are clean, its least recently used dirty chunks are
+/// written back at idle priority until ⌊chunks·10/100⌋ are. 80 independent tasks each write a
+/// tile of their own on one GPU (pipeline depth 2). By hand: when task k (from 1) ends, the GPU
+/// holds the k tiles written so far, dirty, and the chunk of the next task, popped and allocated
+/// while task k ran, clean: 1 ≥ ⌊(k + 1)·5/100⌋ until k = 39, when 1 < ⌊40·5/100⌋ = 2. Then
+/// the 3 oldest dirty tiles (tasks 0, 1, 2) are written back until ⌊40·10/100⌋ = 4 are clean,
+/// one after the other (one idle request at a time per pair), the first as task 39 ends. With
+/// `min_clean_pct = 0` nothing is written back before the run's final write-back.
+#[test]
+fn dirty_chunks_are_tidied_back_to_ram_ahead_of_need() {
+    #[derive(Default)]
+    struct Seen {
+        ends: Vec<f64>,
+        write_backs: Vec<(f64, u32)>,
+    }
+    impl hetsim::runtime::Observer for Seen {
+        fn event(&mut self, at: f64, e: &SimEvent<'_>) {
+            match e {
+                SimEvent::TransferStart {
+                    kind: hetsim::runtime::TransferKind::WriteBack,
+                    handle,
+                    ..
+                } => self.write_backs.push((at, handle.0)),
+                SimEvent::TaskEnd { .. } => self.ends.push(at),
+                _ => {}
+            }
+        }
+    }
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    for _ in 0..80 {
+        let h = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+        b.submit(cl, 1e9, 0, &[Access::new(h, AccessMode::W)])
+            .unwrap();
+    }
+    let g = b.build().unwrap();
+    let run = |min_clean_pct: &str| {
+        let mut m = machine(1, 1 << 30);
+        let raw: machine::format::RawRuntime =
+            toml::from_str(&format!("min_clean_pct = {min_clean_pct}")).unwrap();
+        m.override_runtime(&raw).unwrap();
+        let mut seen = Seen::default();
+        let mut s = sched::by_name("eager", 1).unwrap();
+        let r = simulate_observed(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1), &mut seen).unwrap();
+        assert_eq!(r.writebacks, 80, "every tile reaches RAM once");
+        seen
+    };
+    let tidied = run("5");
+    let end_39 = tidied.ends[38];
+    let early: Vec<u32> = tidied
+        .write_backs
+        .iter()
+        .filter(|&&(t, _)| t < tidied.ends[40])
+        .map(|&(_, h)| h)
+        .collect();
+    assert_eq!(early, [0, 1, 2], "the three oldest dirty tiles");
+    let w0 = tidied.write_backs[0].0;
+    assert!(
+        w0 >= end_39 && w0 < tidied.ends[39],
+        "first write-back at {w0}"
+    );
+    let untidied = run("0");
+    let last_end = *untidied.ends.last().unwrap();
+    assert!(
+        untidied.write_backs.iter().all(|&(t, _)| t >= last_end),
+        "{last_end} {:?}",
+        &untidied.write_backs[..4]
+    );
+}

@@ -80,7 +80,12 @@ pub(crate) struct DataManager {
     device_alloc_free_at: f64,
     /// Per replica, a write-back of it is on its way.
     writing_back: Vec<bool>,
+    /// Per node, write-backs from it under way (their chunks count as clean).
+    writebacks_pending: Vec<u32>,
+    /// StarPU's `STARPU_MINIMUM_CLEAN_BUFFERS` and `STARPU_TARGET_CLEAN_BUFFERS` (%).
+    clean_pct: (u32, u32),
     scratch_ids: Vec<u32>,
+    scratch_handles: Vec<HandleId>,
     /// Per node: buffers being allocated ([`Runners::start_ready`]).
     scratch_requesting: Vec<bool>,
 }
@@ -135,7 +140,10 @@ impl DataManager {
             alloc_free_at: vec![0.0; nnodes],
             device_alloc_free_at: 0.0,
             writing_back: vec![false; nhandles * nnodes],
+            writebacks_pending: vec![0; nnodes],
+            clean_pct: (rt.min_clean_pct, rt.target_clean_pct),
             scratch_ids: Vec::new(),
+            scratch_handles: Vec::new(),
             scratch_requesting: Vec::new(),
         }
     }
@@ -364,6 +372,7 @@ impl DataManager {
             return;
         }
         self.writing_back[key] = true;
+        self.writebacks_pending[node.index()] += 1;
         let ram = self.memory.ram();
         // Someone waits for the room: ahead of every other request of the pair.
         self.start_copy(
@@ -395,7 +404,49 @@ impl DataManager {
             return;
         }
         self.writing_back[key] = true;
+        self.writebacks_pending[src.index()] += 1;
         self.enqueue_transfer_at(h, src, ram, TransferKind::WriteBack, true, 0, now_s, fx);
+    }
+
+    /// StarPU's `starpu_memchunk_tidy`, run at each datawizard progress of a GPU node: when
+    /// fewer than `min_clean_pct` % of the node's chunks are clean, the dirty ones, least
+    /// recently used first, are written back to RAM at idle priority (and count as clean from
+    /// then on) until `target_clean_pct` % are. Evictions then find clean victims instead of
+    /// waiting for a write-back.
+    pub fn tidy(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
+        if self.memory.kind(node) != MemKind::Gpu {
+            return;
+        }
+        let (min_pct, target_pct) = self.clean_pct;
+        let (chunks, dirty) = self.memory.chunk_counts(node);
+        let pending = self.writebacks_pending[node.index()];
+        let clean = chunks - dirty.saturating_sub(pending);
+        // Integer percentages of the chunk count, as StarPU computes them: below 20 chunks the
+        // 5 % threshold is 0 and nothing is tidied.
+        if clean >= chunks * min_pct / 100 {
+            return;
+        }
+        let ram = self.memory.ram();
+        if self.estimates.hops(node, ram).len() != 1 {
+            return;
+        }
+        // Each write-back issued counts as one more clean chunk.
+        let needed = (chunks * target_pct / 100).saturating_sub(clean) as usize;
+        let mut picked = std::mem::take(&mut self.scratch_handles);
+        picked.extend(
+            self.memory
+                .dirty_lru(node)
+                .filter(|&h| !self.writing_back[self.replica_key(h, node)])
+                .take(needed),
+        );
+        for &h in &picked {
+            let key = self.replica_key(h, node);
+            self.writing_back[key] = true;
+            self.writebacks_pending[node.index()] += 1;
+            self.enqueue_transfer_at(h, node, ram, TransferKind::WriteBack, true, 0, now_s, fx);
+        }
+        picked.clear();
+        self.scratch_handles = picked;
     }
 
     /// Move `task`'s inputs to `node` ahead of time, taking room only if it can without
@@ -676,6 +727,7 @@ impl DataManager {
         let key = self.replica_key(h, src);
         if tr.kind == TransferKind::WriteBack && self.writing_back[key] {
             self.writing_back[key] = false;
+            self.writebacks_pending[tr.src.index()] -= 1;
         }
         if fresh {
             let waiting = self.waiters.remove(&self.replica_key(h, dst));

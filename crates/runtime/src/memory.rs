@@ -60,6 +60,8 @@ pub(crate) struct Memory {
     replicas: Vec<Replica>,
     clean: Vec<BTreeSet<(u64, u32)>>,
     dirty: Vec<BTreeSet<(u64, u32)>>,
+    /// Per node, allocated replicas (StarPU's `mc_nb`).
+    chunks: Vec<u32>,
     tick: u64,
     /// Per node, the suballocator of a GPU node when it is on (empty otherwise).
     suballoc: Vec<Option<Suballocator>>,
@@ -101,6 +103,8 @@ impl Memory {
             .collect();
         let mut replicas = vec![Replica::default(); sizes.len() * nnodes];
         let mut used = vec![0; nnodes];
+        let mut chunks = vec![0u32; nnodes];
+        chunks[ram.index()] = handles.len() as u32;
         let mut on_device = Vec::new();
         for (i, &h) in handles.iter().enumerate() {
             let handle = graph.handle(h);
@@ -114,6 +118,7 @@ impl Memory {
                     r.allocated = true;
                     r.valid = handle.starts_valid;
                     used[n.index()] += sizes[i];
+                    chunks[n.index()] += 1;
                     on_device.push((h, n));
                 }
             }
@@ -137,6 +142,7 @@ impl Memory {
             replicas,
             clean: vec![BTreeSet::new(); nnodes],
             dirty: vec![BTreeSet::new(); nnodes],
+            chunks,
             tick: 0,
             evicted: Vec::new(),
             handles,
@@ -432,6 +438,7 @@ impl Memory {
                 self.peak[ni] = self.peak[ni].max(self.used[ni]);
                 let i = self.idx(h, n);
                 self.replicas[i].allocated = true;
+                self.chunks[ni] += 1;
                 self.changed(h, n);
                 let malloc = match &mut self.suballoc[ni] {
                     Some(s) if Suballocator::serves(size) => {
@@ -478,12 +485,24 @@ impl Memory {
                 };
             }
             self.used[ni] -= vsize;
+            self.chunks[ni] -= 1;
             match (chunk, &mut self.suballoc[ni]) {
                 // Back to its chunk, which StarPU keeps: no cudaFree.
                 (Some(c), Some(s)) => s.release(c, vsize),
                 _ => frees += 1,
             }
         }
+    }
+
+    /// Allocated replicas on `n`, and how many of them are dirty and unpinned (the only valid
+    /// copy, not in use; StarPU's `mc_nb` and its dirty chunks but those in use).
+    pub fn chunk_counts(&self, n: MemNodeId) -> (u32, u32) {
+        (self.chunks[n.index()], self.dirty[n.index()].len() as u32)
+    }
+
+    /// The dirty unpinned replicas on `n`, least recently used first.
+    pub fn dirty_lru(&self, n: MemNodeId) -> impl Iterator<Item = HandleId> + '_ {
+        self.dirty[n.index()].iter().map(|&(_, h)| HandleId(h))
     }
 
     /// Handles not valid in RAM (they need a final write-back).

@@ -388,6 +388,12 @@ pub struct RawRuntime {
     /// Whether transfers take time (`false`: every copy is done the instant it starts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transfer_cost: Option<bool>,
+    /// Percentage of clean GPU chunks under which dirty ones are written back ahead of need.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_clean_pct: Option<Spanned<i64>>,
+    /// Percentage of clean GPU chunks such a tidying aims at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_clean_pct: Option<Spanned<i64>>,
     /// Pending requests per pair under which a fetch is submitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pending_fetches: Option<Spanned<i64>>,

@@ -277,6 +277,13 @@ pub struct RuntimeConfig {
     /// `STARPU_SIMGRID_TRANSFER_COST=0` (`_starpu_simgrid_transfer` returns at once). Default
     /// true.
     pub transfer_cost: bool,
+    /// Below this percentage of clean chunks on a GPU, its dirty chunks are written back to RAM
+    /// ahead of need (StarPU's `starpu_memchunk_tidy`, `STARPU_MINIMUM_CLEAN_BUFFERS`). Default 5;
+    /// 0 never tidies.
+    pub min_clean_pct: u32,
+    /// How far such a tidying goes: until this percentage of the chunks is clean
+    /// (`STARPU_TARGET_CLEAN_BUFFERS`). Default 10.
+    pub target_clean_pct: u32,
     /// How many requests of one (source, destination) pair may be submitted and unfinished
     /// for a fetch, a prefetch or an idle request to be submitted (StarPU's
     /// `MAX_PENDING_REQUESTS_PER_NODE` and siblings). Default 5 / 2 / 1.
@@ -298,6 +305,8 @@ impl Default for RuntimeConfig {
             push_s: 1e-6,
             suballocator: true,
             transfer_cost: true,
+            min_clean_pct: 5,
+            target_clean_pct: 10,
             pending_limits: PendingLimits::default(),
             gpu_pipeline_depth: 2,
             gpu_driver_cores: true,

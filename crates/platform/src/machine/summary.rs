@@ -125,6 +125,11 @@ pub(super) fn summary(m: &Machine) -> String {
             "off (one cudaMalloc per allocation)"
         }
     );
+    let _ = writeln!(
+        out,
+        "  GPU tidying: dirty chunks written back below {} % clean, up to {} %",
+        rt.min_clean_pct, rt.target_clean_pct
+    );
     if !rt.transfer_cost {
         let _ = writeln!(
             out,

@@ -1358,6 +1358,30 @@ pub fn apply_runtime(
         what,
         &mut limits.idle,
     )?;
+    let pct = |c: &Option<Spanned<i64>>, f: &str, slot: &mut u32| -> Result<(), InputError> {
+        if let Some(c) = c {
+            let v = *c.get_ref();
+            if !(0..=100).contains(&v) {
+                return Err(err(
+                    c.span(),
+                    format!("runtime.{f}"),
+                    format!("expected a percentage between 0 and 100, found {v}"),
+                ));
+            }
+            *slot = v as u32;
+        }
+        Ok(())
+    };
+    pct(
+        &raw.min_clean_pct,
+        "min_clean_pct",
+        &mut runtime.min_clean_pct,
+    )?;
+    pct(
+        &raw.target_clean_pct,
+        "target_clean_pct",
+        &mut runtime.target_clean_pct,
+    )?;
     if let Some(b) = raw.gpu_driver_cores {
         runtime.gpu_driver_cores = b;
     }

@@ -956,6 +956,8 @@ impl<'a> Sim<'a> {
             self.apply(r);
         }
         self.ranks[r].data.task_ended(self.graph, t, node);
+        self.ranks[r].data.tidy(node, self.now, &mut self.fx);
+        self.apply(r);
         self.tasks_done += 1;
         self.last_task_end = self.now;
         if let Some(hs) = self.wont_use_after.remove(&t.0) {
