@@ -343,6 +343,13 @@ fn the_recorded_stencil_replays_with_traces() {
         .filter(|e| e["name"] == "cl_update" && e["ph"] == "X")
         .count();
     assert_eq!(updates, 512);
+    // The Paje trace of a replay is one ViTE reads without an error or a warning, and one
+    // pj_dump parses (both skipped where they are not installed).
+    crate::traces::vite_reads(&paje);
+    if let Some(dump) = crate::traces::pj_dump(&paje) {
+        let states = dump.lines().filter(|l| l.starts_with("State")).count();
+        assert!(states >= 1600, "{states} states in pj_dump's output");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 
