@@ -129,7 +129,7 @@ fn paje_of_four_nodes_has_a_link_per_mpi_message() {
     // Intra-node transfers are complete links inside a node's program.
     assert!(dump.lines().any(|l| {
         let f = fields(l);
-        f[0] == "Link" && f[2] == "Intra-node data Fetch" && f[1].starts_with('n')
+        f[0] == "Link" && f[2].starts_with("Intra-node data ") && f[1].starts_with('n')
     }));
 }
 

@@ -659,3 +659,44 @@ fn dirty_chunks_are_tidied_back_to_ram_ahead_of_need() {
         &untidied.write_backs[..4]
     );
 }
+
+/// dmda requests a task's prefetches inside its push, as StarPU's `push_task_on_best_worker`
+/// does (`starpu_prefetch_task_input_for`), so the next push of the same instant already sees
+/// that data as on its way. Two GPUs; tasks 0 and 1, ready at once, read their own tile A0 / A1
+/// and a shared tile B. By hand, with StarPU's estimate (latency + 2·2 GPUs·size/bandwidth =
+/// 10 µs + 4·0.6144 ms = 2.4676 ms per tile) and 1 ms kernels: task 0 ties on both GPUs (two
+/// tiles, ends at 5.935 ms) and goes to GPU0, which books 5.935 ms. Task 1 on GPU0 needs only A1
+/// (B is requested there): it ends at 5.935 + 1 = 6.935 ms, fitness (6.935 − 5.935) + 2.4676 =
+/// 3.47 ms; on GPU1 it needs both tiles: ends at 5.935 ms, fitness 0 + 4.935 ms. GPU0 wins.
+/// Had B not been seen as requested, GPU0's fitness would be 1 + 4.935 ms and GPU1 would win.
+#[test]
+fn dmda_sees_the_prefetches_of_earlier_pushes_of_the_same_instant() {
+    let m = machine(2, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let tile = || Handle::bytes(TILE as u64);
+    let (a0, a1, shared) = (
+        b.add_handle(tile()).unwrap(),
+        b.add_handle(tile()).unwrap(),
+        b.add_handle(tile()).unwrap(),
+    );
+    for a in [a0, a1] {
+        b.submit(
+            cl,
+            1e9,
+            0,
+            &[
+                Access::new(a, AccessMode::R),
+                Access::new(shared, AccessMode::R),
+            ],
+        )
+        .unwrap();
+    }
+    let g = b.build().unwrap();
+    let mut s = sched::by_name("dmda", 1).unwrap();
+    let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(2)).unwrap();
+    let tasks: Vec<u64> = r.workers.iter().map(|w| w.tasks).collect();
+    assert_eq!(tasks, [2, 0], "both tasks on GPU0: {:?}", r.workers);
+    // Three tiles moved (A0, B, A1), none twice.
+    assert_eq!(r.transfers, 3);
+}

@@ -476,6 +476,10 @@ impl DataManager {
                 Alloc::Done { malloc, frees } => {
                     let cost = self.allocated(node, h, malloc, frees, fx);
                     self.memory.pin(h, node);
+                    // StarPU records the request when the prefetch is decided and allocates
+                    // when it processes it: from now on schedulers see the data as requested
+                    // there (`starpu_data_is_on_node`) and add no transfer for it.
+                    self.memory.set_loading(h, node, true);
                     let at = self.allocator_done_at(node, cost, now_s);
                     fx.push(Effect::At(
                         at,
@@ -502,7 +506,9 @@ impl DataManager {
         fx: &mut Vec<Effect>,
     ) {
         self.memory.unpin(h, node);
-        if !self.memory.is_valid(h, node) && !self.memory.is_loading(h, node) {
+        // Marked loading when the prefetch was decided: the copy itself starts now.
+        self.memory.set_loading(h, node, false);
+        if !self.memory.is_valid(h, node) {
             let src = self.memory.best_source(h, node, &self.estimates);
             self.start_copy(h, src, node, TransferKind::Prefetch, priority, now_s, fx);
         }

@@ -629,6 +629,10 @@ impl<'a> Sim<'a> {
         self.decisions = decisions;
         rank.pushed_now += 1;
         self.dirty.mark(r);
+        // StarPU's dmda requests a task's prefetches inside its push
+        // (`starpu_prefetch_task_input_for`), so the next push, even at the same instant, sees
+        // that data as requested there.
+        self.apply_decisions();
     }
 
     /// Carry out the schedulers' decisions in the order they made them.
