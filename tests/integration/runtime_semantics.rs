@@ -700,3 +700,65 @@ fn dmda_sees_the_prefetches_of_earlier_pushes_of_the_same_instant() {
     // Three tiles moved (A0, B, A1), none twice.
     assert_eq!(r.transfers, 3);
 }
+
+/// The submitting thread (`runtime.submit_cost`, StarPU's `STARPU_SIMGRID_TASK_SUBMIT_COST`):
+/// tasks reach the scheduler one after the other. By hand, three independent tasks of 100 µs on
+/// two CPU workers under eager, 1 µs per submission and 1 µs per push: task 0 is submitted and
+/// pushed at 0 and starts then, task 1 at 1 + 1 = 2 µs, task 2 at 4 µs but both workers are busy:
+/// it starts when task 0 ends, at 100 µs. Task 3, which needs task 0, is submitted at 6 µs,
+/// pushed when task 0 ends, behind task 2, and starts when task 1 ends, at 102 µs. With
+/// `submit_cost = 0` tasks 0 and 1 start at 0, tasks 2 and 3 at 100 µs.
+#[test]
+fn tasks_reach_the_scheduler_as_they_are_submitted() {
+    #[derive(Default)]
+    struct Starts(Vec<(u32, f64)>);
+    impl hetsim::runtime::Observer for Starts {
+        fn event(&mut self, at: f64, e: &SimEvent<'_>) {
+            if let SimEvent::TaskStart { task, .. } = e {
+                self.0.push((task.0, at));
+            }
+        }
+    }
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let mut hs = Vec::new();
+    for _ in 0..3 {
+        let h = b.add_handle(Handle::bytes(1000)).unwrap();
+        b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::W)]).unwrap();
+        hs.push(h);
+    }
+    let h = b.add_handle(Handle::bytes(1000)).unwrap();
+    b.submit(
+        cl,
+        1e6,
+        0,
+        &[Access::new(hs[0], AccessMode::R), Access::new(h, AccessMode::W)],
+    )
+    .unwrap();
+    let g = b.build().unwrap();
+    let starts = |submit: &str| {
+        let mut m = machine(1, 1 << 30);
+        let raw: machine::format::RawRuntime =
+            toml::from_str(&format!("submit_cost = \"{submit}\"")).unwrap();
+        m.override_runtime(&raw).unwrap();
+        let config = RunConfig {
+            ncpu: Some(2),
+            ncuda: Some(0),
+            ..RunConfig::default()
+        };
+        let mut seen = Starts::default();
+        let mut s = sched::by_name("eager", 1).unwrap();
+        simulate_observed(&m, &g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
+        seen.0.sort_by_key(|&(t, _)| t);
+        seen.0.iter().map(|&(_, at)| at).collect::<Vec<f64>>()
+    };
+    let task_s = 1e6 / CPU_RATE;
+    let with = starts("1 us");
+    for (got, want) in with.iter().zip([0.0, 2e-6, task_s, task_s + 2e-6]) {
+        assert_close(*got, want, 1e-9);
+    }
+    let without = starts("0 us");
+    for (got, want) in without.iter().zip([0.0, 0.0, task_s, task_s]) {
+        assert_close(*got, want, 1e-9);
+    }
+}

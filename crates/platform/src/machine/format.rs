@@ -382,6 +382,9 @@ pub struct RawRuntime {
     /// Simulated time the pushing thread spends on each push.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_cost: Option<Spanned<RawQuantity>>,
+    /// Simulated time the submitting thread spends on each task it submits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submit_cost: Option<Spanned<RawQuantity>>,
     /// Whether small GPU allocations come out of 32 MiB chunks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suballocator: Option<bool>,

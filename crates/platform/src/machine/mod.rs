@@ -268,6 +268,11 @@ pub struct RuntimeConfig {
     /// later. Default 1 µs (StarPU 1.4 as the reference gives it); StarPU 1.3 has no such
     /// cost (0).
     pub push_s: f64,
+    /// Simulated time the submitting thread spends on each task it submits, after the push of a
+    /// task ready at submission (`STARPU_SIMGRID_TASK_SUBMIT_COST`, `task.c`): tasks reach the
+    /// scheduler one after the other, not all at once. Default 1 µs; 0 submits every task at
+    /// the start.
+    pub submit_s: f64,
     /// Whether small GPU allocations are carved out of 32 MiB chunks, so that only a new
     /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
     /// Default true.
@@ -303,6 +308,7 @@ impl Default for RuntimeConfig {
             transfer_queue_s: 10e-6,
             kernel_queue_s: 10e-6,
             push_s: 1e-6,
+            submit_s: 1e-6,
             suballocator: true,
             transfer_cost: true,
             min_clean_pct: 5,
@@ -482,6 +488,7 @@ impl Machine {
         rt.transfer_queue_s = 0.0;
         rt.kernel_queue_s = 0.0;
         rt.push_s = 0.0;
+        rt.submit_s = 0.0;
     }
 
     /// Draw every codelet's durations with `noise`, whatever the file says (a scenario's

@@ -113,6 +113,7 @@ pub(super) fn summary(m: &Machine) -> String {
         ("transfer queueing", rt.transfer_queue_s, ""),
         ("GPU kernel queueing", rt.kernel_queue_s, ""),
         ("push", rt.push_s, " (orders same-instant pops)"),
+        ("submission", rt.submit_s, " per task"),
     ] {
         let _ = writeln!(out, "  {label} {}{per}", format_secs(secs));
     }

@@ -1310,6 +1310,7 @@ pub fn apply_runtime(
         &mut runtime.kernel_queue_s,
     )?;
     secs(&raw.push_cost, "push_cost", &mut runtime.push_s)?;
+    secs(&raw.submit_cost, "submit_cost", &mut runtime.submit_s)?;
     if let Some(b) = raw.suballocator {
         runtime.suballocator = b;
     }

@@ -81,6 +81,8 @@ pub(crate) enum Event {
     DelayDone(TaskId),
     /// The RAM buffer a message is received into is allocated ([`messages`]).
     RecvBufferReady(TaskId),
+    /// A rank's submitting thread submits its next task.
+    Submit { rank: u32 },
 }
 
 /// Who a fluid flow belongs to.
@@ -159,6 +161,12 @@ struct Sim<'a> {
     worker_rank: Vec<u32>,
     runnable: Runnable,
     preds_left: Vec<u32>,
+    /// Per task, whether its rank's submitting thread has submitted it (a task whose
+    /// predecessors are done waits for its submission before it is pushed).
+    submitted: Vec<bool>,
+    /// Per rank, its computations and delays in submission (id) order, and how many of them
+    /// it has submitted.
+    to_submit: Vec<(Vec<TaskId>, usize)>,
     /// Per popped task: buffers not in place yet, plus one while a GPU task waits for its
     /// submission to the device.
     buffers_left: Vec<u32>,
@@ -396,6 +404,8 @@ impl<'a> Sim<'a> {
                 .map(|t| graph.predecessor_count(t))
                 .collect(),
             buffers_left: vec![0; graph.num_tasks()],
+            submitted: vec![false; graph.num_tasks()],
+            to_submit: Vec::new(),
             task_worker: vec![u32::MAX; graph.num_tasks()],
             messages: messages::Messages::new(graph),
             wont_use_after: if config.wont_use {
@@ -476,13 +486,31 @@ impl<'a> Sim<'a> {
         };
         self.stats.event(0.0, &start);
         self.obs.event(0.0, &start);
-        let roots: Vec<TaskId> = self
-            .graph
-            .roots()
-            .filter(|&t| !self.graph.task(t).is_message())
-            .collect();
-        for t in roots {
-            self.ready(t, None);
+        if self.machine.runtime().submit_s > 0.0 {
+            // Each rank's thread submits its tasks one after the other
+            // (`STARPU_SIMGRID_TASK_SUBMIT_COST`); messages are posted as their data is ready.
+            let mut per_rank: Vec<(Vec<TaskId>, usize)> = vec![(Vec::new(), 0); self.ranks.len()];
+            for t in self.graph.task_ids() {
+                if self.graph.task(t).is_message() {
+                    self.submitted[t.index()] = true;
+                } else {
+                    per_rank[self.rank_of(t)].0.push(t);
+                }
+            }
+            self.to_submit = per_rank;
+            for r in 0..self.ranks.len() {
+                self.cal.schedule(0.0, Event::Submit { rank: r as u32 });
+            }
+        } else {
+            self.submitted.fill(true);
+            let roots: Vec<TaskId> = self
+                .graph
+                .roots()
+                .filter(|&t| !self.graph.task(t).is_message())
+                .collect();
+            for t in roots {
+                self.ready(t, None);
+            }
         }
         for m in self.messages.waiting_for_nothing() {
             self.message_ready(m);
@@ -596,6 +624,7 @@ impl<'a> Sim<'a> {
                 self.release_successors(t, None);
             }
             Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
+            Event::Submit { rank } => self.submit_next(rank as usize),
         }
     }
 
@@ -964,13 +993,6 @@ impl<'a> Sim<'a> {
         self.apply(r);
         self.tasks_done += 1;
         self.last_task_end = self.now;
-        if let Some(hs) = self.wont_use_after.remove(&t.0) {
-            for h in hs {
-                let hr = self.graph.handle(h).node.index();
-                self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
-                self.apply(hr);
-            }
-        }
         let (worker, mem) = (self.global_worker(r, w), self.global_mem(r, node));
         self.note(&SimEvent::TaskEnd {
             task: t,
@@ -982,6 +1004,15 @@ impl<'a> Sim<'a> {
         rank.sched.task_ended(t, w, &view);
         rank.releasing = Some(w);
         self.release_successors(t, Some((r, w)));
+        // A "will not be used" hint is StarPU's acquire of the handle, registered after the
+        // tasks submitted before it: it runs once the writer's successors have been pushed.
+        if let Some(hs) = self.wont_use_after.remove(&t.0) {
+            for h in hs {
+                let hr = self.graph.handle(h).node.index();
+                self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
+                self.apply(hr);
+            }
+        }
         self.retry_allocations(r, node);
         self.try_start(r, w);
     }
@@ -996,10 +1027,32 @@ impl<'a> Sim<'a> {
                 continue;
             }
             self.preds_left[s.index()] -= 1;
-            if self.preds_left[s.index()] == 0 {
+            if self.preds_left[s.index()] == 0 && self.submitted[s.index()] {
                 let released_by = by.filter(|&(r, _)| r == self.rank_of(s)).map(|(_, w)| w);
                 self.ready(s, released_by);
             }
+        }
+    }
+
+    /// Rank `r`'s submitting thread submits its next task: pushed at once if its
+    /// predecessors are done (StarPU's `_starpu_submit_job` pushes a ready task, paying the push
+    /// cost, before the submission's own cost), the next submission after both costs.
+    fn submit_next(&mut self, r: usize) {
+        let (ref order, ref mut next) = self.to_submit[r];
+        let Some(&t) = order.get(*next) else {
+            return;
+        };
+        *next += 1;
+        self.submitted[t.index()] = true;
+        let rt = self.machine.runtime();
+        let mut cost = rt.submit_s;
+        if self.preds_left[t.index()] == 0 {
+            cost += rt.push_s;
+            self.ready(t, None);
+        }
+        if self.to_submit[r].1 < self.to_submit[r].0.len() {
+            self.cal
+                .schedule(self.now + cost, Event::Submit { rank: r as u32 });
         }
     }
 
