@@ -724,7 +724,8 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     let mut hs = Vec::new();
     for _ in 0..3 {
         let h = b.add_handle(Handle::bytes(1000)).unwrap();
-        b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::W)]).unwrap();
+        b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::W)])
+            .unwrap();
         hs.push(h);
     }
     let h = b.add_handle(Handle::bytes(1000)).unwrap();
@@ -732,7 +733,10 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
         cl,
         1e6,
         0,
-        &[Access::new(hs[0], AccessMode::R), Access::new(h, AccessMode::W)],
+        &[
+            Access::new(hs[0], AccessMode::R),
+            Access::new(h, AccessMode::W),
+        ],
     )
     .unwrap();
     let g = b.build().unwrap();
@@ -761,4 +765,62 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     for (got, want) in without.iter().zip([0.0, 0.0, task_s, task_s]) {
         assert_close(*got, want, 1e-9);
     }
+}
+
+/// A "will not be used" hint acts after its writer's successors are pushed: StarPU's
+/// `starpu_data_wont_use` is an acquire of the handle registered after the tasks submitted
+/// before it. One GPU and one CPU core under dmda. Task w writes a 100 MB tile T on the GPU
+/// (1 ms there, 100 ms on the core); task x (20 ms on the GPU, 2 s on the core) queues behind it;
+/// the hint on T follows w; task r reads T (0.1 ms on the GPU, 10 ms on the core). By hand, when
+/// w ends at about 1 ms, r is pushed before the hint asks for T's idle copy to RAM, so for the
+/// core dmda counts that copy: 10 µs + 2·1 GPU·100 MB / 6 GB/s = 33.3 ms, its expected end is
+/// 43 ms after now against 20.1 ms for the GPU, fitness (43 − 20.1) + 33.3 against 0: r goes to
+/// the GPU. Had the hint come first, T would be on its way to RAM, the core's penalty 0, its end
+/// 10 ms the earliest and its fitness 0: r would go to the core.
+#[test]
+fn a_wont_use_hint_acts_after_its_writers_successors_are_pushed() {
+    #[derive(Default)]
+    struct Workers(Vec<(u32, u32)>);
+    impl hetsim::runtime::Observer for Workers {
+        fn event(&mut self, _: f64, e: &SimEvent<'_>) {
+            if let SimEvent::TaskStart { task, worker, .. } = e {
+                self.0.push((task.0, worker.0));
+            }
+        }
+    }
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let t = b.add_handle(Handle::bytes(100_000_000)).unwrap();
+    let (xh, rh) = (
+        b.add_handle(Handle::bytes(1000)).unwrap(),
+        b.add_handle(Handle::bytes(1000)).unwrap(),
+    );
+    b.submit(cl, 1e9, 0, &[Access::new(t, AccessMode::W)])
+        .unwrap();
+    b.submit(cl, 2e10, 0, &[Access::new(xh, AccessMode::W)])
+        .unwrap();
+    b.wont_use(t).unwrap();
+    b.submit(
+        cl,
+        1e8,
+        0,
+        &[
+            Access::new(t, AccessMode::R),
+            Access::new(rh, AccessMode::W),
+        ],
+    )
+    .unwrap();
+    let g = b.build().unwrap();
+    let m = machine(1, 1 << 30);
+    let config = RunConfig {
+        ncpu: Some(1),
+        ncuda: Some(1),
+        ..RunConfig::default()
+    };
+    let mut seen = Workers::default();
+    let mut s = sched::by_name("dmda", 1).unwrap();
+    let r = simulate_observed(&m, &g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
+    let gpu = r.workers.iter().position(|w| w.kind == "gpu").unwrap() as u32;
+    seen.0.sort();
+    assert_eq!(seen.0, [(0, gpu), (1, gpu), (2, gpu)], "{:?}", r.workers);
 }
