@@ -54,6 +54,15 @@ fn machine(ngpu: usize, gpu_capacity_bytes: u64) -> Machine {
     machine::from_str(&t, "test-machine.toml").expect("test machine is valid")
 }
 
+/// [`machine`] with 1 GiB GPUs and the `[runtime]` settings `runtime_toml` (a scenario's
+/// `[runtime]` table) replacing the defaults.
+fn machine_with_runtime(ngpu: usize, runtime_toml: &str) -> Machine {
+    let mut m = machine(ngpu, 1 << 30);
+    let raw: machine::format::RawRuntime = toml::from_str(runtime_toml).unwrap();
+    m.override_runtime(&raw).unwrap();
+    m
+}
+
 const KERNELS: FlopRate = FlopRate {
     cpu_flops_per_sec: CPU_RATE,
     gpu_flops_per_sec: GPU_RATE,
@@ -106,9 +115,7 @@ fn one_gemm_on_one_gpu_by_hand() {
 /// every copy done the instant it starts, with no queueing and no link used.
 #[test]
 fn free_transfers_take_no_time_by_hand() {
-    let mut m = machine(1, 1 << 30);
-    let raw: machine::format::RawRuntime = toml::from_str("transfer_cost = false").unwrap();
-    m.override_runtime(&raw).unwrap();
+    let m = machine_with_runtime(1, "transfer_cost = false");
     let g = workload::gemm(NB, NB, Precision::Single).unwrap();
     let mut s = sched::by_name("eager", 1).unwrap();
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
@@ -627,10 +634,7 @@ fn dirty_chunks_are_tidied_back_to_ram_ahead_of_need() {
     }
     let g = b.build().unwrap();
     let run = |min_clean_pct: &str| {
-        let mut m = machine(1, 1 << 30);
-        let raw: machine::format::RawRuntime =
-            toml::from_str(&format!("min_clean_pct = {min_clean_pct}")).unwrap();
-        m.override_runtime(&raw).unwrap();
+        let m = machine_with_runtime(1, &format!("min_clean_pct = {min_clean_pct}"));
         let mut seen = Seen::default();
         let mut s = sched::by_name("eager", 1).unwrap();
         let r = simulate_observed(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1), &mut seen).unwrap();
@@ -741,10 +745,7 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     .unwrap();
     let g = b.build().unwrap();
     let starts = |submit: &str| {
-        let mut m = machine(1, 1 << 30);
-        let raw: machine::format::RawRuntime =
-            toml::from_str(&format!("submit_cost = \"{submit}\"")).unwrap();
-        m.override_runtime(&raw).unwrap();
+        let m = machine_with_runtime(1, &format!("submit_cost = \"{submit}\""));
         let config = RunConfig {
             ncpu: Some(2),
             ncuda: Some(0),
