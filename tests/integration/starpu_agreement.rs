@@ -157,11 +157,9 @@ fn starpu13_machine(app: &str, name: &str) -> PathBuf {
 #[test]
 fn agrees_with_starpu_1_3_on_four_machines() {
     let study = Study::cholesky(root().join("docs/validation/starpu13-simgrid-cholesky.csv"));
-    // The cells that miss today, all at n = 9 600 (docs/schedulers.md): mirage's dmdas
-    // (+7.5 %, the cell shown to be fragile) and dmdar (+6.7 %), attila's dmda (+6.5 %) and
-    // sirocco's dmdas (−6.2 %). The last three moved out with rules that brought many more cells
-    // of StarPU 1.4's table into target (dmda's prefetches requested inside its push, the
-    // submission cost, the order of "will not be used" hints).
+    // The cells that miss, all at n = 9 600 where a few µs decide which worker takes a task on
+    // the critical path (docs/schedulers.md): mirage's dmdas (+7.5 %) and dmdar (+6.7 %),
+    // attila's dmda (+6.5 %) and sirocco's dmdas (−6.2 %).
     let (mean, cells) = study.check_starpu13(|name| match name {
         "mirage" => (&SCHEDS, &[("dmdas", 9600, 12.0), ("dmdar", 9600, 9.0)]),
         "attila" => (&SCHEDS_NO_LWS, &[("dmda", 9600, 9.0)]),
