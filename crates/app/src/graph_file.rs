@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::DeTable;
 
 use hetsim_core::error::{Error, InputError};
 use hetsim_models::DeviceRef;
@@ -27,7 +27,7 @@ use hetsim_platform::machine::Machine;
 use hetsim_taskgraph::import::{GpuSynchronous, GraphFormat, ImportOptions, Imported, import};
 use hetsim_taskgraph::{TaskGraph, TaskId, Unit};
 
-use crate::scenario::{Scenario, Source};
+use crate::scenario::{Scenario, Source, take_workload};
 
 /// The `workload.kind` of a task graph read from a file.
 pub const KIND: &str = "taskgraph";
@@ -94,40 +94,10 @@ pub(crate) fn take(
     src: &Source<'_>,
     table: &mut DeTable<'_>,
 ) -> Result<Option<GraphFileWithSpans>, InputError> {
-    let is_ours = match table.get("workload").map(|w| w.get_ref()) {
-        Some(DeValue::Table(w)) => {
-            matches!(w.get("kind").map(|k| k.get_ref()), Some(DeValue::String(k)) if k == KIND)
-        }
-        _ => false,
-    };
-    if !is_ours {
+    let Some(taken) = take_workload(table, |k| k == KIND) else {
         return Ok(None);
-    }
-    let (_, value) = table
-        .remove_entry("workload")
-        .expect("the workload table was just seen");
-    let wspan = value.span();
-    let DeValue::Table(mut w) = value.into_inner() else {
-        unreachable!("checked to be a table above")
     };
-    let kind_span = w.get("kind").map_or(wspan.clone(), |k| k.span());
-    w.remove("kind");
-    let fields: Vec<(String, Range<usize>)> = w
-        .iter()
-        .map(|(k, v)| (format!("workload.{}", k.get_ref()), v.span()))
-        .collect();
-    let de = toml::de::Deserializer::from(Spanned::new(wspan.clone(), w));
-    let raw = Raw::deserialize(de).map_err(|e| {
-        let mut e = src.toml_error(&e);
-        match &e.location.field {
-            Some(f) if !f.starts_with("workload") => {
-                e.location.field = Some(format!("workload.{f}"))
-            }
-            None => e.location.field = Some("workload".into()),
-            _ => {}
-        }
-        e
-    })?;
+    let raw: Raw = taken.read(src)?;
     let fspan = raw.file.span();
     if raw.file.get_ref().trim().is_empty() {
         return Err(src.err(&fspan, "workload.file", "the task-graph file path is empty"));
@@ -184,7 +154,7 @@ pub(crate) fn take(
         durations,
         gpu_synchronous,
     };
-    Ok(Some((spec, kind_span, fields)))
+    Ok(Some((spec, taken.kind_span, taken.fields)))
 }
 
 /// How many workers of each kind a run of `machine` has, numbered GPUs first (as the runtime

@@ -39,9 +39,7 @@ use toml::de::{DeArray, DeTable, DeValue};
 use hetsim_core::error::{Error, InputError, Location, line_of_offset, read_input};
 use hetsim_core::fluid::SharingMode;
 use hetsim_models::Noise;
-use hetsim_mpi::workload::{
-    BcastSpec, HplSpec, MatmulSpec, OffloadSpec, P2pSpec, ProgramWorkload, StencilSpec,
-};
+use hetsim_mpi::workload::ProgramWorkload;
 use hetsim_platform::cluster::Cluster;
 use hetsim_platform::machine::format::RawRuntime;
 use hetsim_platform::machine::{Machine, MemKind, apply_runtime};
@@ -332,63 +330,92 @@ fn take_program_workload<'i>(
     src: &Source<'_>,
     table: &mut DeTable<'i>,
 ) -> Result<Option<ProgramWithSpans>, InputError> {
-    let kind = match table.get("workload").map(|w| w.get_ref()) {
-        Some(DeValue::Table(w)) => match w.get("kind").map(|k| k.get_ref()) {
-            Some(DeValue::String(k)) => k.to_string(),
-            _ => return Ok(None),
-        },
-        _ => return Ok(None),
-    };
-    if !ProgramWorkload::KINDS.contains(&kind.as_str()) {
+    let Some(taken) = take_workload(table, |k| ProgramWorkload::KINDS.contains(&k)) else {
         return Ok(None);
+    };
+    let w = match taken.kind.as_str() {
+        "p2p" => ProgramWorkload::P2p(taken.read(src)?),
+        "bcast" => ProgramWorkload::Bcast(taken.read(src)?),
+        "reduce" => ProgramWorkload::Reduce(taken.read(src)?),
+        "allreduce" => ProgramWorkload::Allreduce(taken.read(src)?),
+        "alltoall" => ProgramWorkload::Alltoall(taken.read(src)?),
+        "hpl" => ProgramWorkload::Hpl(taken.read(src)?),
+        "stencil" => ProgramWorkload::Stencil(taken.read(src)?),
+        "matmul" => ProgramWorkload::Matmul(taken.read(src)?),
+        "offload" => ProgramWorkload::Offload(taken.read(src)?),
+        other => unreachable!("`{other}` is in ProgramWorkload::KINDS"),
+    };
+    Ok(Some((w, taken.kind_span, taken.fields)))
+}
+
+/// A `[workload]` table taken out of the scenario's tree: its kind, span and fields (without
+/// `kind`), the span of `kind`, and where each field's value came from, so that a generator's
+/// errors (which name `workload.FIELD`) point at the line or the `--set`.
+pub(crate) struct TakenWorkload<'i> {
+    pub kind: String,
+    span: Range<usize>,
+    table: DeTable<'i>,
+    pub kind_span: Range<usize>,
+    pub fields: Vec<(String, Range<usize>)>,
+}
+
+/// Take `[workload]` out of `table` if it is a table whose string `kind` `accept`s.
+pub(crate) fn take_workload<'i>(
+    table: &mut DeTable<'i>,
+    accept: impl Fn(&str) -> bool,
+) -> Option<TakenWorkload<'i>> {
+    match table.get("workload").map(|w| w.get_ref()) {
+        Some(DeValue::Table(w)) => match w.get("kind").map(|k| k.get_ref()) {
+            Some(DeValue::String(k)) if accept(k) => {}
+            _ => return None,
+        },
+        _ => return None,
     }
     let (_, value) = table
         .remove_entry("workload")
         .expect("the workload table was just seen");
-    let wspan = value.span();
+    let span = value.span();
     let DeValue::Table(mut w) = value.into_inner() else {
         unreachable!("checked to be a table above")
     };
-    let kind_span = w.get("kind").map_or(wspan.clone(), |k| k.span());
-    w.remove("kind");
-    // Where each parameter's value came from, so that the generator's errors (which name
-    // `workload.FIELD`) point at the line or the `--set`.
-    let fields: Vec<(String, Range<usize>)> = w
+    let kind_span = w.get("kind").map_or(span.clone(), |k| k.span());
+    let kind = match w.remove("kind").map(|k| k.into_inner()) {
+        Some(DeValue::String(k)) => k.to_string(),
+        _ => unreachable!("checked to be a string above"),
+    };
+    let fields = w
         .iter()
         .map(|(k, v)| (format!("workload.{}", k.get_ref()), v.span()))
         .collect();
-    let de = || toml::de::Deserializer::from(Spanned::new(wspan.clone(), w.clone()));
-    let prefix = |e: toml::de::Error| {
-        let mut e = src.toml_error(&e);
-        if let Some(f) = &e.location.field
-            && !f.starts_with("workload")
-        {
-            e.location.field = Some(format!("workload.{f}"));
-        }
-        if e.location.field.is_none() {
-            e.location.field = Some("workload".into());
-        }
-        e
-    };
-    let w = match kind.as_str() {
-        "p2p" => ProgramWorkload::P2p(P2pSpec::deserialize(de()).map_err(prefix)?),
-        "bcast" => ProgramWorkload::Bcast(BcastSpec::deserialize(de()).map_err(prefix)?),
-        "reduce" => ProgramWorkload::Reduce(
-            hetsim_mpi::workload::ReduceSpec::deserialize(de()).map_err(prefix)?,
-        ),
-        "allreduce" => ProgramWorkload::Allreduce(
-            hetsim_mpi::workload::AllreduceSpec::deserialize(de()).map_err(prefix)?,
-        ),
-        "alltoall" => ProgramWorkload::Alltoall(
-            hetsim_mpi::workload::AlltoallSpec::deserialize(de()).map_err(prefix)?,
-        ),
-        "hpl" => ProgramWorkload::Hpl(HplSpec::deserialize(de()).map_err(prefix)?),
-        "stencil" => ProgramWorkload::Stencil(StencilSpec::deserialize(de()).map_err(prefix)?),
-        "matmul" => ProgramWorkload::Matmul(MatmulSpec::deserialize(de()).map_err(prefix)?),
-        "offload" => ProgramWorkload::Offload(OffloadSpec::deserialize(de()).map_err(prefix)?),
-        other => unreachable!("`{other}` is in ProgramWorkload::KINDS"),
-    };
-    Ok(Some((w, kind_span, fields)))
+    Some(TakenWorkload {
+        kind,
+        span,
+        table: w,
+        kind_span,
+        fields,
+    })
+}
+
+impl TakenWorkload<'_> {
+    /// Read the fields into `T` (whose serde derive decides which exist); an error names its
+    /// field as `workload.FIELD` (or `workload`), at its line or `--set`.
+    pub(crate) fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        src: &Source<'_>,
+    ) -> Result<T, InputError> {
+        let de = toml::de::Deserializer::from(Spanned::new(self.span.clone(), self.table.clone()));
+        T::deserialize(de).map_err(|e| {
+            let mut e = src.toml_error(&e);
+            match &e.location.field {
+                Some(f) if !f.starts_with("workload") => {
+                    e.location.field = Some(format!("workload.{f}"))
+                }
+                None => e.location.field = Some("workload".into()),
+                _ => {}
+            }
+            e
+        })
+    }
 }
 
 /// A program workload, the span of its `kind`, and its parameters' spans.
