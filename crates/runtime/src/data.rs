@@ -371,8 +371,7 @@ impl DataManager {
             self.promote_prefetch(victim, self.memory.ram());
             return;
         }
-        self.writing_back[key] = true;
-        self.writebacks_pending[node.index()] += 1;
+        self.mark_writing_back(key, node);
         let ram = self.memory.ram();
         // Someone waits for the room: ahead of every other request of the pair.
         self.start_copy(
@@ -403,9 +402,14 @@ impl DataManager {
         if self.writing_back[key] {
             return;
         }
-        self.writing_back[key] = true;
-        self.writebacks_pending[src.index()] += 1;
+        self.mark_writing_back(key, src);
         self.enqueue_transfer_at(h, src, ram, TransferKind::WriteBack, true, 0, now_s, fx);
+    }
+
+    /// A write-back of replica `key`, on `node`, is on its way (its chunk counts as clean).
+    fn mark_writing_back(&mut self, key: usize, node: MemNodeId) {
+        self.writing_back[key] = true;
+        self.writebacks_pending[node.index()] += 1;
     }
 
     /// StarPU's `starpu_memchunk_tidy`, run at each datawizard progress of a GPU node: when
@@ -440,9 +444,7 @@ impl DataManager {
                 .take(needed),
         );
         for &h in &picked {
-            let key = self.replica_key(h, node);
-            self.writing_back[key] = true;
-            self.writebacks_pending[node.index()] += 1;
+            self.mark_writing_back(self.replica_key(h, node), node);
             self.enqueue_transfer_at(h, node, ram, TransferKind::WriteBack, true, 0, now_s, fx);
         }
         picked.clear();

@@ -179,7 +179,8 @@ struct Sim<'a> {
     last_task_end: f64,
     tasks_done: u64,
     makespan: f64,
-    decisions: Vec<(u32, Decision)>,
+    /// The decisions of the push under way (reused buffer).
+    decisions: Vec<Decision>,
     /// A data manager's effects not applied yet ([`Sim::apply`]).
     fx: Vec<Effect>,
     stats: Stats,
@@ -515,7 +516,6 @@ impl<'a> Sim<'a> {
         for m in self.messages.waiting_for_nothing() {
             self.message_ready(m);
         }
-        self.apply_decisions();
         self.wake_workers();
         self.event_loop();
         if self.tasks_done < self.graph.num_tasks() as u64 {
@@ -567,7 +567,6 @@ impl<'a> Sim<'a> {
                 }
                 (Some(_), None) => unreachable!(),
             }
-            self.apply_decisions();
             self.wake_workers();
         }
         self.scratch_flows = finished;
@@ -647,28 +646,18 @@ impl<'a> Sim<'a> {
     fn push(&mut self, task: TaskId, released_by: Option<WorkerId>) {
         let r = self.rank_of(task);
         let mut decisions = std::mem::take(&mut self.decisions);
-        let mut mine = Vec::new();
         let rank = &mut self.ranks[r];
         let view = View {
             released_by,
             ..view!(self, rank)
         };
-        rank.sched.push(task, &view, &mut mine);
-        decisions.extend(mine.into_iter().map(|d| (r as u32, d)));
-        self.decisions = decisions;
+        rank.sched.push(task, &view, &mut decisions);
         rank.pushed_now += 1;
         self.dirty.mark(r);
         // StarPU's dmda requests a task's prefetches inside its push
         // (`starpu_prefetch_task_input_for`), so the next push, even at the same instant, sees
-        // that data as requested there.
-        self.apply_decisions();
-    }
-
-    /// Carry out the schedulers' decisions in the order they made them.
-    fn apply_decisions(&mut self) {
-        let mut decisions = std::mem::take(&mut self.decisions);
-        for (r, d) in decisions.drain(..) {
-            let r = r as usize;
+        // that data as requested there: the decisions are carried out now, in order.
+        for d in decisions.drain(..) {
             match d {
                 Decision::Prefetch { task, worker } if self.config.prefetch => {
                     let node = self.ranks[r].workers.worker(worker).memory;
