@@ -464,12 +464,9 @@ impl Machine {
             InputError::new(msg).at_field(field)
         })?;
         if rt.gpu_driver_cores && self.gpus().len() > self.cpu_cores() as usize {
-            return Err(InputError::new(format!(
-                "{} GPUs each need a CPU core to drive them, but machine {} has {} cores; \
-                 expected gpu_driver_cores = false",
+            return Err(InputError::new(validate::too_few_driver_cores(
                 self.gpus().len(),
-                self.name,
-                self.cpu_cores()
+                u64::from(self.cpu_cores()),
             ))
             .at_field("runtime.gpu_driver_cores"));
         }
@@ -478,7 +475,7 @@ impl Machine {
     }
 
     /// Set the simulated costs of StarPU's runtime to 0 (device allocation and free, pinned
-    /// allocation, transfer and kernel queueing, push): for applications that are not StarPU
+    /// allocation, transfer and kernel queueing, push, submission): for applications that are not StarPU
     /// programs (the MPI programs of the cluster workloads) and for StarPU's "costs off" runs.
     pub fn clear_runtime_costs(&mut self) {
         let rt = &mut self.runtime;

@@ -737,11 +737,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
         return Err(ctx.err(
             span,
             "runtime.gpu_driver_cores",
-            format!(
-                "{} GPUs each need a CPU core to drive them, but the machine has {total_cores} \
-                 cores; expected at least one core per GPU, or gpu_driver_cores = false",
-                gpus.len()
-            ),
+            too_few_driver_cores(gpus.len(), total_cores),
         ));
     }
 
@@ -1272,6 +1268,14 @@ fn model(ctx: &Ctx<'_>, m: &Spanned<RawModel>, field: &str) -> Result<TransferMo
             })
         }
     }
+}
+
+/// The message for `gpus` GPUs that each want a driver core on a machine of `cores` cores.
+pub(crate) fn too_few_driver_cores(gpus: usize, cores: u64) -> String {
+    format!(
+        "{gpus} GPUs each need a CPU core to drive them, but the machine has {cores} cores; \
+         expected at least one core per GPU, or gpu_driver_cores = false"
+    )
 }
 
 /// Set the fields of `runtime` that `raw` gives (a machine file's `[runtime]`, or a scenario's
