@@ -501,6 +501,28 @@ fn run_graph_file(file: &Path, format: &str) -> (Option<i32>, String) {
     )
 }
 
+/// Write each `(name, body, message)` case as `dir/name.EXT` (EXT `dot` for the dot format,
+/// `json` otherwise), run it as a graph file of `format` and check that hetsim exits 2 naming
+/// the file (followed by `located`, such as `:line `) and giving `message`.
+fn assert_each_refused<M: AsRef<str>>(
+    dir: &Path,
+    format: &str,
+    located: &str,
+    cases: impl IntoIterator<Item = (&'static str, String, M)>,
+) {
+    let ext = if format == "dot" { "dot" } else { "json" };
+    for (name, body, message) in cases {
+        let file = dir.join(format!("{name}.{ext}"));
+        std::fs::write(&file, body).unwrap();
+        let (code, err) = run_graph_file(&file, format);
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(
+            err.contains(&format!("{name}.{ext}{located}")) && err.contains(message.as_ref()),
+            "{name}: {err}"
+        );
+    }
+}
+
 /// Bad files: exit status 2, the file and line named, and what is wrong.
 #[test]
 fn bad_task_graph_files_are_refused_with_their_line() {
@@ -756,16 +778,7 @@ fn bad_json_graphs_exit_2_naming_the_file_and_field() {
             "not a hetsim task graph: EOF while parsing",
         ),
     ];
-    for (name, body, message) in cases {
-        let file = dir.path().join(format!("{name}.json"));
-        std::fs::write(&file, body).unwrap();
-        let (code, err) = run_graph_file(&file, "json");
-        assert_eq!(code, Some(2), "{name}: {err}");
-        assert!(
-            err.contains(&format!("{name}.json")) && err.contains(message),
-            "{name}: {err}"
-        );
-    }
+    assert_each_refused(dir.path(), "json", "", cases);
 }
 
 /// StarPU's `dag.dot`, broken two ways (an edge back that closes a cycle, a file cut in the
@@ -789,16 +802,7 @@ fn bad_dot_graphs_exit_2_naming_the_file_and_line() {
             "an attribute list `[` is not closed by `]`",
         ),
     ];
-    for (name, body, message) in cases {
-        let file = dir.path().join(format!("{name}.dot"));
-        std::fs::write(&file, body).unwrap();
-        let (code, err) = run_graph_file(&file, "dot");
-        assert_eq!(code, Some(2), "{name}: {err}");
-        assert!(
-            err.contains(&format!("{name}.dot:line ")) && err.contains(message),
-            "{name}: {err}"
-        );
-    }
+    assert_each_refused(dir.path(), "dot", ":line ", cases);
 }
 
 /// The WfCommons instance broken five ways (a cycle, an unknown parent, a file cut in half, a
@@ -870,14 +874,5 @@ fn bad_wfformat_files_exit_2_naming_the_file_and_field() {
                 .to_string(),
         ),
     ];
-    for (name, body, message) in cases {
-        let file = dir.path().join(format!("{name}.json"));
-        std::fs::write(&file, body).unwrap();
-        let (code, err) = run_graph_file(&file, "wfformat");
-        assert_eq!(code, Some(2), "{name}: {err}");
-        assert!(
-            err.contains(&format!("{name}.json")) && err.contains(&message),
-            "{name}: {err}"
-        );
-    }
+    assert_each_refused(dir.path(), "wfformat", "", cases);
 }

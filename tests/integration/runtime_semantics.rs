@@ -705,6 +705,18 @@ fn dmda_sees_the_prefetches_of_earlier_pushes_of_the_same_instant() {
     assert_eq!(r.transfers, 3);
 }
 
+/// Every task start: (task, worker, date).
+#[derive(Default)]
+struct TaskStarts(Vec<(u32, u32, f64)>);
+
+impl hetsim::runtime::Observer for TaskStarts {
+    fn event(&mut self, at: f64, e: &SimEvent<'_>) {
+        if let SimEvent::TaskStart { task, worker, .. } = e {
+            self.0.push((task.0, worker.0, at));
+        }
+    }
+}
+
 /// The submitting thread (`runtime.submit_cost`, StarPU's `STARPU_SIMGRID_TASK_SUBMIT_COST`):
 /// tasks reach the scheduler one after the other. By hand, three independent tasks of 100 µs on
 /// two CPU workers under eager, 1 µs per submission and 1 µs per push: task 0 is submitted and
@@ -714,15 +726,6 @@ fn dmda_sees_the_prefetches_of_earlier_pushes_of_the_same_instant() {
 /// `submit_cost = 0` tasks 0 and 1 start at 0, tasks 2 and 3 at 100 µs.
 #[test]
 fn tasks_reach_the_scheduler_as_they_are_submitted() {
-    #[derive(Default)]
-    struct Starts(Vec<(u32, f64)>);
-    impl hetsim::runtime::Observer for Starts {
-        fn event(&mut self, at: f64, e: &SimEvent<'_>) {
-            if let SimEvent::TaskStart { task, .. } = e {
-                self.0.push((task.0, at));
-            }
-        }
-    }
     let mut b = TaskGraphBuilder::new();
     let cl = b.codelet("k").unwrap();
     let mut hs = Vec::new();
@@ -751,11 +754,11 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
             ncuda: Some(0),
             ..RunConfig::default()
         };
-        let mut seen = Starts::default();
+        let mut seen = TaskStarts::default();
         let mut s = sched::by_name("eager", 1).unwrap();
         simulate_observed(&m, &g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
-        seen.0.sort_by_key(|&(t, _)| t);
-        seen.0.iter().map(|&(_, at)| at).collect::<Vec<f64>>()
+        seen.0.sort_by_key(|&(t, _, _)| t);
+        seen.0.iter().map(|&(_, _, at)| at).collect::<Vec<f64>>()
     };
     let task_s = 1e6 / CPU_RATE;
     let with = starts("1 us");
@@ -780,15 +783,6 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
 /// 10 ms the earliest and its fitness 0: r would go to the core.
 #[test]
 fn a_wont_use_hint_acts_after_its_writers_successors_are_pushed() {
-    #[derive(Default)]
-    struct Workers(Vec<(u32, u32)>);
-    impl hetsim::runtime::Observer for Workers {
-        fn event(&mut self, _: f64, e: &SimEvent<'_>) {
-            if let SimEvent::TaskStart { task, worker, .. } = e {
-                self.0.push((task.0, worker.0));
-            }
-        }
-    }
     let mut b = TaskGraphBuilder::new();
     let cl = b.codelet("k").unwrap();
     let t = b.add_handle(Handle::bytes(100_000_000)).unwrap();
@@ -818,10 +812,11 @@ fn a_wont_use_hint_acts_after_its_writers_successors_are_pushed() {
         ncuda: Some(1),
         ..RunConfig::default()
     };
-    let mut seen = Workers::default();
+    let mut seen = TaskStarts::default();
     let mut s = sched::by_name("dmda", 1).unwrap();
     let r = simulate_observed(&m, &g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
     let gpu = r.workers.iter().position(|w| w.kind == "gpu").unwrap() as u32;
-    seen.0.sort();
-    assert_eq!(seen.0, [(0, gpu), (1, gpu), (2, gpu)], "{:?}", r.workers);
+    let mut placed: Vec<(u32, u32)> = seen.0.iter().map(|&(t, w, _)| (t, w)).collect();
+    placed.sort();
+    assert_eq!(placed, [(0, gpu), (1, gpu), (2, gpu)], "{:?}", r.workers);
 }

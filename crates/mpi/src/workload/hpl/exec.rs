@@ -677,20 +677,24 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn rendezvous_waits_for_the_posted_receive() {
-        // Rank 0: kernel a, then sends 1 MB. Rank 1: kernel b, then receives, then kernel c.
-        // The message waits for both kernels (rendezvous); c waits for the message.
+    /// Rank 0: kernel a, sends `bytes`, kernel after. Rank 1: kernel b, receives, kernel c.
+    fn kernel_send_kernel(bytes: f64) -> Program {
         let (r0, r1) = (RankId(0), RankId(1));
         let mut s0 = Script::default();
         s0.kernel(Unit::Gpu, "a", 1.0, 0.0);
-        s0.send(r1, 7, 1e6);
+        s0.send(r1, 7, bytes);
         s0.kernel(Unit::Gpu, "after", 1.0, 0.0);
         let mut s1 = Script::default();
         s1.kernel(Unit::Gpu, "b", 2.0, 0.0);
         s1.recv(r0, 7);
         s1.kernel(Unit::Gpu, "c", 1.0, 0.0);
-        let p = run_scripts(2, vec![(Tid::main(r0), s0), (Tid::main(r1), s1)]);
+        run_scripts(2, vec![(Tid::main(r0), s0), (Tid::main(r1), s1)])
+    }
+
+    #[test]
+    fn rendezvous_waits_for_the_posted_receive() {
+        // 1 MB: the message waits for both kernels (rendezvous); c waits for the message.
+        let p = kernel_send_kernel(1e6);
         let ms = messages(&p);
         assert_eq!(ms.len(), 1);
         let (m, _) = ms[0];
@@ -715,16 +719,7 @@ mod tests {
 
     #[test]
     fn eager_leaves_at_once_and_the_sender_goes_on() {
-        let (r0, r1) = (RankId(0), RankId(1));
-        let mut s0 = Script::default();
-        s0.kernel(Unit::Gpu, "a", 1.0, 0.0);
-        s0.send(r1, 0, 100.0);
-        s0.kernel(Unit::Gpu, "after", 1.0, 0.0);
-        let mut s1 = Script::default();
-        s1.kernel(Unit::Gpu, "b", 2.0, 0.0);
-        s1.recv(r0, 0);
-        s1.kernel(Unit::Gpu, "c", 1.0, 0.0);
-        let p = run_scripts(2, vec![(Tid::main(r0), s0), (Tid::main(r1), s1)]);
+        let p = kernel_send_kernel(100.0);
         let (m, _) = messages(&p)[0];
         // The message waits for "a" only; "after" waits for "a" only; "c" for b and the message.
         assert_eq!(p.preds(m).len(), 1);
