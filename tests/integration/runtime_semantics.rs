@@ -23,6 +23,8 @@ const QUEUE: f64 = 10e-6;
 const MALLOC: f64 = 175e-6;
 /// Queueing a task to a GPU once its inputs are there (`runtime.kernel_queue`).
 const KQ: f64 = 10e-6;
+/// A worker's request of each buffer of a task it popped (`runtime.fetch_input_cost`).
+const FETCH: f64 = 1e-6;
 const GPU_RATE: f64 = 1e12;
 const CPU_RATE: f64 = 1e10;
 
@@ -148,6 +150,8 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
     // (175 µs), the other tiles come out of it. The last finds A11 in place. trsm and syrk
     // are queued to the GPU (10 µs) once their inputs are there; the two potrfs are
     // synchronous (StarPU's SimGrid `cl_potrf` lacks `STARPU_CUDA_ASYNC`) and are not.
+    // Requesting a buffer costs the worker 1 µs: hidden behind the copies of the first three,
+    // it delays the last potrf, whose tile is in place, by 1 µs.
     let d: Vec<f64> = g.tasks().iter().map(|t| t.flops / GPU_RATE).collect();
     let names: Vec<&str> = g.task_ids().map(|t| g.task_codelet_name(t)).collect();
     assert_eq!(
@@ -159,7 +163,7 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
             "chol_model_potrf"
         ]
     );
-    let makespan = MALLOC + 3.0 * COPY + 2.0 * KQ + d.iter().sum::<f64>();
+    let makespan = MALLOC + 3.0 * COPY + 2.0 * KQ + FETCH + d.iter().sum::<f64>();
     assert_close(r.makespan_s, makespan, 1e-9);
     // All three tiles were modified on the GPU: three write-backs, one after the other.
     assert_close(r.end_with_writeback_s, makespan + 3.0 * COPY, 1e-9);
@@ -723,7 +727,8 @@ impl hetsim::runtime::Observer for TaskStarts {
 /// pushed at 0 and starts then, task 1 at 1 + 1 = 2 µs, task 2 at 4 µs but both workers are busy:
 /// it starts when task 0 ends, at 100 µs. Task 3, which needs task 0, is submitted at 6 µs,
 /// pushed when task 0 ends, behind task 2, and starts when task 1 ends, at 102 µs. With
-/// `submit_cost = 0` tasks 0 and 1 start at 0, tasks 2 and 3 at 100 µs.
+/// `submit_cost = 0` tasks 0 and 1 start at 0, tasks 2 and 3 at 100 µs. (Without the cost of
+/// requesting buffers, tested on its own below.)
 #[test]
 fn tasks_reach_the_scheduler_as_they_are_submitted() {
     let mut b = TaskGraphBuilder::new();
@@ -748,7 +753,10 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     .unwrap();
     let g = b.build().unwrap();
     let starts = |submit: &str| {
-        let m = machine_with_runtime(1, &format!("submit_cost = \"{submit}\""));
+        let m = machine_with_runtime(
+            1,
+            &format!("submit_cost = \"{submit}\"\nfetch_input_cost = 0"),
+        );
         let config = RunConfig {
             ncpu: Some(2),
             ncuda: Some(0),
@@ -768,6 +776,64 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     let without = starts("0 us");
     for (got, want) in without.iter().zip([0.0, 0.0, task_s, task_s]) {
         assert_close(*got, want, 1e-9);
+    }
+}
+
+/// Requesting a popped task's buffers (`runtime.fetch_input_cost`, StarPU's
+/// `STARPU_SIMGRID_FETCHING_INPUT_COST`: `_starpu_fetch_task_input` sleeps 1 µs after each
+/// buffer's request): a task starts no earlier than its pop plus the cost per distinct handle.
+/// By hand, one CPU worker under eager, every task submitted at 0, its data in RAM: task 0
+/// reads two handles and writes a third, task 1 writes one; both last 100 µs. At 1 µs per
+/// buffer task 0 starts at 3 µs and ends at 103 µs, task 1 starts at 104 µs; at 5 µs, at 15 µs
+/// and 120 µs; at 0, at 0 and 100 µs.
+#[test]
+fn a_popped_task_waits_for_its_buffers_to_be_requested() {
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let h: Vec<_> = (0..4)
+        .map(|_| b.add_handle(Handle::bytes(1000)).unwrap())
+        .collect();
+    b.submit(
+        cl,
+        1e6,
+        0,
+        &[
+            Access::new(h[0], AccessMode::R),
+            Access::new(h[1], AccessMode::R),
+            Access::new(h[2], AccessMode::W),
+        ],
+    )
+    .unwrap();
+    b.submit(cl, 1e6, 0, &[Access::new(h[3], AccessMode::W)])
+        .unwrap();
+    let g = b.build().unwrap();
+    let starts = |fetch: &str| {
+        let m = machine_with_runtime(
+            1,
+            &format!("submit_cost = 0\nfetch_input_cost = \"{fetch}\""),
+        );
+        let config = RunConfig {
+            ncpu: Some(1),
+            ncuda: Some(0),
+            ..RunConfig::default()
+        };
+        let mut seen = TaskStarts::default();
+        let mut s = sched::by_name("eager", 1).unwrap();
+        simulate_observed(&m, &g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
+        seen.0.sort_by_key(|&(t, _, _)| t);
+        seen.0.iter().map(|&(_, _, at)| at).collect::<Vec<f64>>()
+    };
+    let task_s = 1e6 / CPU_RATE;
+    for (fetch, want) in [
+        ("1 us", [3e-6, task_s + 4e-6]),
+        ("5 us", [15e-6, task_s + 20e-6]),
+        ("0 us", [0.0, task_s]),
+    ] {
+        let got = starts(fetch);
+        assert_eq!(got.len(), 2, "fetch_input_cost = {fetch}");
+        for (got, want) in got.iter().zip(want) {
+            assert_close(*got, want, 1e-9);
+        }
     }
 }
 

@@ -385,6 +385,9 @@ pub struct RawRuntime {
     /// Simulated time the submitting thread spends on each task it submits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub submit_cost: Option<Spanned<RawQuantity>>,
+    /// Simulated time a worker spends on each buffer of a popped task before it can run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_input_cost: Option<Spanned<RawQuantity>>,
     /// Whether small GPU allocations come out of 32 MiB chunks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suballocator: Option<bool>,

@@ -273,6 +273,12 @@ pub struct RuntimeConfig {
     /// scheduler one after the other, not all at once. Default 1 µs; 0 submits every task at
     /// the start.
     pub submit_s: f64,
+    /// Simulated time a worker spends on each buffer of a task it has popped, requesting it,
+    /// before the task can run (`STARPU_SIMGRID_FETCHING_INPUT_COST`, `coherency.c`'s
+    /// `_starpu_fetch_task_input` sleeps after each buffer's fetch request): a task starts no
+    /// earlier than its pop plus this times its distinct handles. Default 1 µs; 0 starts it at
+    /// the pop when its data are there.
+    pub fetch_input_s: f64,
     /// Whether small GPU allocations are carved out of 32 MiB chunks, so that only a new
     /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
     /// Default true.
@@ -309,6 +315,7 @@ impl Default for RuntimeConfig {
             kernel_queue_s: 10e-6,
             push_s: 1e-6,
             submit_s: 1e-6,
+            fetch_input_s: 1e-6,
             suballocator: true,
             transfer_cost: true,
             min_clean_pct: 5,
@@ -475,7 +482,7 @@ impl Machine {
     }
 
     /// Set the simulated costs of StarPU's runtime to 0 (device allocation and free, pinned
-    /// allocation, transfer and kernel queueing, push, submission): for applications that are not StarPU
+    /// allocation, transfer and kernel queueing, push, submission, fetching input): for applications that are not StarPU
     /// programs (the MPI programs of the cluster workloads) and for StarPU's "costs off" runs.
     pub fn clear_runtime_costs(&mut self) {
         let rt = &mut self.runtime;
@@ -486,6 +493,7 @@ impl Machine {
         rt.kernel_queue_s = 0.0;
         rt.push_s = 0.0;
         rt.submit_s = 0.0;
+        rt.fetch_input_s = 0.0;
     }
 
     /// Draw every codelet's durations with `noise`, whatever the file says (a scenario's

@@ -114,6 +114,11 @@ pub(super) fn summary(m: &Machine) -> String {
         ("GPU kernel queueing", rt.kernel_queue_s, ""),
         ("push", rt.push_s, " (orders same-instant pops)"),
         ("submission", rt.submit_s, " per task"),
+        (
+            "fetching input",
+            rt.fetch_input_s,
+            " per buffer of a popped task",
+        ),
     ] {
         let _ = writeln!(out, "  {label} {}{per}", format_secs(secs));
     }

@@ -1315,6 +1315,11 @@ pub fn apply_runtime(
     )?;
     secs(&raw.push_cost, "push_cost", &mut runtime.push_s)?;
     secs(&raw.submit_cost, "submit_cost", &mut runtime.submit_s)?;
+    secs(
+        &raw.fetch_input_cost,
+        "fetch_input_cost",
+        &mut runtime.fetch_input_s,
+    )?;
     if let Some(b) = raw.suballocator {
         runtime.suballocator = b;
     }

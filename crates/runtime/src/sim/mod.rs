@@ -28,7 +28,7 @@ use hetsim_core::error::{Error, InputError};
 use hetsim_core::fluid::{FlowId, FluidNetwork, LinkId};
 use hetsim_platform::cluster::{Cluster, ClusterNetwork};
 use hetsim_platform::machine::{Machine, MemKind, MemNodeId};
-use hetsim_taskgraph::{HandleId, TaskGraph, TaskId};
+use hetsim_taskgraph::{Access, HandleId, TaskGraph, TaskId};
 
 mod messages;
 
@@ -71,6 +71,9 @@ pub(crate) enum Event {
     /// A GPU task whose inputs are all there has been queued to its device (StarPU charges
     /// `kernel_queue` to the driver thread in `_starpu_simgrid_submit_job`).
     KernelQueued(TaskId),
+    /// The worker holding a task has requested its buffers, one `fetch_input` cost each
+    /// (StarPU's `_starpu_fetch_task_input` sleeps after each request in SimGrid builds).
+    InputsRequested(TaskId),
     /// A message's sender paid its overhead: the send is posted.
     MessageSent(TaskId),
     /// A step of a message over a route with a transfer model (or without links) ended.
@@ -613,7 +616,7 @@ impl<'a> Sim<'a> {
                 self.apply(r);
             }
             Event::TransferDone { rank, id } => self.transfer_done(rank as usize, id),
-            Event::KernelQueued(t) => self.buffer_ready(t),
+            Event::KernelQueued(t) | Event::InputsRequested(t) => self.buffer_ready(t),
             Event::MessageSent(m) => self.message_sent(m),
             Event::MessageStep(m) => self.message_step_done(m),
             Event::MessageReceived(m) => self.message_received(m),
@@ -785,10 +788,17 @@ impl<'a> Sim<'a> {
         self.worker_state(r, w, state);
         let node = self.ranks[r].workers.worker(w).memory;
         let accesses = self.graph.accesses(t);
-        // A GPU task also waits for its submission to the device, counted as one more input.
+        // A GPU task also waits for its submission to the device, counted as one more input,
+        // and every task for its worker to have requested its buffers, one more.
         let kernel_queue_s = self.kernel_queue_s(r, w, t);
         let queued = u32::from(kernel_queue_s > 0.0);
-        self.buffers_left[t.index()] = accesses.len() as u32 + queued;
+        let requesting_s = self.machine.runtime().fetch_input_s * distinct_handles(accesses) as f64;
+        let requesting = u32::from(requesting_s > 0.0);
+        self.buffers_left[t.index()] = accesses.len() as u32 + queued + requesting;
+        if requesting > 0 {
+            self.cal
+                .schedule(self.now + requesting_s, Event::InputsRequested(t));
+        }
         if accesses.is_empty() && queued > 0 {
             self.cal
                 .schedule(self.now + kernel_queue_s, Event::KernelQueued(t));
@@ -1284,6 +1294,16 @@ fn rank_handles(graph: &TaskGraph, ranks: usize) -> (Vec<Vec<HandleId>>, std::rc
 /// The "will not be used" hints of `graph` keyed by the task whose end makes them hold (the
 /// last writer before each hint, [`TaskGraph::wont_use_triggers`]). Hints with no writer
 /// before them concern data that is only in main memory: nothing to do.
+/// How many buffers a task's worker requests: one per handle, however often the task accesses
+/// it (StarPU orders a task's buffers by handle and skips repeats).
+fn distinct_handles(accesses: &[Access]) -> usize {
+    accesses
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| accesses[..*i].iter().all(|b| b.handle != a.handle))
+        .count()
+}
+
 fn wont_use_by_trigger(graph: &TaskGraph) -> FxHashMap<u32, Vec<HandleId>> {
     let mut map: FxHashMap<u32, Vec<HandleId>> = FxHashMap::default();
     for (hint, trig) in graph.wont_use_hints().iter().zip(graph.wont_use_triggers()) {
