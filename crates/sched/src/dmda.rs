@@ -385,6 +385,10 @@ pub struct Dmda {
     readers: FxHashMap<(HandleId, MemNodeId), Readers>,
     /// The replicas changed since the last pop, each once.
     scratch_changes: Vec<(HandleId, MemNodeId)>,
+    /// Candidates of a push: (worker, expected end, length, penalty), µs.
+    scratch_cands: Vec<(WorkerId, f64, f64, f64)>,
+    /// The tasks of a level becoming the head's.
+    scratch_level: Vec<TaskId>,
     queued: usize,
 }
 
@@ -410,6 +414,8 @@ impl Dmda {
             pushes: 0,
             readers: FxHashMap::default(),
             scratch_changes: Vec::new(),
+            scratch_cands: Vec::new(),
+            scratch_level: Vec::new(),
             queued: 0,
         }
     }
@@ -447,7 +453,8 @@ impl Dmda {
     /// with its predicted length and penalty (µs).
     fn choose(&mut self, task: TaskId, prio: i32, view: &View<'_>) -> (WorkerId, f64, f64) {
         let now_us = view.now_s() * 1e6;
-        let mut cands: Vec<(WorkerId, f64, f64, f64)> = Vec::new(); // (w, exp_end, len, penalty)
+        let mut cands = std::mem::take(&mut self.scratch_cands);
+        cands.clear();
         let mut uncalibrated = false;
         for w in view.workers() {
             let Some(len_s) = view.predicted_length_s(task, w.id) else {
@@ -495,7 +502,9 @@ impl Dmda {
                     load(a.0).total_cmp(&load(b.0))
                 })
                 .expect("non-empty");
-            return (pick.0, 0.0, 0.0);
+            let w = pick.0;
+            self.scratch_cands = cands;
+            return (w, 0.0, 0.0);
         }
         let min_end = cands.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
         let max_end = self
@@ -519,6 +528,7 @@ impl Dmda {
             }
         }
         let c = cands[best.expect("non-empty").1];
+        self.scratch_cands = cands;
         (c.0, c.2, c.3)
     }
 
@@ -581,14 +591,17 @@ impl Dmda {
         let Some(level) = top else {
             return;
         };
-        let tasks: Vec<TaskId> = q
-            .tasks
-            .range((Reverse(level), 0)..=(Reverse(level), u64::MAX))
-            .map(|(_, &(t, _))| t)
-            .collect();
-        for t in tasks {
+        let mut tasks = std::mem::take(&mut self.scratch_level);
+        tasks.clear();
+        tasks.extend(
+            q.tasks
+                .range((Reverse(level), 0)..=(Reverse(level), u64::MAX))
+                .map(|(_, &(t, _))| t),
+        );
+        for &t in &tasks {
             self.enter_ready(w, t, view);
         }
+        self.scratch_level = tasks;
     }
 
     /// What one read of `h` adds to a task's readiness key on memory node `node`: its bytes
