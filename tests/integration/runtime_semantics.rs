@@ -721,6 +721,22 @@ impl hetsim::runtime::Observer for TaskStarts {
     }
 }
 
+/// The start date of each task of `g`, in task order, run under eager on `ncpu` CPU workers of
+/// the test machine with `runtime_toml` as its `[runtime]`.
+fn eager_cpu_start_dates(g: &TaskGraph, runtime_toml: &str, ncpu: u32) -> Vec<f64> {
+    let m = machine_with_runtime(1, runtime_toml);
+    let config = RunConfig {
+        ncpu: Some(ncpu),
+        ncuda: Some(0),
+        ..RunConfig::default()
+    };
+    let mut seen = TaskStarts::default();
+    let mut s = sched::by_name("eager", 1).unwrap();
+    simulate_observed(&m, g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
+    seen.0.sort_by_key(|&(t, _, _)| t);
+    seen.0.iter().map(|&(_, _, at)| at).collect()
+}
+
 /// The submitting thread (`runtime.submit_cost`, StarPU's `STARPU_SIMGRID_TASK_SUBMIT_COST`):
 /// tasks reach the scheduler one after the other. By hand, three independent tasks of 100 µs on
 /// two CPU workers under eager, 1 µs per submission and 1 µs per push: task 0 is submitted and
@@ -753,20 +769,11 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     .unwrap();
     let g = b.build().unwrap();
     let starts = |submit: &str| {
-        let m = machine_with_runtime(
-            1,
+        eager_cpu_start_dates(
+            &g,
             &format!("submit_cost = \"{submit}\"\nfetch_input_cost = 0"),
-        );
-        let config = RunConfig {
-            ncpu: Some(2),
-            ncuda: Some(0),
-            ..RunConfig::default()
-        };
-        let mut seen = TaskStarts::default();
-        let mut s = sched::by_name("eager", 1).unwrap();
-        simulate_observed(&m, &g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
-        seen.0.sort_by_key(|&(t, _, _)| t);
-        seen.0.iter().map(|&(_, _, at)| at).collect::<Vec<f64>>()
+            2,
+        )
     };
     let task_s = 1e6 / CPU_RATE;
     let with = starts("1 us");
@@ -808,20 +815,11 @@ fn a_popped_task_waits_for_its_buffers_to_be_requested() {
         .unwrap();
     let g = b.build().unwrap();
     let starts = |fetch: &str| {
-        let m = machine_with_runtime(
-            1,
+        eager_cpu_start_dates(
+            &g,
             &format!("submit_cost = 0\nfetch_input_cost = \"{fetch}\""),
-        );
-        let config = RunConfig {
-            ncpu: Some(1),
-            ncuda: Some(0),
-            ..RunConfig::default()
-        };
-        let mut seen = TaskStarts::default();
-        let mut s = sched::by_name("eager", 1).unwrap();
-        simulate_observed(&m, &g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
-        seen.0.sort_by_key(|&(t, _, _)| t);
-        seen.0.iter().map(|&(_, _, at)| at).collect::<Vec<f64>>()
+            1,
+        )
     };
     let task_s = 1e6 / CPU_RATE;
     for (fetch, want) in [
