@@ -721,9 +721,9 @@ impl hetsim::runtime::Observer for TaskStarts {
     }
 }
 
-/// The start date of each task of `g`, in task order, run under eager on `ncpu` CPU workers of
-/// the test machine with `runtime_toml` as its `[runtime]`.
-fn eager_cpu_start_dates(g: &TaskGraph, runtime_toml: &str, ncpu: u32) -> Vec<f64> {
+/// The start date of each task of `g`, in task order, run under `sched` on `ncpu` CPU workers
+/// of the test machine with `runtime_toml` as its `[runtime]`.
+fn cpu_start_dates(g: &TaskGraph, sched: &str, runtime_toml: &str, ncpu: u32) -> Vec<f64> {
     let m = machine_with_runtime(1, runtime_toml);
     let config = RunConfig {
         ncpu: Some(ncpu),
@@ -731,7 +731,7 @@ fn eager_cpu_start_dates(g: &TaskGraph, runtime_toml: &str, ncpu: u32) -> Vec<f6
         ..RunConfig::default()
     };
     let mut seen = TaskStarts::default();
-    let mut s = sched::by_name("eager", 1).unwrap();
+    let mut s = sched::by_name(sched, 1).unwrap();
     simulate_observed(&m, g, &KERNELS, s.as_mut(), &config, &mut seen).unwrap();
     seen.0.sort_by_key(|&(t, _, _)| t);
     seen.0.iter().map(|&(_, _, at)| at).collect()
@@ -769,8 +769,9 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     .unwrap();
     let g = b.build().unwrap();
     let starts = |submit: &str| {
-        eager_cpu_start_dates(
+        cpu_start_dates(
             &g,
+            "eager",
             &format!("submit_cost = \"{submit}\"\nfetch_input_cost = 0"),
             2,
         )
@@ -815,8 +816,9 @@ fn a_popped_task_waits_for_its_buffers_to_be_requested() {
         .unwrap();
     let g = b.build().unwrap();
     let starts = |fetch: &str| {
-        eager_cpu_start_dates(
+        cpu_start_dates(
             &g,
+            "eager",
             &format!("submit_cost = 0\nfetch_input_cost = \"{fetch}\""),
             1,
         )
@@ -829,6 +831,41 @@ fn a_popped_task_waits_for_its_buffers_to_be_requested() {
     ] {
         let got = starts(fetch);
         assert_eq!(got.len(), 2, "fetch_input_cost = {fetch}");
+        for (got, want) in got.iter().zip(want) {
+            assert_close(*got, want, 1e-9);
+        }
+    }
+}
+
+/// Woken workers pop at their own dates (`datawizard.c`: a woken driver pops after a progress
+/// call that sleeps 1 µs per memory node it drives; `_starpu_push_task` pays the push cost before
+/// the push wakes anyone; the releasing thread pops after its pushes). By hand, one CPU worker,
+/// every task submitted at 0, 1 µs per requested buffer: task 0 writes a handle, task 1 reads it,
+/// each lasts 100 µs.
+/// - dmda, 1 µs per push: the push of task 0 wakes the CPU at 1 µs, it pops at 2 µs and starts at
+///   3 µs; task 0 ends at 103 µs, the CPU pushes task 1 (104 µs) and pops it after its progress
+///   call, at 105 µs: it starts at 106 µs;
+/// - dmda, no push cost: 2 µs and 100 + 2 + 2 = 104 µs;
+/// - eager pops at the event, in the dates' order: 1 µs and 102 µs.
+#[test]
+fn woken_workers_pop_at_their_own_dates() {
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let h = b.add_handle(Handle::bytes(1000)).unwrap();
+    b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::W)])
+        .unwrap();
+    b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::R)])
+        .unwrap();
+    let g = b.build().unwrap();
+    let task_s = 1e6 / CPU_RATE;
+    for (sched, push, want) in [
+        ("dmda", "1 us", [3e-6, task_s + 6e-6]),
+        ("dmda", "0 us", [2e-6, task_s + 4e-6]),
+        ("eager", "1 us", [1e-6, task_s + 2e-6]),
+    ] {
+        let runtime = format!("submit_cost = 0\npush_cost = \"{push}\"");
+        let got = cpu_start_dates(&g, sched, &runtime, 1);
+        assert_eq!(got.len(), 2, "{sched}, push cost {push}");
         for (got, want) in got.iter().zip(want) {
             assert_close(*got, want, 1e-9);
         }

@@ -67,7 +67,7 @@ pub use observe::{Observer, SimEvent};
 pub use report::{
     ClusterReport, CodeletReport, LinkReport, MemoryReport, NodeReport, RunReport, WorkerReport,
 };
-pub use sched::{Decision, Scheduler};
+pub use sched::{Decision, Scheduler, Wakes};
 pub use sim::{simulate, simulate_cluster, simulate_observed};
 pub use transfer::TransferKind;
 

@@ -26,6 +26,21 @@ pub enum Decision {
     },
 }
 
+/// Which sleeping workers a push wakes, as StarPU's policies do in SimGrid builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakes {
+    /// eager's wake loop (`push_task_eager_policy`), taken as: the first sleeping worker by
+    /// id. Which of the workers such pushes wake pops first at a shared date is SimGrid's
+    /// order among its actors, so under this rule the pops are not dated: every worker pops at
+    /// the event, the woken ones first.
+    Eager,
+    /// Every worker (`ws_push_task`: `starpu_wake_worker_relax_light` on all).
+    All,
+    /// The worker the task was queued to ([`Scheduler::queued_to`]; dmda's and random's
+    /// `starpu_wake_worker_locked`).
+    Chosen,
+}
+
 /// A scheduling policy.
 pub trait Scheduler {
     /// The policy's name, as given to `--sched`.
@@ -63,12 +78,15 @@ pub trait Scheduler {
     /// Tasks pushed and not yet popped (for diagnoses and invariant checks).
     fn queued(&self) -> usize;
 
-    /// Whether a push wakes every sleeping worker (StarPU's `ws_push_task` calls
-    /// `starpu_wake_worker_relax_light` on all of them) rather than one that can run the task
-    /// (eager's). It decides which workers reach their pop at the instant of a push
-    /// (`runtime::sim`, `wake_workers`).
-    fn wakes_all(&self) -> bool {
-        false
+    /// Which sleeping workers a push wakes; each reaches its pop after a datawizard progress
+    /// call (`runtime::workers`, `pop_order`).
+    fn wakes(&self) -> Wakes {
+        Wakes::Eager
+    }
+
+    /// The worker the last push queued its task to, for [`Wakes::Chosen`].
+    fn queued_to(&self) -> Option<WorkerId> {
+        None
     }
 
     /// Whether task priorities reach this policy. In StarPU only the policies that set their

@@ -69,10 +69,16 @@ pub(crate) struct WorkerPool {
     slots: Vec<Slot>,
     loads: Vec<WorkerLoad>,
     scratch_dated: Vec<(f64, u32)>,
+    /// After [`WorkerPool::pop_order`]: when, after the event, each leading worker pops.
+    lead_pop_s: Vec<f64>,
+    /// Per worker: asleep, woken, or awake.
+    rest: Vec<Rest>,
+    scratch_woken: Vec<bool>,
 }
 
 impl WorkerPool {
     pub fn new(workers: Vec<Worker>) -> Self {
+        let n = workers.len();
         let slots = workers
             .iter()
             .map(|_| Slot {
@@ -92,6 +98,9 @@ impl WorkerPool {
             workers,
             slots,
             scratch_dated: Vec::new(),
+            lead_pop_s: Vec::new(),
+            rest: vec![Rest::Sleeping; n],
+            scratch_woken: Vec::new(),
         }
     }
 
@@ -126,7 +135,30 @@ impl WorkerPool {
     /// (`starpu_wake_worker` wakes only a sleeping worker; a GPU with a kernel in flight is
     /// not one, it comes back when its driver loop does).
     pub fn is_asleep(&self, w: WorkerId) -> bool {
-        self.slots[w.index()].held.is_empty()
+        self.rest[w.index()] == Rest::Sleeping && self.slots[w.index()].held.is_empty()
+    }
+
+    /// `w` is woken, on its way to a pop at a later date.
+    pub fn set_waking(&mut self, w: WorkerId) {
+        self.rest[w.index()] = Rest::Waking;
+    }
+
+    /// `w` reaches its pop, or found a task: it is awake.
+    pub fn set_awake(&mut self, w: WorkerId) {
+        self.rest[w.index()] = Rest::Awake;
+    }
+
+    /// `w`'s pop found nothing: holding no task, its driver thread waits for a wake.
+    pub fn found_nothing(&mut self, w: WorkerId) {
+        if self.slots[w.index()].held.is_empty() {
+            self.rest[w.index()] = Rest::Sleeping;
+        }
+    }
+
+    /// How long after the event the `i`-th leading worker of the last
+    /// [`WorkerPool::pop_order`] reaches its pop.
+    pub fn lead_pop_s(&self, i: usize) -> f64 {
+        self.lead_pop_s[i]
     }
 
     /// `w` took task `t` (popped it): it joins the back of its pipeline.
@@ -203,42 +235,34 @@ impl WorkerPool {
             .collect()
     }
 
-    /// The order in which workers pop after an event, in the order StarPU's simulated driver
-    /// threads reach their pop (`starpu-reference.md` §1a eager and the overheads table;
-    /// `driver_cuda.c`, `driver_cpu.c`, `datawizard.c`):
+    /// The order in which workers pop after an event, and when, in the order StarPU's
+    /// simulated driver threads reach their pop (`starpu-reference.md` §1a eager and the
+    /// overheads table; `driver_cuda.c`, `driver_cpu.c`, `datawizard.c`):
     ///
-    /// - the thread that ended a task (`releasing`) pushes the `pushes` successors it released
-    ///   one after the other, each push costing it `push_s`; when `wakes_all` is false (eager),
-    ///   push `j` (from 0) wakes the first sleeping worker by id (one holding no task; a GPU
-    ///   with a kernel in flight is not asleep); when it is true (ws, lws) all sleeping
-    ///   workers wake at push 0;
+    /// - the thread that ended a task (`releasing`) pushes the successors it released one
+    ///   after the other, each push costing it `push_s` before it takes effect
+    ///   (`_starpu_push_task` sleeps first); push `j` (from 0) wakes the sleeping workers
+    ///   `pushes[j]` says (a worker holding a task is not asleep: a GPU with a kernel in
+    ///   flight comes back when its driver loop does);
     /// - a woken worker pops after one datawizard progress call, which sleeps 1 µs per memory
     ///   node its driver handles (1 µs for a CPU core, 2 µs for a GPU's driver, which also
-    ///   handles RAM): at `j·push_s + 1 µs` or `+ 2 µs`;
+    ///   handles RAM): at `(j + 1)·push_s + 1 µs` or `+ 2 µs`;
     /// - the releasing worker pops after its pushes and its own progress call, at
     ///   `pushes·push_s + 1 µs` or `+ 2 µs`.
     ///
     /// Fills `order` with the woken workers and the releaser in order of those dates (ties: the
-    /// earlier push first, the releaser last), then every other worker by id, and returns how
-    /// many lead (each of those takes one task before everyone fills its room). With StarPU
-    /// 1.4's 1 µs per push and GPUs numbered first this is id order, the releaser last; with no
-    /// push cost (StarPU 1.3) the woken CPUs pop before the woken GPUs.
+    /// earlier push first, the releaser last), their dates in [`WorkerPool::lead_pop_s`], then
+    /// the workers that are awake and hold a task (a GPU with room in its pipeline), by id; a
+    /// sleeping worker no push woke does not pop. Returns how many lead.
     pub fn pop_order(
         &mut self,
         releasing: Option<WorkerId>,
-        pushes: usize,
-        wakes_all: bool,
+        pushes: &[PushWake],
         push_s: f64,
         order: &mut Vec<u32>,
     ) -> usize {
         order.clear();
         let n = self.workers.len() as u32;
-        let others = (0..n).filter(|&w| Some(WorkerId(w)) != releasing);
-        let wake = match (wakes_all, pushes) {
-            (_, 0) => 0,
-            (true, _) => usize::MAX,
-            (false, k) => k,
-        };
         let pop_at_s = |pushes_before: usize, w: u32| {
             let progress_s = match self.workers[w as usize].kind {
                 WorkerKind::Cpu => PROGRESS_S_PER_NODE,
@@ -248,27 +272,75 @@ impl WorkerPool {
         };
         let mut dated = std::mem::take(&mut self.scratch_dated);
         dated.clear();
-        let asleep = others.clone().filter(|&w| self.is_asleep(WorkerId(w)));
-        for (j, w) in asleep.take(wake).enumerate() {
-            dated.push((pop_at_s(if wakes_all { 0 } else { j }, w), w));
+        let mut woken = std::mem::take(&mut self.scratch_woken);
+        woken.clear();
+        woken.resize(n as usize, false);
+        let asleep = |w: u32, woken: &[bool]| {
+            Some(WorkerId(w)) != releasing && !woken[w as usize] && self.is_asleep(WorkerId(w))
+        };
+        for (j, wake) in pushes.iter().enumerate() {
+            match *wake {
+                PushWake::All => {
+                    for w in 0..n {
+                        if asleep(w, &woken) {
+                            woken[w as usize] = true;
+                            dated.push((pop_at_s(j + 1, w), w));
+                        }
+                    }
+                }
+                PushWake::Worker(w) => {
+                    if asleep(w, &woken) {
+                        woken[w as usize] = true;
+                        dated.push((pop_at_s(j + 1, w), w));
+                    }
+                }
+                PushWake::FirstAsleep => {
+                    if let Some(w) = (0..n).find(|&w| asleep(w, &woken)) {
+                        woken[w as usize] = true;
+                        dated.push((pop_at_s(j + 1, w), w));
+                    }
+                }
+            }
         }
-        let woken = dated.len();
-        dated.extend(releasing.map(|w| (pop_at_s(pushes, w.0), w.0)));
+        dated.extend(releasing.map(|w| (pop_at_s(pushes.len(), w.0), w.0)));
         // Stable: equal dates keep push order, the releaser last.
         dated.sort_by(|a, b| a.0.total_cmp(&b.0));
         order.extend(dated.iter().map(|&(_, w)| w));
+        self.lead_pop_s.clear();
+        self.lead_pop_s.extend(dated.iter().map(|&(at, _)| at));
         self.scratch_dated = dated;
         let leading = order.len();
-        let mut skipped = 0;
-        for w in others {
-            if skipped < woken && self.is_asleep(WorkerId(w)) {
-                skipped += 1;
-            } else {
-                order.push(w);
-            }
-        }
+        order.extend((0..n).filter(|&w| {
+            Some(WorkerId(w)) != releasing
+                && !woken[w as usize]
+                && self.rest[w as usize] == Rest::Awake
+        }));
+        self.scratch_woken = woken;
         leading
     }
+}
+
+/// Where a worker's driver thread is between pops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rest {
+    /// Its last pop found nothing and it holds no task: it waits for a push to wake it.
+    Sleeping,
+    /// Woken, on its way to a pop at a later date (`Event::Pop`).
+    Waking,
+    /// Holding tasks, or woken and not yet served (it could not pop): it pops whenever its
+    /// rank's workers do.
+    Awake,
+}
+
+/// Which sleeping workers one push wakes ([`WorkerPool::pop_order`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PushWake {
+    /// Every one.
+    All,
+    /// This one.
+    Worker(u32),
+    /// The first sleeping one by id.
+    FirstAsleep,
 }
 
 #[cfg(test)]
@@ -295,30 +367,57 @@ mod tests {
         ])
     }
 
-    /// By hand, CPU 3 ends a task and pushes two successors, everyone else asleep:
-    /// - eager, 1 µs per push: push 0 wakes GPU0 (pops at 0 + 2 µs), push 1 wakes GPU1
-    ///   (1 + 2 = 3 µs); the releaser pops after both pushes and its own progress call
-    ///   (2 + 1 = 3 µs), after GPU1 at the same date: 0, 1, 3 lead, then 2 and 4 by id;
+    /// By hand, CPU 3 ends a task and pushes two successors, everyone else asleep. A push
+    /// pays its cost before it wakes anyone:
+    /// - eager, 1 µs per push: push 0 wakes GPU0 at 1 µs (it pops at 1 + 2 µs), push 1 wakes
+    ///   GPU1 at 2 µs (pops at 2 + 2 = 4 µs); the releaser pops after both pushes and its own
+    ///   progress call (2 + 1 = 3 µs), after GPU0 at the same date: 0, 3, 1 lead; no one else
+    ///   is awake;
     /// - eager, no push cost: GPU0 and GPU1 at 2 µs, the releaser at 1 µs: 3, 0, 1 lead;
     /// - ws (every sleeping worker wakes at the first push), 1 µs per push, one push: CPUs 2
-    ///   and 4 at 1 µs, GPUs at 2 µs, the releaser at 1 + 1 = 2 µs, last among equals.
+    ///   and 4 at 1 + 1 = 2 µs, the releaser at 1 + 1 = 2 µs, last among equals, GPUs at
+    ///   1 + 2 = 3 µs;
+    /// - dmda (a push wakes the worker it queued the task to), pushes to CPU 4, GPU 1 and CPU 4
+    ///   again: CPU 4 at 1 + 1 µs, GPU 1 at 2 + 2 µs, the releaser at 3 + 1 µs.
     #[test]
     fn pop_order_follows_the_dates_drivers_reach_their_pop() {
         let mut order = Vec::new();
         let mut p = pool();
+        let eager2 = [PushWake::FirstAsleep, PushWake::FirstAsleep];
+        assert_eq!(p.pop_order(Some(WorkerId(3)), &eager2, 1e-6, &mut order), 3);
+        assert_eq!(order, [0, 3, 1]);
         assert_eq!(
-            p.pop_order(Some(WorkerId(3)), 2, false, 1e-6, &mut order),
-            3
+            (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
+            (3e-6, 3e-6, 4e-6)
         );
-        assert_eq!(order, [0, 1, 3, 2, 4]);
-        assert_eq!(p.pop_order(Some(WorkerId(3)), 2, false, 0.0, &mut order), 3);
-        assert_eq!(order, [3, 0, 1, 2, 4]);
-        assert_eq!(p.pop_order(Some(WorkerId(3)), 1, true, 1e-6, &mut order), 5);
-        assert_eq!(order, [2, 4, 0, 1, 3]);
-        // A worker holding a task is not asleep: no push wakes it.
+        assert_eq!(p.pop_order(Some(WorkerId(3)), &eager2, 0.0, &mut order), 3);
+        assert_eq!(order, [3, 0, 1]);
+        assert_eq!(
+            p.pop_order(Some(WorkerId(3)), &[PushWake::All], 1e-6, &mut order),
+            5
+        );
+        assert_eq!(order, [2, 4, 3, 0, 1]);
+        let dmda = [
+            PushWake::Worker(4),
+            PushWake::Worker(1),
+            PushWake::Worker(4),
+        ];
+        assert_eq!(p.pop_order(Some(WorkerId(3)), &dmda, 1e-6, &mut order), 3);
+        assert_eq!(order, [4, 1, 3]);
+        assert_eq!(
+            (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
+            (2e-6, 4e-6, 4e-6)
+        );
+        // A worker holding a task is not asleep: no push wakes it, and it pops now, after the
+        // woken ones; nor is one already on its way to a pop.
         p.hold(WorkerId(0), TaskId(0), 0.0);
-        assert_eq!(p.pop_order(None, 1, false, 1e-6, &mut order), 1);
-        assert_eq!(order, [1, 0, 2, 3, 4]);
+        p.set_awake(WorkerId(0));
+        let one = [PushWake::FirstAsleep];
+        assert_eq!(p.pop_order(None, &one, 1e-6, &mut order), 1);
+        assert_eq!(order, [1, 0]);
+        p.set_waking(WorkerId(1));
+        assert_eq!(p.pop_order(None, &one, 1e-6, &mut order), 1);
+        assert_eq!(order, [2, 0]);
     }
 
     /// Time goes to the activity a worker had since its last change: idle 0-1 s, waiting for

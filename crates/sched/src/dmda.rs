@@ -36,7 +36,7 @@ use serde::Deserialize;
 use super::{Decision, Scheduler};
 use crate::registry::{NonNegative, OptionDoc, OptionValues};
 use hetsim_platform::machine::MemNodeId;
-use hetsim_runtime::{View, WorkerId};
+use hetsim_runtime::{View, Wakes, WorkerId};
 use hetsim_taskgraph::{HandleId, TaskId};
 
 /// Which member of the family.
@@ -385,6 +385,8 @@ pub struct Dmda {
     readers: FxHashMap<(HandleId, MemNodeId), Readers>,
     /// The replicas changed since the last pop, each once.
     scratch_changes: Vec<(HandleId, MemNodeId)>,
+    /// The worker the last push queued its task to.
+    last_queued: Option<WorkerId>,
     /// Candidates of a push: (worker, expected end, length, penalty), µs.
     scratch_cands: Vec<(WorkerId, f64, f64, f64)>,
     /// The tasks of a level becoming the head's.
@@ -414,6 +416,7 @@ impl Dmda {
             pushes: 0,
             readers: FxHashMap::default(),
             scratch_changes: Vec::new(),
+            last_queued: None,
             scratch_cands: Vec::new(),
             scratch_level: Vec::new(),
             queued: 0,
@@ -640,6 +643,7 @@ impl Scheduler for Dmda {
         self.ensure(view);
         let prio = self.priority(task, view);
         let (w, len, penalty) = self.choose(task, prio, view);
+        self.last_queued = Some(w);
         let ready_first = self.pops_ready_first();
         let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
@@ -776,6 +780,15 @@ impl Scheduler for Dmda {
 
     fn watches_replicas(&self) -> bool {
         self.pops_ready_first()
+    }
+
+    /// `push_task_on_best_worker` wakes the worker it queued the task to.
+    fn wakes(&self) -> Wakes {
+        Wakes::Chosen
+    }
+
+    fn queued_to(&self) -> Option<WorkerId> {
+        self.last_queued
     }
 
     /// Re-key the queued tasks that read a changed replica on their worker's memory node.

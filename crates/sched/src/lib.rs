@@ -32,7 +32,7 @@ pub use recorded::Recorded;
 pub use registry::{SchedulerConfig, SchedulerEntry};
 pub use ws::{Victims, WorkStealing};
 
-pub use hetsim_runtime::sched::{Decision, Scheduler};
+pub use hetsim_runtime::sched::{Decision, Scheduler, Wakes};
 
 use dmda::{DM_OPTIONS, DMDA_OPTIONS, DmOptions, DmdaOptions, READY_OPTIONS, ReadyOptions};
 use registry::{NoOptions, configured};

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use rand::{RngExt, SeedableRng};
 
 use super::{Decision, Scheduler};
-use hetsim_runtime::{View, WorkerId};
+use hetsim_runtime::{View, Wakes, WorkerId};
 use hetsim_taskgraph::TaskId;
 
 /// Random placement weighted by relative speed.
@@ -17,6 +17,7 @@ pub struct Random {
     rng: rand::rngs::Xoshiro256PlusPlus,
     queues: Vec<VecDeque<TaskId>>,
     queued: usize,
+    last_queued: Option<WorkerId>,
 }
 
 impl Random {
@@ -27,6 +28,7 @@ impl Random {
             rng: rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15),
             queues: Vec::new(),
             queued: 0,
+            last_queued: None,
         }
     }
 }
@@ -65,6 +67,7 @@ impl Scheduler for Random {
         let w = chosen.expect("a pushed task can run on some worker");
         self.queues[w.index()].push_back(task);
         self.queued += 1;
+        self.last_queued = Some(w);
     }
 
     fn pop(&mut self, worker: WorkerId, _view: &View<'_>) -> Option<TaskId> {
@@ -75,5 +78,14 @@ impl Scheduler for Random {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    /// `starpu_push_local_task` wakes the worker it queues the task to.
+    fn wakes(&self) -> Wakes {
+        Wakes::Chosen
+    }
+
+    fn queued_to(&self) -> Option<WorkerId> {
+        self.last_queued
     }
 }

@@ -17,21 +17,22 @@ impl Observer for WhoRan {
     }
 }
 
-/// StarPU's wake-up order on a central queue (`starpu-reference.md` §1a, eager, and the
-/// 1 µs push cost): an idle worker woken by a push pops before the worker whose task end
-/// released the task. Hand derivation on the 2×2-tile Cholesky, a chain
-/// potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1), with one GPU (worker 0) and one CPU
-/// (worker 1), both able to run everything:
+/// StarPU's wake-up dates on a central queue (`starpu-reference.md` §1a, eager, and the 1 µs
+/// push cost, paid before the push wakes anyone): a worker woken by a push pops after the push
+/// and its own progress call (1 µs per memory node it drives), the worker whose task end
+/// released the task after its pushes and its progress call. Hand derivation on the 2×2-tile
+/// Cholesky, a chain potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1), with one GPU (worker 0)
+/// and one CPU (worker 1), both able to run everything:
 /// - at the start both are idle and nobody released potrf(0,0): the lower id, the GPU,
 ///   takes it;
-/// - its end releases trsm: the CPU is idle and the GPU is the releaser, so the CPU takes
-///   it;
-/// - the CPU's end releases syrk: the GPU takes it; the GPU's end releases potrf(1,1): the
-///   CPU takes it.
+/// - its end releases trsm: the push wakes the CPU at 1 µs, which pops at 1 + 1 = 2 µs; the
+///   GPU, the releaser, at 1 + 2 = 3 µs: the CPU takes trsm;
+/// - the CPU's end releases syrk: the push wakes the GPU at 1 µs (it pops at 3 µs), the CPU
+///   pops at 2 µs and takes syrk, then potrf(1,1) the same way.
 ///
-/// Workers in id order first (the rule before this one) would give all four to the GPU.
+/// Workers in id order first would give all four to the GPU.
 #[test]
-fn an_idle_worker_pops_before_the_releasing_worker() {
+fn the_first_to_reach_its_pop_takes_the_released_task() {
     let m = star_machine(1, 2);
     let g = workload::cholesky(2 * 960, 960, Precision::Single).unwrap();
     let mut s = crate::by_name("eager", 1).unwrap();
@@ -48,7 +49,7 @@ fn an_idle_worker_pops_before_the_releasing_worker() {
         ]
     );
     let on: Vec<u32> = who.0.iter().map(|&(_, w)| w.0).collect();
-    assert_eq!(on, [0, 1, 0, 1]);
+    assert_eq!(on, [0, 1, 1, 1]);
 }
 
 /// One task released, then three: each idle worker takes one before anyone fills a
@@ -57,9 +58,9 @@ fn an_idle_worker_pops_before_the_releasing_worker() {
 /// A's output:
 /// - A: all idle, nobody released it: GPU0 takes it;
 /// - A's end on GPU0 releases B1, B2, B3, pushed in that order. Push 0 wakes GPU1, push 1
-///   the CPU; GPU0 is the releaser. With StarPU 1.4's 1 µs per push, GPU1 pops at
-///   0 + 2 µs, the CPU at 1 + 1 µs (a tie it loses: later push), GPU0 at 3 + 2 µs: B1 to
-///   GPU1, B2 to the CPU, B3 to GPU0;
+///   the CPU; GPU0 is the releaser. With StarPU 1.4's 1 µs per push, paid before the push
+///   wakes anyone, GPU1 pops at 1 + 2 µs, the CPU at 2 + 1 µs (a tie it loses: later push),
+///   GPU0 at 3 + 2 µs: B1 to GPU1, B2 to the CPU, B3 to GPU0;
 /// - with no push cost (StarPU 1.3) the CPU pops at 1 µs, GPU1 at 2 µs, GPU0 at 2 µs
 ///   (the releaser loses the tie): B1 to the CPU, B2 to GPU1, B3 to GPU0.
 ///
@@ -115,12 +116,12 @@ fn ran_on(m: &Machine, g: &TaskGraph, sched: &str) -> impl Fn(TaskId) -> Option<
 /// - A is ready at the start: round-robin from the cursor at worker 0 puts it on GPU1,
 ///   which does not pop again while A runs (a synchronous task blocks its pipeline);
 /// - A's end on GPU1 pushes B1, B2 into GPU1's deque; GPU1 is still busy (its last pop
-///   returned A). GPU0 and the CPU wake at push 0: the CPU pops at 1 µs and steals the
-///   front, B1; GPU0 at 2 µs steals B2; GPU1, the releaser, pops at 2 + 2 µs and finds
+///   returned A). GPU0 and the CPU wake at push 0, at 1 µs: the CPU pops at 2 µs and steals
+///   the front, B1; GPU0 at 3 µs steals B2; GPU1, the releaser, pops at 2 + 2 µs and finds
 ///   nothing.
 ///
-/// With eager's one wake per push GPU0 (woken by push 0, 2 µs) would go before the CPU
-/// (push 1, 1 + 1 µs) and take B1. Were A asynchronous, GPU1 would have popped again
+/// With eager's one wake per push GPU0 (woken by push 0, 1 + 2 µs) would tie with the CPU
+/// (push 1, 2 + 1 µs) and, pushed first, take B1. Were A asynchronous, GPU1 would have popped again
 /// while A ran, found nothing and stopped being busy: nobody could steal at A's end.
 #[test]
 fn ws_wakes_every_sleeping_worker_at_the_first_push() {

@@ -23,7 +23,7 @@
 //!   can run, the steal fails. A walk that finds no victim leaves the worker idle until the
 //!   next event.
 //! - **Wake-up.** A push wakes every sleeping worker (`ws_push_task`), so at the first push
-//!   all of them head for their pop ([`Scheduler::wakes_all`]).
+//!   all of them head for their pop ([`Scheduler::wakes`]).
 //! - `lws` walks victims nearest first instead, along a proximity list per worker. StarPU
 //!   builds it from the hwloc tree (`lws_add_workers`): the workers bound near the thief's core
 //!   first. hetsim builds it from the machine's `[affinity]` when it has one for every GPU
@@ -46,7 +46,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::{Decision, Scheduler};
 use hetsim_platform::machine::Machine;
-use hetsim_runtime::{View, Worker, WorkerId, WorkerKind};
+use hetsim_runtime::{View, Wakes, Worker, WorkerId, WorkerKind};
 use hetsim_taskgraph::TaskId;
 
 /// How a thief chooses its victim.
@@ -381,8 +381,8 @@ impl Scheduler for WorkStealing {
     }
 
     /// `ws_push_task` wakes every worker, whatever the task.
-    fn wakes_all(&self) -> bool {
-        true
+    fn wakes(&self) -> Wakes {
+        Wakes::All
     }
 
     /// `initialize_ws_policy` (also lws's) sets its context's priority bounds to any integer.

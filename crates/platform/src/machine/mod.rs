@@ -263,9 +263,9 @@ pub struct RuntimeConfig {
     /// Default 10 µs.
     pub kernel_queue_s: f64,
     /// Simulated time the thread that releases tasks spends on each push
-    /// (`STARPU_SIMGRID_TASK_PUSH_COST`, `starpu-reference.md`'s overheads table). It only
-    /// orders the pops of one instant: the worker woken by a later push reaches its pop
-    /// later. Default 1 µs (StarPU 1.4 as the reference gives it); StarPU 1.3 has no such
+    /// (`STARPU_SIMGRID_TASK_PUSH_COST`, `starpu-reference.md`'s overheads table): the worker
+    /// woken by a later push reaches its pop later, and the releasing thread pops after all
+    /// its pushes. Default 1 µs (StarPU 1.4 as the reference gives it); StarPU 1.3 has no such
     /// cost (0).
     pub push_s: f64,
     /// Simulated time the submitting thread spends on each task it submits, after the push of a

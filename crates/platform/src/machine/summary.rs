@@ -112,7 +112,7 @@ pub(super) fn summary(m: &Machine) -> String {
         ),
         ("transfer queueing", rt.transfer_queue_s, ""),
         ("GPU kernel queueing", rt.kernel_queue_s, ""),
-        ("push", rt.push_s, " (orders same-instant pops)"),
+        ("push", rt.push_s, " (delays the pops it wakes)"),
         ("submission", rt.submit_s, " per task"),
         (
             "fetching input",

@@ -20,9 +20,9 @@ use super::observe::{Observer, SimEvent, WorkerStatus};
 use super::report::RunReport;
 use super::runnable::{Runnable, runnable_of};
 use super::stats::Stats;
-use super::workers::WorkerPool;
+use super::workers::{PushWake, WorkerPool};
 use super::{KernelTimes, RunConfig, SimRng, View, WorkerId, WorkerKind};
-use crate::sched::{Decision, Scheduler};
+use crate::sched::{Decision, Scheduler, Wakes};
 use hetsim_core::engine::Calendar;
 use hetsim_core::error::{Error, InputError};
 use hetsim_core::fluid::{FlowId, FluidNetwork, LinkId};
@@ -86,6 +86,8 @@ pub(crate) enum Event {
     RecvBufferReady(TaskId),
     /// A rank's submitting thread submits its next task.
     Submit { rank: u32 },
+    /// A woken worker of a rank (local id) reaches its pop.
+    Pop { rank: u32, worker: u32 },
 }
 
 /// Who a fluid flow belongs to.
@@ -118,8 +120,8 @@ struct Rank<'a> {
     /// The worker whose task ended in the event being handled: it pops last
     /// ([`WorkerPool::pop_order`]).
     releasing: Option<WorkerId>,
-    /// Tasks pushed since workers last popped.
-    pushed_now: u32,
+    /// Whom each push since workers last popped woke.
+    pushes: Vec<PushWake>,
 }
 
 /// The ranks something changed for since their workers last popped, for
@@ -375,7 +377,7 @@ impl<'a> Sim<'a> {
                 gpu_mems: gpus,
                 mpi_free_at: 0.0,
                 releasing: None,
-                pushed_now: 0,
+                pushes: Vec::new(),
             });
         }
         let link_loads = obs
@@ -627,6 +629,7 @@ impl<'a> Sim<'a> {
             }
             Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
             Event::Submit { rank } => self.submit_next(rank as usize),
+            Event::Pop { rank, worker } => self.popped_at_date(rank as usize, WorkerId(worker)),
         }
     }
 
@@ -655,7 +658,15 @@ impl<'a> Sim<'a> {
             ..view!(self, rank)
         };
         rank.sched.push(task, &view, &mut decisions);
-        rank.pushed_now += 1;
+        let wake = match rank.sched.wakes() {
+            Wakes::All => PushWake::All,
+            Wakes::Chosen => match rank.sched.queued_to() {
+                Some(w) => PushWake::Worker(w.0),
+                None => PushWake::All,
+            },
+            Wakes::Eager => PushWake::FirstAsleep,
+        };
+        rank.pushes.push(wake);
         self.dirty.mark(r);
         // StarPU's dmda requests a task's prefetches inside its push
         // (`starpu_prefetch_task_input_for`), so the next push, even at the same instant, sees
@@ -681,12 +692,9 @@ impl<'a> Sim<'a> {
         self.decisions = decisions;
     }
 
-    /// Let the workers of every rank something happened to pop, in the order of
-    /// [`WorkerPool::pop_order`]: each worker that leads takes one task, then every worker
-    /// fills its room in the same order.
-    ///
-    /// With per-worker queues (dmda family) each worker pops only its own queue, so the order
-    /// matters only to central queues (eager, prio) and to which thief steals first (ws, lws).
+    /// Let the workers of every rank something happened to pop ([`WorkerPool::pop_order`]):
+    /// the workers its pushes woke and the worker that released them pop at their own dates
+    /// (`Event::Pop`), the workers awake with room now; under eager all pop now, in that order.
     ///
     /// Ranks are visited in increasing order; a rank marked by the visit of a later one waits
     /// for the next call, as a rank marked by its own visit is not visited again.
@@ -713,50 +721,96 @@ impl<'a> Sim<'a> {
         let mut order = std::mem::take(&mut self.scratch_order);
         let rank = &mut self.ranks[r];
         let releasing = rank.releasing.take();
-        let pushes = std::mem::take(&mut rank.pushed_now) as usize;
         let leading = rank.workers.pop_order(
             releasing,
-            pushes,
-            rank.sched.wakes_all(),
+            &rank.pushes,
             self.machine.runtime().push_s,
             &mut order,
         );
-        for (upto, most) in [(leading, 1), (order.len(), u32::MAX)] {
-            for &w in &order[..upto] {
-                let w = WorkerId(w);
-                let mut popped = 0;
-                while popped < most && self.has_room(r, w) {
-                    popped += 1;
-                    let rank = &mut self.ranks[r];
-                    let mut changes = std::mem::take(&mut self.scratch_changes);
-                    if rank.sched.watches_replicas() {
-                        rank.data.swap_replica_changes(&mut changes);
-                    }
-                    let view = view!(self, rank);
-                    if !changes.is_empty() {
-                        rank.sched.replicas_changed(&changes, &view);
-                        changes.clear();
-                    }
-                    self.scratch_changes = changes;
-                    let Some(t) = rank.sched.pop(w, &view) else {
-                        break;
-                    };
-                    assert!(
-                        view.predicted_length_s(t, w).is_some(),
-                        "scheduler `{}` gave task {} to worker {} that cannot run it",
-                        rank.sched.name(),
-                        t.0,
-                        rank.workers.worker(w).name
-                    );
-                    self.take(r, w, t);
+        rank.pushes.clear();
+        let dated = rank.sched.wakes() != Wakes::Eager;
+        if !dated {
+            // Which of the workers eager's push wakes pops first at a shared date is SimGrid's
+            // order among them: under eager they pop at the event, the leading ones one task
+            // each first, then every worker, awake or not, fills its room.
+            order.truncate(leading);
+            let n = self.ranks[r].workers.workers().len() as u32;
+            for w in 0..n {
+                if !order[..leading].contains(&w) {
+                    order.push(w);
                 }
             }
+            for (upto, most) in [(leading, 1), (order.len(), u32::MAX)] {
+                for &w in &order[..upto] {
+                    self.pop_into(r, WorkerId(w), most);
+                }
+            }
+            order.clear();
+            self.scratch_order = order;
+            self.dirty.marked[r] = false;
+            return;
+        }
+        // The woken workers and the releaser pop at their own dates; the workers awake with
+        // room (a GPU whose pipeline is not full) pop now.
+        for (i, &w) in order[..leading].iter().enumerate() {
+            let w = WorkerId(w);
+            let at = self.now + self.ranks[r].workers.lead_pop_s(i);
+            self.ranks[r].workers.set_waking(w);
+            self.cal.schedule(
+                at,
+                Event::Pop {
+                    rank: r as u32,
+                    worker: w.0,
+                },
+            );
+        }
+        for &w in &order[leading..] {
+            self.pop_into(r, WorkerId(w), u32::MAX);
         }
         order.clear();
         self.scratch_order = order;
         // What the pops did (a task started, a transfer asked for) concerns this rank again
         // only through events, which mark it.
         self.dirty.marked[r] = false;
+    }
+
+    /// Worker `w` of rank `r` reaches the pop it was woken for.
+    fn popped_at_date(&mut self, r: usize, w: WorkerId) {
+        self.ranks[r].workers.set_awake(w);
+        self.pop_into(r, w, u32::MAX);
+        self.mark(r);
+    }
+
+    /// Worker `w` of rank `r` pops while it has room, `most` tasks at the most.
+    fn pop_into(&mut self, r: usize, w: WorkerId, most: u32) {
+        let mut popped = 0;
+        while popped < most && self.has_room(r, w) {
+            popped += 1;
+            let rank = &mut self.ranks[r];
+            let mut changes = std::mem::take(&mut self.scratch_changes);
+            if rank.sched.watches_replicas() {
+                rank.data.swap_replica_changes(&mut changes);
+            }
+            let view = view!(self, rank);
+            if !changes.is_empty() {
+                rank.sched.replicas_changed(&changes, &view);
+                changes.clear();
+            }
+            self.scratch_changes = changes;
+            let Some(t) = rank.sched.pop(w, &view) else {
+                rank.workers.found_nothing(w);
+                break;
+            };
+            assert!(
+                view.predicted_length_s(t, w).is_some(),
+                "scheduler `{}` gave task {} to worker {} that cannot run it",
+                rank.sched.name(),
+                t.0,
+                rank.workers.worker(w).name
+            );
+            rank.workers.set_awake(w);
+            self.take(r, w, t);
+        }
     }
 
     /// Whether worker `w` of rank `r` may pop: it holds fewer tasks than its pipeline depth,
