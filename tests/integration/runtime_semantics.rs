@@ -737,6 +737,14 @@ fn cpu_start_dates(g: &TaskGraph, sched: &str, runtime_toml: &str, ncpu: u32) ->
     seen.0.iter().map(|&(_, _, at)| at).collect()
 }
 
+/// `got` holds as many dates as `want`, each equal to its counterpart to 1e-9 relative.
+fn assert_dates(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: {got:?}");
+    for (got, want) in got.iter().zip(want) {
+        assert_close(*got, *want, 1e-9);
+    }
+}
+
 /// The submitting thread (`runtime.submit_cost`, StarPU's `STARPU_SIMGRID_TASK_SUBMIT_COST`):
 /// tasks reach the scheduler one after the other. By hand, three independent tasks of 100 µs on
 /// two CPU workers under eager, 1 µs per submission and 1 µs per push: task 0 is submitted and
@@ -829,11 +837,11 @@ fn a_popped_task_waits_for_its_buffers_to_be_requested() {
         ("5 us", [15e-6, task_s + 20e-6]),
         ("0 us", [0.0, task_s]),
     ] {
-        let got = starts(fetch);
-        assert_eq!(got.len(), 2, "fetch_input_cost = {fetch}");
-        for (got, want) in got.iter().zip(want) {
-            assert_close(*got, want, 1e-9);
-        }
+        assert_dates(
+            &starts(fetch),
+            &want,
+            &format!("fetch_input_cost = {fetch}"),
+        );
     }
 }
 
@@ -865,10 +873,7 @@ fn woken_workers_pop_at_their_own_dates() {
     ] {
         let runtime = format!("submit_cost = 0\npush_cost = \"{push}\"");
         let got = cpu_start_dates(&g, sched, &runtime, 1);
-        assert_eq!(got.len(), 2, "{sched}, push cost {push}");
-        for (got, want) in got.iter().zip(want) {
-            assert_close(*got, want, 1e-9);
-        }
+        assert_dates(&got, &want, &format!("{sched}, push cost {push}"));
     }
 }
 
