@@ -266,6 +266,9 @@ fn agrees_with_starpu_replay() {
         }
         let diff = (ms - starpu) / starpu;
         let bound = match (trace, sched) {
+            // starpu_replay's eager is 19 % slower than StarPU's own Cholesky example; eager's
+            // order at shared dates is SimGrid's (docs/taskgraph-files.md).
+            (t, "eager") if t.starts_with("cholesky") => 0.26,
             // The stencil under dmda, not explained (docs/taskgraph-files.md).
             ("stencil-32x16-dmda", "dmda") => 0.075,
             (_, "dmda" | "dmdar" | "dmdas") => 0.05,

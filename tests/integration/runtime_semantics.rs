@@ -877,6 +877,45 @@ fn woken_workers_pop_at_their_own_dates() {
     }
 }
 
+/// A "will not be used" hint costs what StarPU's acquire task costs
+/// (`starpu_data_acquire_on_node_cb_sequential_consistency_quick` submits it internally while
+/// its writer runs, and the writer's worker pushes it when the writer ends): one submission on
+/// the submitting thread, one push on the releasing worker. By hand, one CPU worker under dmda,
+/// 1 µs per submission and per push, no cost per requested buffer: task A writes h (100 µs),
+/// the hint on h follows it, task B writes another handle (100 µs). A is pushed at 0 (its push
+/// wakes the CPU at 1 µs, which pops at 2 µs and starts it), submitted by 2 µs; the hint's
+/// submission takes the thread to 3 µs; B is pushed by 4 µs and queued behind A. A ends at
+/// 102 µs; the CPU pushes the hint's task (1 µs) and pops B after its progress call, at
+/// 104 µs. Without the hint: B at 103 µs.
+#[test]
+fn a_wont_use_hint_costs_a_submission_and_a_push() {
+    let graph = |hint: bool| {
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let (h, other) = (
+            b.add_handle(Handle::bytes(1000)).unwrap(),
+            b.add_handle(Handle::bytes(1000)).unwrap(),
+        );
+        b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::W)])
+            .unwrap();
+        if hint {
+            b.wont_use(h).unwrap();
+        }
+        b.submit(cl, 1e6, 0, &[Access::new(other, AccessMode::W)])
+            .unwrap();
+        b.build().unwrap()
+    };
+    let task_s = 1e6 / CPU_RATE;
+    let runtime = "fetch_input_cost = 0";
+    for (hint, want) in [
+        (true, [2e-6, task_s + 4e-6]),
+        (false, [2e-6, task_s + 3e-6]),
+    ] {
+        let got = cpu_start_dates(&graph(hint), "dmda", runtime, 1);
+        assert_dates(&got, &want, &format!("hint {hint}"));
+    }
+}
+
 /// A "will not be used" hint acts after its writer's successors are pushed: StarPU's
 /// `starpu_data_wont_use` is an acquire of the handle registered after the tasks submitted
 /// before it. One GPU and one CPU core under dmda. Task w writes a 100 MB tile T on the GPU

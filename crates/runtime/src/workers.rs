@@ -294,6 +294,7 @@ impl WorkerPool {
                         dated.push((pop_at_s(j + 1, w), w));
                     }
                 }
+                PushWake::Nobody => {}
                 PushWake::FirstAsleep => {
                     if let Some(w) = (0..n).find(|&w| asleep(w, &woken)) {
                         woken[w as usize] = true;
@@ -341,6 +342,8 @@ pub(crate) enum PushWake {
     Worker(u32),
     /// The first sleeping one by id.
     FirstAsleep,
+    /// None (an internal task without a codelet: its push costs the pusher all the same).
+    Nobody,
 }
 
 #[cfg(test)]

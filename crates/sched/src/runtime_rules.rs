@@ -20,15 +20,19 @@ impl Observer for WhoRan {
 /// StarPU's wake-up dates on a central queue (`starpu-reference.md` §1a, eager, and the 1 µs
 /// push cost, paid before the push wakes anyone): a worker woken by a push pops after the push
 /// and its own progress call (1 µs per memory node it drives), the worker whose task end
-/// released the task after its pushes and its progress call. Hand derivation on the 2×2-tile
-/// Cholesky, a chain potrf(0,0) → trsm(1,0) → syrk(1,1) → potrf(1,1), with one GPU (worker 0)
-/// and one CPU (worker 1), both able to run everything:
+/// released the task after its pushes and its progress call; a "will not be used" hint whose
+/// writer ends is one more push for that worker. Hand derivation on the 2×2-tile Cholesky,
+/// submitted as potrf(0,0), trsm(1,0), hint on A(0,0), syrk(1,1), hint on A(1,0), potrf(1,1) —
+/// a chain — with one GPU (worker 0) and one CPU (worker 1), both able to run everything:
 /// - at the start both are idle and nobody released potrf(0,0): the lower id, the GPU,
 ///   takes it;
 /// - its end releases trsm: the push wakes the CPU at 1 µs, which pops at 1 + 1 = 2 µs; the
-///   GPU, the releaser, at 1 + 2 = 3 µs: the CPU takes trsm;
-/// - the CPU's end releases syrk: the push wakes the GPU at 1 µs (it pops at 3 µs), the CPU
-///   pops at 2 µs and takes syrk, then potrf(1,1) the same way.
+///   GPU also pushes the hint's task and pops at 2 + 2 = 4 µs: the CPU takes trsm;
+/// - the CPU's end releases syrk: the push wakes the GPU at 1 µs, which pops at 3 µs; the CPU
+///   pushes the hint on A(1,0) too and pops at 2 + 1 = 3 µs, last among equals: the GPU takes
+///   syrk;
+/// - the GPU's end releases potrf(1,1): the CPU, woken at 1 µs, pops at 2 µs, the GPU at
+///   1 + 2 = 3 µs: the CPU takes it.
 ///
 /// Workers in id order first would give all four to the GPU.
 #[test]
@@ -49,7 +53,7 @@ fn the_first_to_reach_its_pop_takes_the_released_task() {
         ]
     );
     let on: Vec<u32> = who.0.iter().map(|&(_, w)| w.0).collect();
-    assert_eq!(on, [0, 1, 1, 1]);
+    assert_eq!(on, [0, 1, 0, 1]);
 }
 
 /// One task released, then three: each idle worker takes one before anyone fills a

@@ -270,8 +270,9 @@ pub struct RuntimeConfig {
     pub push_s: f64,
     /// Simulated time the submitting thread spends on each task it submits, after the push of a
     /// task ready at submission (`STARPU_SIMGRID_TASK_SUBMIT_COST`, `task.c`): tasks reach the
-    /// scheduler one after the other, not all at once. Default 1 µs; 0 submits every task at
-    /// the start.
+    /// scheduler one after the other, not all at once. A "will not be used" hint whose writer
+    /// has not ended costs one more (StarPU submits an acquire task for it). Default 1 µs; 0
+    /// submits every task at the start.
     pub submit_s: f64,
     /// Simulated time a worker spends on each buffer of a task it has popped, requesting it,
     /// before the task can run (`STARPU_SIMGRID_FETCHING_INPUT_COST`, `coherency.c`'s

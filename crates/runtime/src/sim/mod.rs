@@ -180,6 +180,8 @@ struct Sim<'a> {
     messages: messages::Messages,
     /// "Will not be used" hints by the task whose end makes them hold (`run.wont_use`).
     wont_use_after: FxHashMap<u32, Vec<HandleId>>,
+    /// Per task, the writers the "will not be used" hints submitted right after it wait for.
+    hints_after: FxHashMap<u32, Vec<TaskId>>,
     /// When the last task ended (the makespan, as `starpu_task_wait_for_all` returns then).
     last_task_end: f64,
     tasks_done: u64,
@@ -416,6 +418,11 @@ impl<'a> Sim<'a> {
             messages: messages::Messages::new(graph),
             wont_use_after: if config.wont_use {
                 wont_use_by_trigger(graph)
+            } else {
+                FxHashMap::default()
+            },
+            hints_after: if config.wont_use {
+                hints_by_predecessor(graph)
             } else {
                 FxHashMap::default()
             },
@@ -1061,6 +1068,8 @@ impl<'a> Sim<'a> {
         // tasks submitted before it: it runs once the writer's successors have been pushed.
         if let Some(hs) = self.wont_use_after.remove(&t.0) {
             for h in hs {
+                // Its acquire task is pushed by the releasing worker, after the successors.
+                self.ranks[r].pushes.push(PushWake::Nobody);
                 let hr = self.graph.handle(h).node.index();
                 self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
                 self.apply(hr);
@@ -1102,6 +1111,15 @@ impl<'a> Sim<'a> {
         if self.preds_left[t.index()] == 0 {
             cost += rt.push_s;
             self.ready(t, None);
+        }
+        // A hint whose writer has not ended is an acquire task submitted internally
+        // (`starpu_data_acquire_on_node_cb_sequential_consistency_quick`): one more submission.
+        if let Some(writers) = self.hints_after.get(&t.0) {
+            let pending = writers
+                .iter()
+                .filter(|w| self.wont_use_after.contains_key(&w.0))
+                .count();
+            cost += rt.submit_s * pending as f64;
         }
         if self.to_submit[r].1 < self.to_submit[r].0.len() {
             self.cal
@@ -1356,6 +1374,17 @@ fn distinct_handles(accesses: &[Access]) -> usize {
         .enumerate()
         .filter(|(i, a)| accesses[..*i].iter().all(|b| b.handle != a.handle))
         .count()
+}
+
+/// Per task, the writers of the hints submitted right after it, for the hints that have one.
+fn hints_by_predecessor(graph: &TaskGraph) -> FxHashMap<u32, Vec<TaskId>> {
+    let mut map: FxHashMap<u32, Vec<TaskId>> = FxHashMap::default();
+    for (hint, trig) in graph.wont_use_hints().iter().zip(graph.wont_use_triggers()) {
+        if let Some(t) = trig {
+            map.entry(hint.after.0).or_default().push(t);
+        }
+    }
+    map
 }
 
 fn wont_use_by_trigger(graph: &TaskGraph) -> FxHashMap<u32, Vec<HandleId>> {
