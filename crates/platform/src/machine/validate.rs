@@ -1326,70 +1326,70 @@ pub fn apply_runtime(
     if let Some(b) = raw.transfer_cost {
         runtime.transfer_cost = b;
     }
-    // A count between 1 and MAX_COUNT, or an error naming the field.
-    let count =
-        |c: &Option<Spanned<i64>>, f: &str, what: &str, slot: &mut u32| -> Result<(), InputError> {
-            if let Some(c) = c {
-                let v = *c.get_ref();
-                if !(1..=MAX_COUNT).contains(&v) {
-                    return Err(err(
-                        c.span(),
-                        format!("runtime.{f}"),
-                        format!("expected {what} between 1 and {MAX_COUNT}, found {v}"),
-                    ));
-                }
-                *slot = v as u32;
-            }
-            Ok(())
-        };
-    count(
-        &raw.gpu_pipeline_depth,
-        "gpu_pipeline_depth",
-        "a pipeline depth",
-        &mut runtime.gpu_pipeline_depth,
-    )?;
-    let limits = &mut runtime.pending_limits;
-    let what = "a number of pending requests";
-    count(
-        &raw.max_pending_fetches,
-        "max_pending_fetches",
-        what,
-        &mut limits.fetch,
-    )?;
-    count(
-        &raw.max_pending_prefetches,
-        "max_pending_prefetches",
-        what,
-        &mut limits.prefetch,
-    )?;
-    count(
-        &raw.max_pending_idle,
-        "max_pending_idle",
-        what,
-        &mut limits.idle,
-    )?;
-    let pct = |c: &Option<Spanned<i64>>, f: &str, slot: &mut u32| -> Result<(), InputError> {
+    // An integer between `lo` and `hi`, or an error naming the field.
+    let int_in = |c: &Option<Spanned<i64>>,
+                  f: &str,
+                  what: &str,
+                  (lo, hi): (i64, i64),
+                  slot: &mut u32|
+     -> Result<(), InputError> {
         if let Some(c) = c {
             let v = *c.get_ref();
-            if !(0..=100).contains(&v) {
+            if !(lo..=hi).contains(&v) {
                 return Err(err(
                     c.span(),
                     format!("runtime.{f}"),
-                    format!("expected a percentage between 0 and 100, found {v}"),
+                    format!("expected {what} between {lo} and {hi}, found {v}"),
                 ));
             }
             *slot = v as u32;
         }
         Ok(())
     };
-    pct(
+    let count = (1, MAX_COUNT);
+    int_in(
+        &raw.gpu_pipeline_depth,
+        "gpu_pipeline_depth",
+        "a pipeline depth",
+        count,
+        &mut runtime.gpu_pipeline_depth,
+    )?;
+    let limits = &mut runtime.pending_limits;
+    let what = "a number of pending requests";
+    int_in(
+        &raw.max_pending_fetches,
+        "max_pending_fetches",
+        what,
+        count,
+        &mut limits.fetch,
+    )?;
+    int_in(
+        &raw.max_pending_prefetches,
+        "max_pending_prefetches",
+        what,
+        count,
+        &mut limits.prefetch,
+    )?;
+    int_in(
+        &raw.max_pending_idle,
+        "max_pending_idle",
+        what,
+        count,
+        &mut limits.idle,
+    )?;
+    let pct = (0, 100);
+    int_in(
         &raw.min_clean_pct,
         "min_clean_pct",
+        "a percentage",
+        pct,
         &mut runtime.min_clean_pct,
     )?;
-    pct(
+    int_in(
         &raw.target_clean_pct,
         "target_clean_pct",
+        "a percentage",
+        pct,
         &mut runtime.target_clean_pct,
     )?;
     if let Some(b) = raw.gpu_driver_cores {
