@@ -1564,6 +1564,13 @@ symmetric = true
                 .contains("expected a number of pending requests between 1 and 1024, found 0"),
             "{e}"
         );
+        let e = err(&format!("{BOTH_ROUTES}[runtime]\nmin_clean_pct = 101\n"));
+        assert_eq!(e.location.field.as_deref(), Some("runtime.min_clean_pct"));
+        assert!(
+            e.to_string()
+                .contains("expected a percentage between 0 and 100, found 101"),
+            "{e}"
+        );
     }
 
     #[test]
