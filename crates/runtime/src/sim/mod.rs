@@ -385,6 +385,11 @@ impl<'a> Sim<'a> {
         let link_loads = obs
             .wants_link_loads()
             .then(|| vec![0.0; layout.links.len()]);
+        let (wont_use_after, hints_after) = if config.wont_use {
+            hint_maps(graph)
+        } else {
+            Default::default()
+        };
         let sim = Sim {
             machine,
             cluster,
@@ -416,16 +421,8 @@ impl<'a> Sim<'a> {
             to_submit: Vec::new(),
             task_worker: vec![u32::MAX; graph.num_tasks()],
             messages: messages::Messages::new(graph),
-            wont_use_after: if config.wont_use {
-                wont_use_by_trigger(graph)
-            } else {
-                FxHashMap::default()
-            },
-            hints_after: if config.wont_use {
-                hints_by_predecessor(graph)
-            } else {
-                FxHashMap::default()
-            },
+            wont_use_after,
+            hints_after,
             last_task_end: 0.0,
             tasks_done: 0,
             makespan: 0.0,
@@ -1363,9 +1360,6 @@ fn rank_handles(graph: &TaskGraph, ranks: usize) -> (Vec<Vec<HandleId>>, std::rc
     (owned, slots.into())
 }
 
-/// The "will not be used" hints of `graph` keyed by the task whose end makes them hold (the
-/// last writer before each hint, [`TaskGraph::wont_use_triggers`]). Hints with no writer
-/// before them concern data that is only in main memory: nothing to do.
 /// How many buffers a task's worker requests: one per handle, however often the task accesses
 /// it (StarPU orders a task's buffers by handle and skips repeats).
 fn distinct_handles(accesses: &[Access]) -> usize {
@@ -1376,23 +1370,20 @@ fn distinct_handles(accesses: &[Access]) -> usize {
         .count()
 }
 
-/// Per task, the writers of the hints submitted right after it, for the hints that have one.
-fn hints_by_predecessor(graph: &TaskGraph) -> FxHashMap<u32, Vec<TaskId>> {
-    let mut map: FxHashMap<u32, Vec<TaskId>> = FxHashMap::default();
-    for (hint, trig) in graph.wont_use_hints().iter().zip(graph.wont_use_triggers()) {
-        if let Some(t) = trig {
-            map.entry(hint.after.0).or_default().push(t);
-        }
-    }
-    map
-}
+/// Hint handles by the writer whose end makes them hold; hint writers by the task the hints
+/// are submitted right after.
+type HintMaps = (FxHashMap<u32, Vec<HandleId>>, FxHashMap<u32, Vec<TaskId>>);
 
-fn wont_use_by_trigger(graph: &TaskGraph) -> FxHashMap<u32, Vec<HandleId>> {
-    let mut map: FxHashMap<u32, Vec<HandleId>> = FxHashMap::default();
+/// The "will not be used" hints of `graph` that have a writer before them (the last one,
+/// [`TaskGraph::wont_use_triggers`], computed once), both ways ([`HintMaps`]). Hints with no
+/// writer before them concern data that is only in main memory: nothing to do.
+fn hint_maps(graph: &TaskGraph) -> HintMaps {
+    let (mut by_trigger, mut after): HintMaps = Default::default();
     for (hint, trig) in graph.wont_use_hints().iter().zip(graph.wont_use_triggers()) {
         if let Some(t) = trig {
-            map.entry(t.0).or_default().push(hint.handle);
+            by_trigger.entry(t.0).or_default().push(hint.handle);
+            after.entry(hint.after.0).or_default().push(t);
         }
     }
-    map
+    (by_trigger, after)
 }
