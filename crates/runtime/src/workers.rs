@@ -252,13 +252,15 @@ impl WorkerPool {
     ///
     /// Fills `order` with the woken workers and the releaser in order of those dates (ties: the
     /// earlier push first, the releaser last), their dates in [`WorkerPool::lead_pop_s`], then
-    /// the workers that are awake and hold a task (a GPU with room in its pipeline), by id; a
-    /// sleeping worker no push woke does not pop. Returns how many lead.
+    /// by id the other workers that are awake (a GPU with room in its pipeline); a sleeping
+    /// worker no push woke does not pop, unless `all_pop` (every other worker, awake or not).
+    /// Returns how many lead.
     pub fn pop_order(
         &mut self,
         releasing: Option<WorkerId>,
         pushes: &[PushWake],
         push_s: f64,
+        all_pop: bool,
         order: &mut Vec<u32>,
     ) -> usize {
         order.clear();
@@ -314,7 +316,7 @@ impl WorkerPool {
         order.extend((0..n).filter(|&w| {
             Some(WorkerId(w)) != releasing
                 && !woken[w as usize]
-                && self.rest[w as usize] == Rest::Awake
+                && (all_pop || self.rest[w as usize] == Rest::Awake)
         }));
         self.scratch_woken = woken;
         leading
@@ -387,16 +389,25 @@ mod tests {
         let mut order = Vec::new();
         let mut p = pool();
         let eager2 = [PushWake::FirstAsleep, PushWake::FirstAsleep];
-        assert_eq!(p.pop_order(Some(WorkerId(3)), &eager2, 1e-6, &mut order), 3);
+        assert_eq!(
+            p.pop_order(Some(WorkerId(3)), &eager2, 1e-6, false, &mut order),
+            3
+        );
         assert_eq!(order, [0, 3, 1]);
         assert_eq!(
             (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
             (3e-6, 3e-6, 4e-6)
         );
-        assert_eq!(p.pop_order(Some(WorkerId(3)), &eager2, 0.0, &mut order), 3);
+        // Under eager every other worker pops after them, asleep or not.
+        p.pop_order(Some(WorkerId(3)), &eager2, 1e-6, true, &mut order);
+        assert_eq!(order, [0, 3, 1, 2, 4]);
+        assert_eq!(
+            p.pop_order(Some(WorkerId(3)), &eager2, 0.0, false, &mut order),
+            3
+        );
         assert_eq!(order, [3, 0, 1]);
         assert_eq!(
-            p.pop_order(Some(WorkerId(3)), &[PushWake::All], 1e-6, &mut order),
+            p.pop_order(Some(WorkerId(3)), &[PushWake::All], 1e-6, false, &mut order),
             5
         );
         assert_eq!(order, [2, 4, 3, 0, 1]);
@@ -405,7 +416,10 @@ mod tests {
             PushWake::Worker(1),
             PushWake::Worker(4),
         ];
-        assert_eq!(p.pop_order(Some(WorkerId(3)), &dmda, 1e-6, &mut order), 3);
+        assert_eq!(
+            p.pop_order(Some(WorkerId(3)), &dmda, 1e-6, false, &mut order),
+            3
+        );
         assert_eq!(order, [4, 1, 3]);
         assert_eq!(
             (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
@@ -416,10 +430,10 @@ mod tests {
         p.hold(WorkerId(0), TaskId(0), 0.0);
         p.set_awake(WorkerId(0));
         let one = [PushWake::FirstAsleep];
-        assert_eq!(p.pop_order(None, &one, 1e-6, &mut order), 1);
+        assert_eq!(p.pop_order(None, &one, 1e-6, false, &mut order), 1);
         assert_eq!(order, [1, 0]);
         p.set_waking(WorkerId(1));
-        assert_eq!(p.pop_order(None, &one, 1e-6, &mut order), 1);
+        assert_eq!(p.pop_order(None, &one, 1e-6, false, &mut order), 1);
         assert_eq!(order, [2, 0]);
     }
 

@@ -725,25 +725,19 @@ impl<'a> Sim<'a> {
         let mut order = std::mem::take(&mut self.scratch_order);
         let rank = &mut self.ranks[r];
         let releasing = rank.releasing.take();
+        // Which of the workers eager's push wakes pops first at a shared date is SimGrid's
+        // order among them: under eager they pop at the event, the leading ones one task each
+        // first, then every worker, awake or not, fills its room.
+        let dated = rank.sched.wakes() != Wakes::Eager;
         let leading = rank.workers.pop_order(
             releasing,
             &rank.pushes,
             self.machine.runtime().push_s,
+            !dated,
             &mut order,
         );
         rank.pushes.clear();
-        let dated = rank.sched.wakes() != Wakes::Eager;
         if !dated {
-            // Which of the workers eager's push wakes pops first at a shared date is SimGrid's
-            // order among them: under eager they pop at the event, the leading ones one task
-            // each first, then every worker, awake or not, fills its room.
-            order.truncate(leading);
-            let n = self.ranks[r].workers.workers().len() as u32;
-            for w in 0..n {
-                if !order[..leading].contains(&w) {
-                    order.push(w);
-                }
-            }
             for (upto, most) in [(leading, 1), (order.len(), u32::MAX)] {
                 for &w in &order[..upto] {
                     self.pop_into(r, WorkerId(w), most);
