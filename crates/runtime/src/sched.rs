@@ -24,6 +24,12 @@ pub enum Decision {
         /// Where it will run.
         worker: WorkerId,
     },
+    /// The push woke `worker` (a [`Wakes::Chosen`] policy's `starpu_wake_worker_locked` of the
+    /// worker it queued the task to).
+    Wake {
+        /// The worker woken.
+        worker: WorkerId,
+    },
 }
 
 /// Which sleeping workers a push wakes, as StarPU's policies do in SimGrid builds.
@@ -36,8 +42,8 @@ pub enum Wakes {
     Eager,
     /// Every worker (`ws_push_task`: `starpu_wake_worker_relax_light` on all).
     All,
-    /// The worker the task was queued to ([`Scheduler::queued_to`]; dmda's and random's
-    /// `starpu_wake_worker_locked`).
+    /// The worker each push names in a [`Decision::Wake`] (dmda's and random's
+    /// `starpu_wake_worker_locked` of the worker they queued the task to).
     Chosen,
 }
 
@@ -82,11 +88,6 @@ pub trait Scheduler {
     /// call (`runtime::workers`, `pop_order`).
     fn wakes(&self) -> Wakes {
         Wakes::Eager
-    }
-
-    /// The worker the last push queued its task to, for [`Wakes::Chosen`].
-    fn queued_to(&self) -> Option<WorkerId> {
-        None
     }
 
     /// Whether task priorities reach this policy. In StarPU only the policies that set their

@@ -385,8 +385,6 @@ pub struct Dmda {
     readers: FxHashMap<(HandleId, MemNodeId), Readers>,
     /// The replicas changed since the last pop, each once.
     scratch_changes: Vec<(HandleId, MemNodeId)>,
-    /// The worker the last push queued its task to.
-    last_queued: Option<WorkerId>,
     /// Candidates of a push: (worker, expected end, length, penalty), µs.
     scratch_cands: Vec<(WorkerId, f64, f64, f64)>,
     /// The tasks of a level becoming the head's.
@@ -416,7 +414,6 @@ impl Dmda {
             pushes: 0,
             readers: FxHashMap::default(),
             scratch_changes: Vec::new(),
-            last_queued: None,
             scratch_cands: Vec::new(),
             scratch_level: Vec::new(),
             queued: 0,
@@ -643,7 +640,8 @@ impl Scheduler for Dmda {
         self.ensure(view);
         let prio = self.priority(task, view);
         let (w, len, penalty) = self.choose(task, prio, view);
-        self.last_queued = Some(w);
+        // `push_task_on_best_worker` wakes the worker it queued the task to.
+        decisions.push(Decision::Wake { worker: w });
         let ready_first = self.pops_ready_first();
         let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
@@ -787,10 +785,6 @@ impl Scheduler for Dmda {
         Wakes::Chosen
     }
 
-    fn queued_to(&self) -> Option<WorkerId> {
-        self.last_queued
-    }
-
     /// Re-key the queued tasks that read a changed replica on their worker's memory node.
     fn replicas_changed(&mut self, changes: &[(HandleId, MemNodeId)], view: &View<'_>) {
         // Keys are recomputed from the current state: once per replica is enough.
@@ -880,10 +874,15 @@ mod tests {
             // The task's inputs are prefetched where it was queued.
             assert_eq!(
                 d,
-                vec![Decision::Prefetch {
-                    task: TaskId(0),
-                    worker: WorkerId(want)
-                }]
+                vec![
+                    Decision::Wake {
+                        worker: WorkerId(want)
+                    },
+                    Decision::Prefetch {
+                        task: TaskId(0),
+                        worker: WorkerId(want)
+                    }
+                ]
             );
         }
     }
@@ -917,7 +916,13 @@ mod tests {
         let mut d = Vec::new();
         s.push(TaskId(0), &f.view(0.0), &mut d);
         assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(0)));
-        assert!(d.is_empty(), "dm does not prefetch");
+        // dm does not prefetch: its one decision is the wake of the worker it chose.
+        assert_eq!(
+            d,
+            vec![Decision::Wake {
+                worker: WorkerId(0)
+            }]
+        );
     }
 
     #[test]

@@ -17,7 +17,6 @@ pub struct Random {
     rng: rand::rngs::Xoshiro256PlusPlus,
     queues: Vec<VecDeque<TaskId>>,
     queued: usize,
-    last_queued: Option<WorkerId>,
 }
 
 impl Random {
@@ -28,7 +27,6 @@ impl Random {
             rng: rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x9E37_79B9_7F4A_7C15),
             queues: Vec::new(),
             queued: 0,
-            last_queued: None,
         }
     }
 }
@@ -38,7 +36,7 @@ impl Scheduler for Random {
         "random"
     }
 
-    fn push(&mut self, task: TaskId, view: &View<'_>, _decisions: &mut Vec<Decision>) {
+    fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>) {
         let workers = view.workers();
         if self.queues.len() < workers.len() {
             self.queues.resize_with(workers.len(), VecDeque::new);
@@ -67,7 +65,8 @@ impl Scheduler for Random {
         let w = chosen.expect("a pushed task can run on some worker");
         self.queues[w.index()].push_back(task);
         self.queued += 1;
-        self.last_queued = Some(w);
+        // `starpu_push_local_task` wakes the worker it queues the task to.
+        decisions.push(Decision::Wake { worker: w });
     }
 
     fn pop(&mut self, worker: WorkerId, _view: &View<'_>) -> Option<TaskId> {
@@ -80,12 +79,7 @@ impl Scheduler for Random {
         self.queued
     }
 
-    /// `starpu_push_local_task` wakes the worker it queues the task to.
     fn wakes(&self) -> Wakes {
         Wakes::Chosen
-    }
-
-    fn queued_to(&self) -> Option<WorkerId> {
-        self.last_queued
     }
 }

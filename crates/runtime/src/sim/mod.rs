@@ -664,10 +664,14 @@ impl<'a> Sim<'a> {
         rank.sched.push(task, &view, &mut decisions);
         let wake = match rank.sched.wakes() {
             Wakes::All => PushWake::All,
-            Wakes::Chosen => match rank.sched.queued_to() {
-                Some(w) => PushWake::Worker(w.0),
-                None => PushWake::All,
-            },
+            // A push that names no worker wakes none.
+            Wakes::Chosen => decisions
+                .iter()
+                .find_map(|d| match d {
+                    Decision::Wake { worker } => Some(PushWake::Worker(worker.0)),
+                    _ => None,
+                })
+                .unwrap_or(PushWake::Nobody),
             Wakes::Eager => PushWake::FirstAsleep,
         };
         rank.pushes.push(wake);
@@ -690,7 +694,7 @@ impl<'a> Sim<'a> {
                     );
                     self.apply(r);
                 }
-                Decision::Prefetch { .. } => {}
+                Decision::Prefetch { .. } | Decision::Wake { .. } => {}
             }
         }
         self.decisions = decisions;
