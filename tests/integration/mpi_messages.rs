@@ -177,8 +177,8 @@ fn first_receives_wait_for_their_pinned_buffer_and_block_the_worker() {
     // The nine first messages share the NIC: they arrive at CHUNK + latency + 9 tiles / BW,
     // before 2 CHUNK, so the first task is ready then, but the worker is blocked allocating
     // until 2 CHUNK. It then holds task 0: GPU room for X0 opens a chunk (cudaMalloc), Y comes
-    // out of it and ends after it; the two copies follow each other on the RAM→GPU pair; then
-    // the kernel is queued.
+    // out of it and ends after it; the two copies follow each other on the RAM→GPU pair, the
+    // second's queueing paid while the first moves; then the kernel is queued.
     const { assert!(CHUNK + NIC_LAT + 9.0 * TILE / NIC_BW < 2.0 * CHUNK) };
     let copy = QUEUE + PCIE_LAT + TILE / PCIE_BW;
     let first = d
@@ -186,7 +186,7 @@ fn first_receives_wait_for_their_pinned_buffer_and_block_the_worker() {
         .iter()
         .map(|&(_, t)| t)
         .fold(f64::MAX, f64::min);
-    close(first, 2.0 * CHUNK + MALLOC + 2.0 * copy + KQ);
+    close(first, 2.0 * CHUNK + MALLOC + 2.0 * copy - QUEUE + KQ);
     assert_eq!(d.task_start[0].0, tasks[0]);
 }
 
@@ -218,11 +218,12 @@ fn a_second_receive_into_a_copy_reuses_its_buffer() {
     // Node 0: W writes X after the send read it, so it starts once the first message is
     // received; it fetches X to its GPU (cudaMalloc, one copy).
     close(at(w), m1 + MALLOC + copy + KQ);
-    // Node 1: T1 fetches X and Y to its GPU (one cudaMalloc; copies in turn).
-    let t1_start = m1 + MALLOC + 2.0 * copy + KQ;
+    // Node 1: T1 fetches X and Y to its GPU (one cudaMalloc; copies in turn, the second's
+    // queueing paid while the first moves).
+    let t1_start = m1 + MALLOC + 2.0 * copy - QUEUE + KQ;
     close(at(t1), t1_start);
     // Second message: its send waits for W and X's copy back to node 0's RAM, its receive
-    // for T1 (the reader of the first copy), both at m1 + MALLOC + 2 copy + KQ + kernel; no
+    // for T1 (the reader of the first copy), both at m1 + MALLOC + 2 copy - QUEUE + KQ + kernel; no
     // second allocation (it would post the receive a CHUNK later).
     let x_in_ram = at(w) + kernel + copy;
     let t1_end = t1_start + kernel;

@@ -47,7 +47,6 @@ pub(crate) enum Waiter {
 struct Costs {
     /// Whether transfers take time (`false`: done the instant they start).
     transfer_cost: bool,
-    transfer_queue_s: f64,
     cuda_malloc_s: f64,
     cuda_free_s: f64,
 }
@@ -124,12 +123,16 @@ impl DataManager {
                 slots,
                 rt.suballocator,
             ),
-            runners: Runners::new(&kinds, rt.pending_limits),
+            // Free transfers skip the queueing sleep too: StarPU-SimGrid returns before it.
+            runners: Runners::new(&kinds, rt.pending_limits).with_queue_s(if rt.transfer_cost {
+                rt.transfer_queue_s
+            } else {
+                0.0
+            }),
             estimates: Estimates::new(machine, ram, gpus.len()),
             paths,
             costs: Costs {
                 transfer_cost: rt.transfer_cost,
-                transfer_queue_s: rt.transfer_queue_s,
                 cuda_malloc_s: rt.cuda_malloc_s,
                 cuda_free_s: rt.cuda_free_s,
             },
@@ -598,7 +601,7 @@ impl DataManager {
             }
         };
         let tr = self.transfers[id as usize].as_ref().expect("just stored");
-        self.runners.enqueue(id, tr);
+        self.runners.enqueue(id, tr, now_s);
         self.start_transfers(now_s, fx);
     }
 
@@ -635,17 +638,11 @@ impl DataManager {
             (0..self.memory.nnodes())
                 .map(|n| !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s),
         );
-        self.runners.start_ready(&mut ready, &requesting);
+        self.runners.start_ready(&mut ready, &requesting, now_s);
         self.scratch_requesting = requesting;
-        // Free transfers skip the queueing sleep too: StarPU-SimGrid returns before it.
-        let queue_s = if self.costs.transfer_cost {
-            self.costs.transfer_queue_s
-        } else {
-            0.0
-        };
         for &id in &ready {
             fx.push(Effect::At(
-                now_s + queue_s,
+                self.runners.go_s(id).max(now_s),
                 Event::TransferGo {
                     rank: self.rank,
                     id,
