@@ -89,6 +89,9 @@ pub(crate) struct Estimates {
     gpus: usize,
     /// Per direct pair: (latency, bottleneck bandwidth) or a model.
     direct: Vec<Option<Nominal>>,
+    /// Per direct pair, what StarPU's schedulers predict from: the route's estimate if it has
+    /// one, else as `direct`.
+    predicted: Vec<Option<Nominal>>,
 }
 
 #[derive(Debug, Clone)]
@@ -113,6 +116,7 @@ impl Estimates {
     pub fn new(machine: &Machine, ram: MemNodeId, gpus_used: usize) -> Self {
         let nnodes = machine.memory_nodes().len();
         let mut direct = vec![None; nnodes * nnodes];
+        let mut predicted = vec![None; nnodes * nnodes];
         for r in machine.routes() {
             let nominal = match &r.model {
                 Some(m) => Nominal::Model(m.clone()),
@@ -123,13 +127,22 @@ impl Estimates {
                         .unwrap_or(f64::INFINITY),
                 },
             };
-            direct[r.src.index() * nnodes + r.dst.index()] = Some(nominal);
+            let i = r.src.index() * nnodes + r.dst.index();
+            predicted[i] = Some(match &r.estimate {
+                Some(a) => Nominal::Link {
+                    latency_s: a.latency_s(),
+                    bytes_per_sec: a.bandwidth_bytes_per_sec(),
+                },
+                None => nominal.clone(),
+            });
+            direct[i] = Some(nominal);
         }
         Estimates {
             nnodes,
             ram,
             gpus: gpus_used.max(1),
             direct,
+            predicted,
         }
     }
 
@@ -160,7 +173,9 @@ impl Estimates {
     }
 
     /// StarPU's `starpu_transfer_predict` summed over the hops: latency + 2·nGPUs·size /
-    /// bandwidth on every hop, GPU↔GPU included. StarPU 1.4 uses a factor of 2·1 only on a bus
+    /// bandwidth on every hop, GPU↔GPU included, from the route's estimate (the bus
+    /// benchmark's figures, which StarPU's `bandwidth_matrix` and `latency_matrix` hold) where
+    /// it has one. StarPU 1.4 uses a factor of 2·1 only on a bus
     /// whose GPU count is 1, which only NVML's direct-link detection sets, and that is compiled
     /// out of SimGrid builds; there `_starpu_simgrid_count_ngpus` counts the GPUs behind the
     /// bridge joining two GPUs (at least 2) or leaves the count unknown, and either way the
@@ -170,7 +185,8 @@ impl Estimates {
         self.hops(src, dst)
             .iter()
             .map(|&(a, b)| {
-                self.direct(a, b)
+                self.predicted[a.index() * self.nnodes + b.index()]
+                    .as_ref()
                     .map_or(f64::INFINITY, |n| n.secs(bytes, factor))
             })
             .sum()
@@ -271,6 +287,13 @@ pub(crate) struct Runners {
     nwait: Vec<u32>,
     /// Per transfer id: the later transfers waiting for it.
     wake: Vec<Vec<u32>>,
+    /// Simulated time the handling node's thread sleeps on submitting each transfer
+    /// (`STARPU_SIMGRID_CUDA_QUEUE_COST`), before the transfer joins its pair's queue.
+    queue_s: f64,
+    /// Per node: when its thread is done with the submissions made so far.
+    handler_free_s: Vec<f64>,
+    /// Per transfer id: when its submission ends, the earliest its bytes may move.
+    go_s: Vec<f64>,
 }
 
 impl Runners {
@@ -291,7 +314,21 @@ impl Runners {
             pending: Vec::new(),
             nwait: Vec::new(),
             wake: Vec::new(),
+            queue_s: 0.0,
+            handler_free_s: vec![0.0; n],
+            go_s: Vec::new(),
         }
+    }
+
+    /// The same, with the queueing sleep each submission costs its handling node's thread.
+    pub fn with_queue_s(mut self, queue_s: f64) -> Self {
+        self.queue_s = queue_s;
+        self
+    }
+
+    /// When transfer `id`'s submission ends: it moves no earlier.
+    pub fn go_s(&self, id: u32) -> f64 {
+        self.go_s[id as usize]
     }
 
     fn pair(&self, src: MemNodeId, dst: MemNodeId) -> usize {
@@ -314,12 +351,13 @@ impl Runners {
     }
 
     /// Queue the request for transfer `id` in its pair's fetch, prefetch or idle list.
-    pub fn enqueue(&mut self, id: u32, t: &Transfer) {
+    pub fn enqueue(&mut self, id: u32, t: &Transfer, now_s: f64) {
         let i = id as usize;
         if self.nwait.len() <= i {
             self.nwait.resize(i + 1, 0);
             self.wake.resize_with(i + 1, Vec::new);
             self.queued.resize(i + 1, None);
+            self.go_s.resize(i + 1, 0.0);
         }
         let list = match t.kind {
             _ if t.idle => IDLE,
@@ -334,7 +372,7 @@ impl Runners {
         self.listed.insert(p);
         // Submitted at once if the limits allow, so that requests made one after the other
         // are submitted in that order (idle requests wait for `start_ready`).
-        self.submit_requests(p, None);
+        self.submit_requests(p, None, now_s);
     }
 
     /// A fetch now needs a queued prefetch or idle request: move it to the fetch list.
@@ -353,8 +391,14 @@ impl Runners {
     }
 
     /// Hand request `id` of pair `p` to the transfer stage, after the pending transfers it is
-    /// sequential with.
-    fn submit(&mut self, p: usize, id: u32) {
+    /// sequential with. The handling node's thread first sleeps the queueing cost
+    /// (`_starpu_simgrid_transfer` sleeps before `transfer_submit`), one submission after the
+    /// other: a transfer queued behind a running one has paid it by the time its turn comes.
+    fn submit(&mut self, p: usize, id: u32, now_s: f64) {
+        let h = self.handler(p);
+        let go = self.handler_free_s[h].max(now_s) + self.queue_s;
+        self.handler_free_s[h] = go;
+        self.go_s[id as usize] = go;
         let (s, d) = (p / self.nnodes, p % self.nnodes);
         let mut nwait = 0;
         for k in 0..self.pending.len() {
@@ -380,7 +424,7 @@ impl Runners {
 
     /// Submit pair `p`'s requests, fetches first, as far as the limits allow; idle requests
     /// only when `requesting` is given (see [`Runners::start_ready`]).
-    fn submit_requests(&mut self, p: usize, requesting: Option<&[bool]>) {
+    fn submit_requests(&mut self, p: usize, requesting: Option<&[bool]>, now_s: f64) {
         if self.blocked[self.handler(p)] {
             return;
         }
@@ -395,7 +439,7 @@ impl Runners {
                 let Some((_, _, id)) = self.requests[p][list].pop_first() else {
                     break;
                 };
-                self.submit(p, id);
+                self.submit(p, id, now_s);
             }
         }
         if self.requests[p].iter().all(|l| l.is_empty()) {
@@ -421,10 +465,10 @@ impl Runners {
     /// `requesting[n]` says that node `n` has requests the lists do not hold yet (buffers
     /// being allocated for a fetch or prefetch: StarPU's request is in the node's list while
     /// it allocates); an idle request of that node waits for them too.
-    pub fn start_ready(&mut self, out: &mut Vec<u32>, requesting: &[bool]) {
+    pub fn start_ready(&mut self, out: &mut Vec<u32>, requesting: &[bool], now_s: f64) {
         let mut next = self.listed.first().copied();
         while let Some(p) = next {
-            self.submit_requests(p, Some(requesting));
+            self.submit_requests(p, Some(requesting), now_s);
             next = self.listed.range(p + 1..).next().copied();
         }
         for p in 0..self.nnodes * self.nnodes {
@@ -485,6 +529,23 @@ mod tests {
         close(e.starpu_s(g1, g0, 1e6), 8.020e-3);
     }
 
+    /// StarPU predicts from the bus benchmark's figures, not the links': with the GPU0→GPU1
+    /// route of the test above carrying `estimate` 5 µs and 4 GB/s, 1 MB is predicted at
+    /// 5 µs + 2·2·0.25 ms = 1.005 ms, while its contention-free time stays the link's 0.520 ms.
+    #[test]
+    fn starpu_estimate_reads_the_route_estimate() {
+        let t = crate::fixture::star_machine_text(2, 2)
+            + "[[links]]\nname = \"P\"\nbandwidth = \"2e9 B/s\"\nlatency = \"2e-5 s\"\n\
+               [[routes]]\nsrc = \"GPU0\"\ndst = \"GPU1\"\nlinks = [\"P\"]\n\
+               estimate = { kind = \"affine\", latency = \"5 us\", bandwidth = \"4 GB/s\" }\n";
+        let m = hetsim_platform::machine::from_str(&t, "t.toml").unwrap();
+        let e = Estimates::new(&m, MemNodeId(0), 2);
+        let (g0, g1) = (MemNodeId(1), MemNodeId(2));
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        close(e.starpu_s(g0, g1, 1e6), 1.005e-3);
+        close(e.nominal_s(g0, g1, 1e6), 0.520e-3);
+    }
+
     fn tr(src: u32, dst: u32, kind: TransferKind) -> Transfer {
         Transfer {
             handle: HandleId(0),
@@ -500,7 +561,7 @@ mod tests {
 
     fn started(r: &mut Runners) -> Vec<u32> {
         let mut out = Vec::new();
-        r.start_ready(&mut out, &[false; 3][..r.nnodes]);
+        r.start_ready(&mut out, &[false; 3][..r.nnodes], 0.0);
         out
     }
 
@@ -518,10 +579,10 @@ mod tests {
             &[MemKind::Ram, MemKind::Gpu, MemKind::Gpu],
             PendingLimits::default(),
         );
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
         assert_eq!(started(&mut r), [0]);
-        r.enqueue(1, &tr(2, 1, TransferKind::Fetch));
-        r.enqueue(2, &tr(0, 2, TransferKind::Fetch));
+        r.enqueue(1, &tr(2, 1, TransferKind::Fetch), 0.0);
+        r.enqueue(2, &tr(0, 2, TransferKind::Fetch), 0.0);
         assert_eq!(started(&mut r), Vec::<u32>::new());
         r.finished(0, MemNodeId(0), MemNodeId(1));
         assert_eq!(started(&mut r), [1]);
@@ -529,6 +590,38 @@ mod tests {
         assert_eq!(started(&mut r), [2]);
         r.finished(2, MemNodeId(0), MemNodeId(2));
         assert_eq!(started(&mut r), Vec::<u32>::new());
+    }
+
+    /// StarPU-SimGrid's queueing sleep (`_starpu_simgrid_transfer`) is taken by the thread
+    /// that submits a transfer, before the transfer joins its pair's queue: one submission after
+    /// the other per handling node, overlapping the transfer ahead. By hand, 10 µs each, on RAM
+    /// (node 0) and GPUs 1 and 2 (each handles the copies into it):
+    /// - at 0, T0 and T1 RAM→GPU1 are submitted by GPU1's thread: they may move at 10 and
+    ///   20 µs; T0 starts, T1 waits for the pair;
+    /// - at 5 µs, T2 RAM→GPU2 has another handler: it may move at 15 µs;
+    /// - T0 ends at 500 µs: T1 has long paid its sleep and moves at once (without the rule it
+    ///   would move at 510 µs);
+    /// - at 600 µs, T3 RAM→GPU1: GPU1's thread is free again, it may move at 610 µs.
+    #[test]
+    fn the_queueing_sleep_is_paid_at_submission_one_after_the_other() {
+        let mut r = Runners::new(
+            &[MemKind::Ram, MemKind::Gpu, MemKind::Gpu],
+            PendingLimits::default(),
+        )
+        .with_queue_s(10e-6);
+        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} != {b}");
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        r.enqueue(1, &tr(0, 1, TransferKind::Fetch), 0.0);
+        r.enqueue(2, &tr(0, 2, TransferKind::Fetch), 5e-6);
+        close(r.go_s(0), 10e-6);
+        close(r.go_s(1), 20e-6);
+        close(r.go_s(2), 15e-6);
+        assert_eq!(started(&mut r), [0, 2]);
+        r.finished(0, MemNodeId(0), MemNodeId(1));
+        assert_eq!(started(&mut r), [1]);
+        close(r.go_s(1).max(500e-6), 500e-6);
+        r.enqueue(3, &tr(0, 1, TransferKind::Fetch), 600e-6);
+        close(r.go_s(3), 610e-6);
     }
 
     /// Two transfers of different pairs that touch no GPU↔GPU copy are independent; a pair
@@ -547,17 +640,17 @@ mod tests {
     #[test]
     fn request_lists_feed_one_fifo_per_pair() {
         let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
-        r.enqueue(1, &tr(1, 0, TransferKind::WriteBack));
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        r.enqueue(1, &tr(1, 0, TransferKind::WriteBack), 0.0);
         assert_eq!(started(&mut r), [0, 1]);
-        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch));
-        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch));
+        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch), 0.0);
+        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch), 0.0);
         let urgent = Transfer {
             priority: 7,
             ..tr(0, 1, TransferKind::Prefetch)
         };
-        r.enqueue(4, &urgent);
-        r.enqueue(5, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(4, &urgent, 0.0);
+        r.enqueue(5, &tr(0, 1, TransferKind::Fetch), 0.0);
         assert_eq!(started(&mut r), Vec::<u32>::new());
         r.finished(0, MemNodeId(0), MemNodeId(1));
         assert_eq!(started(&mut r), [2]);
@@ -581,11 +674,11 @@ mod tests {
             idle: 1,
         };
         let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], limits);
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
         for id in 1..=3 {
-            r.enqueue(id, &tr(0, 1, TransferKind::Prefetch));
+            r.enqueue(id, &tr(0, 1, TransferKind::Prefetch), 0.0);
         }
-        r.enqueue(4, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(4, &tr(0, 1, TransferKind::Fetch), 0.0);
         let mut order = started(&mut r);
         for _ in 0..4 {
             let last = *order.last().unwrap();
@@ -601,9 +694,9 @@ mod tests {
     #[test]
     fn a_blocked_driver_submits_nothing_until_it_is_free() {
         let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
-        r.enqueue(0, &tr(1, 0, TransferKind::WriteBack));
+        r.enqueue(0, &tr(1, 0, TransferKind::WriteBack), 0.0);
         r.set_blocked(MemNodeId(1), true);
-        r.enqueue(1, &tr(0, 1, TransferKind::Fetch));
+        r.enqueue(1, &tr(0, 1, TransferKind::Fetch), 0.0);
         assert_eq!(started(&mut r), [0]);
         r.set_blocked(MemNodeId(1), false);
         assert_eq!(started(&mut r), [1]);
@@ -615,9 +708,9 @@ mod tests {
     #[test]
     fn a_promoted_prefetch_is_submitted_under_the_fetch_limit() {
         let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
-        r.enqueue(1, &tr(0, 1, TransferKind::Prefetch));
-        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch));
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        r.enqueue(1, &tr(0, 1, TransferKind::Prefetch), 0.0);
+        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch), 0.0);
         assert_eq!(started(&mut r), [0]);
         assert!(r.promote(2, &tr(0, 1, TransferKind::Prefetch)));
         assert!(
@@ -646,13 +739,13 @@ mod tests {
             idle: true,
             ..tr(src, dst, TransferKind::WriteBack)
         };
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch));
-        r.enqueue(1, &idle(1, 0));
+        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        r.enqueue(1, &idle(1, 0), 0.0);
         assert_eq!(started(&mut r), [0]);
         r.finished(0, MemNodeId(0), MemNodeId(1));
         assert_eq!(started(&mut r), [1]);
-        r.enqueue(2, &idle(1, 0));
-        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch));
+        r.enqueue(2, &idle(1, 0), 0.0);
+        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch), 0.0);
         assert_eq!(started(&mut r), [3]);
         r.finished(1, MemNodeId(1), MemNodeId(0));
         assert_eq!(started(&mut r), Vec::<u32>::new());

@@ -16,7 +16,7 @@ use hetsim_core::error::{Error, InputError};
 use hetsim_models::Regression;
 use hetsim_platform::machine::format::{
     RawAffinity, RawCodelet, RawCpus, RawDeviceModel, RawGpu, RawHeader, RawHistoryEntry, RawLink,
-    RawMachineFile, RawMemNode, RawQuantity, RawRegression, RawRoute, unspanned,
+    RawMachineFile, RawMemNode, RawModel, RawQuantity, RawRegression, RawRoute, unspanned,
 };
 
 /// The machine file for an import. Fails as bad input only if the platform lacks a route
@@ -472,9 +472,37 @@ fn out_routes(
                 links: Some(unspanned(r.links.iter().map(name).collect())),
                 symmetric: None,
                 model: None,
+                estimate: estimate(im, r),
             })
         })
         .collect()
+}
+
+/// A route's estimate: the bus benchmark's latency and bandwidth between its ends, which
+/// StarPU's schedulers predict transfers with (`starpu_transfer_predict` reads the `.latency`
+/// and `.bandwidth` matrices, not the platform's links). None where either cell is missing,
+/// `nan` or not positive.
+fn estimate(im: &Imported, r: &OutRoute) -> Option<toml::Spanned<RawModel>> {
+    let node = |id: &str| match id {
+        "RAM" => Some(0),
+        _ => id
+            .strip_prefix("CUDA")?
+            .parse::<usize>()
+            .ok()
+            .map(|i| im.config.numa as usize + i),
+    };
+    let (a, b) = (node(&r.src)?, node(&r.dst)?);
+    let bw = im.bandwidth.get(a, b).filter(|v| *v > 0.0)?;
+    let lat = im.latency.get(a, b).filter(|v| *v >= 0.0)?;
+    debug_assert!(bw.is_finite() && lat.is_finite());
+    Some(unspanned(RawModel {
+        kind: name("affine"),
+        latency: Some(text(format!("{} us", im.latency.text(a, b)?))),
+        bandwidth: Some(text(format!("{} MB/s", im.bandwidth.text(a, b)?))),
+        points: None,
+        b0: None,
+        t0: None,
+    }))
 }
 
 /// `[affinity]`: for each GPU, the cores nearest first; none when the file lists NUMA nodes of

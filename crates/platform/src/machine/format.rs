@@ -331,6 +331,10 @@ pub struct RawRoute {
     /// A size-dependent transfer model that replaces fluid sharing on this route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<Spanned<RawModel>>,
+    /// What the runtime's schedulers predict a transfer on this route costs (StarPU's bus
+    /// benchmark figures): an affine model, used by estimates only, never by the transfers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<Spanned<RawModel>>,
 }
 
 /// `model = { kind = "...", ... }`. One struct for every kind, so that spans survive

@@ -61,7 +61,7 @@ mod validate;
 pub use validate::apply_runtime;
 pub(crate) use validate::{Ctx as FileCtx, toml_error};
 
-pub use transfer_model::{ModelError, TransferModel};
+pub use transfer_model::{Affine, ModelError, TransferModel};
 
 /// Index of a memory node in [`Machine::memory_nodes`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -241,6 +241,11 @@ pub struct Route {
     /// If set, transfer durations on this route come from this model instead of fluid sharing
     /// of `hops`.
     pub model: Option<TransferModel>,
+    /// What the runtime's schedulers predict a transfer on this route costs, if it differs from
+    /// the links: StarPU's schedulers read the bus benchmark's latency and bandwidth
+    /// (`bus/<host>.latency`, `.bandwidth`) while its simulated transfers cross the platform's
+    /// links, whose figures the platform file rounds and takes per direction.
+    pub estimate: Option<Affine>,
     /// True if this route was added as the reverse of a route marked `symmetric = true`.
     pub generated_by_symmetry: bool,
 }

@@ -611,6 +611,20 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
                 }
             }
         }
+        let estimate = match &r.estimate {
+            Some(m) => match model(ctx, m, &field("estimate"))? {
+                TransferModel::Affine(a) => Some(a),
+                _ => {
+                    return Err(ctx.err(
+                        m.get_ref().kind.span(),
+                        field("estimate.kind"),
+                        "a route's estimate is what the schedulers predict from a latency and a                          bandwidth; expected kind = \"affine\""
+                            .to_string(),
+                    ));
+                }
+            },
+            None => None,
+        };
         let model = match &r.model {
             Some(m) => Some(model(ctx, m, &field("model"))?),
             None => None,
@@ -660,6 +674,8 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
                 })
                 .collect(),
             model: model.clone(),
+            // The estimate is one direction's measurement.
+            estimate: None,
             generated_by_symmetry: true,
         });
         add(
@@ -668,6 +684,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
                 dst,
                 hops,
                 model,
+                estimate,
                 generated_by_symmetry: false,
             },
             format!("routes[{i}]"),
@@ -1596,6 +1613,54 @@ model = { kind = "affine", latency = "10 us", bandwidth = "6 GB/s" }
         assert!(matches!(down.model, Some(TransferModel::Piecewise(_))));
         let up = m.route(gpu, ram).unwrap().model.as_ref().unwrap();
         assert!((up.duration_secs(6e6) - 1.010e-3).abs() < 1e-15);
+    }
+
+    /// A route's estimate is read as given and kept apart from its links; the reverse that
+    /// `symmetric = true` adds has none; only an affine estimate is accepted, and a bad one is
+    /// refused under `routes[i].estimate`.
+    #[test]
+    fn route_estimates_are_affine_and_one_directional() {
+        let m = with(
+            r#"
+[[routes]]
+src = "RAM"
+dst = "GPU0"
+links = ["Host"]
+symmetric = true
+estimate = { kind = "affine", latency = "9.836008 us", bandwidth = "6030.996807 MB/s" }
+"#,
+        )
+        .unwrap();
+        let ram = m.memory_node_by_name("RAM").unwrap().id;
+        let gpu = m.memory_node_by_name("GPU0").unwrap().id;
+        let down = m.route(ram, gpu).unwrap();
+        let e = down.estimate.as_ref().expect("estimate read");
+        assert!((e.latency_s() / 9.836008e-6 - 1.0).abs() < 1e-12);
+        assert!((e.bandwidth_bytes_per_sec() / 6030.996807e6 - 1.0).abs() < 1e-12);
+        assert!(
+            down.model.is_none(),
+            "an estimate does not model the transfers"
+        );
+        assert!(m.route(gpu, ram).unwrap().estimate.is_none());
+        for (estimate, field, msg) in [
+            (
+                r#"estimate = { kind = "stencil", b0 = "4 GB/s", t0 = "1 us" }"#,
+                "routes[0].estimate.kind",
+                "expected kind = \"affine\"",
+            ),
+            (
+                r#"estimate = { kind = "affine", latency = "1 us", bandwidth = "0 B/s" }"#,
+                "routes[0].estimate.bandwidth",
+                "",
+            ),
+        ] {
+            let e = err(&format!(
+                "[[routes]]\nsrc = \"RAM\"\ndst = \"GPU0\"\nlinks = [\"Host\"]\nsymmetric = true\n{estimate}\n"
+            ));
+            assert_eq!(e.location.field.as_deref(), Some(field), "{estimate}: {e}");
+            assert!(e.message.contains(msg), "{estimate}: {e}");
+            assert!(e.location.line.is_some());
+        }
     }
 
     #[test]
