@@ -214,8 +214,9 @@ fn the_json_format_round_trips() {
 /// hetsim's replay of each recorded `tasks.rec` against StarPU's own `starpu_replay` of the same
 /// file (`docs/validation/starpu14-replay.csv`), under the same scheduler on mirage. hetsim runs
 /// the file as starpu_replay does: one codelet without `STARPU_CUDA_ASYNC` (every codelet
-/// GPU-synchronous), the stencil's model-less init tasks at their recorded durations, SimGrid's
-/// sharing. Targets as in the StarPU agreement study: 5 % for the dmda family, 10 % for ws and
+/// GPU-synchronous), the stencil's model-less init tasks at their recorded durations, memory
+/// only counted (starpu_replay's data interface allocates nothing, so no cudaMalloc cost),
+/// SimGrid's sharing. Targets as in the StarPU agreement study: 5 % for the dmda family, 10 % for ws and
 /// eager; random draws differ between the two, so the mean of the three seeds is held to 10 %.
 /// Cells outside their target are explained in `docs/taskgraph-files.md` and held to their
 /// figure now plus a margin.
@@ -253,6 +254,13 @@ fn agrees_with_starpu_replay() {
                 "workload.gpu_synchronous=all",
                 "--set",
                 "workload.durations=recorded",
+                // starpu_replay's data interface only counts memory: no cudaMalloc, no pinning.
+                "--set",
+                "runtime.cuda_malloc=0",
+                "--set",
+                "runtime.cuda_free=0",
+                "--set",
+                "runtime.pinned_alloc_per_mib=0",
                 "--sched",
                 sched,
                 "--seed",
@@ -268,9 +276,10 @@ fn agrees_with_starpu_replay() {
         let bound = match (trace, sched) {
             // starpu_replay's eager is 19 % slower than StarPU's own Cholesky example; eager's
             // order at shared dates is SimGrid's (docs/taskgraph-files.md).
-            (t, "eager") if t.starts_with("cholesky") => 0.26,
-            // The stencil under dmda, not explained (docs/taskgraph-files.md).
-            ("stencil-32x16-dmda", "dmda") => 0.075,
+            (t, "eager") if t.starts_with("cholesky") => 0.20,
+            // The Cholesky under dmdar (and dmdas without priorities), not explained
+            // (docs/taskgraph-files.md).
+            (t, "dmdar" | "dmdas") if t.starts_with("cholesky") => 0.075,
             (_, "dmda" | "dmdar" | "dmdas") => 0.05,
             _ => 0.10,
         };

@@ -14,33 +14,19 @@ struct Exception {
     bound: f64,
 }
 
-/// 2 nodes, dmda, n = 9600 is +5.7 %. Its messages and receive buffers follow StarPU-MPI's
-/// dates (the first potrf starts at 41.7 ms in StarPU-MPI, 41.6 ms in hetsim, after two
-/// pinned chunks); the rest is the
-/// node's own schedule: in the first panel hetsim starts the three trsm together, so their
-/// tiles' copies to RAM for the sends share mirage's PCIe bus and the three sends share the
-/// NIC, where StarPU's GPUs start them 3 ms apart; potrf(1,1) then starts at 72.1 ms against
-/// 59.9 ms. With 10 tiles per dimension this panel is a large share of the run.
-///
-/// 2 nodes, ws, n = 19200 is −11.3 %. It was −4.9 % before the incremental fluid solver, whose
-/// only visible difference here is the order in which transfers finishing at the same instant
-/// are reported (the order they started, where the previous solver used the order their dates
-/// were last set; SimGrid's own order is an implementation detail of its action heap). ws's
-/// steals follow that order; the run does not depend on the seed.
-const EXCEPTIONS: &[Exception] = &[
-    Exception {
-        nodes: "2",
-        sched: "dmda",
-        n: "9600",
-        bound: 0.07,
-    },
-    Exception {
-        nodes: "2",
-        sched: "ws",
-        n: "19200",
-        bound: 0.12,
-    },
-];
+/// 2 nodes, dmda, n = 9600 is +9.6 % (+5.7 % before transfers paid their queueing at
+/// submission and dmda predicted them from the bus matrices). Its messages and receive
+/// buffers follow StarPU-MPI's dates (the first potrf starts at 41.7 ms in StarPU-MPI, 41.6 ms
+/// in hetsim, after two pinned chunks); the rest is the node's own schedule: in the first panel
+/// hetsim starts the three trsm together, so their tiles' copies to RAM for the sends share
+/// mirage's PCIe bus and the three sends share the NIC, where StarPU's GPUs start them 3 ms
+/// apart. With 10 tiles per dimension this panel is a large share of the run.
+const EXCEPTIONS: &[Exception] = &[Exception {
+    nodes: "2",
+    sched: "dmda",
+    n: "9600",
+    bound: 0.10,
+}];
 
 fn target(nodes: &str, sched: &str, n: &str) -> f64 {
     EXCEPTIONS
