@@ -150,6 +150,10 @@ impl Estimates {
         self.direct[src.index() * self.nnodes + dst.index()].as_ref()
     }
 
+    fn predicted(&self, src: MemNodeId, dst: MemNodeId) -> Option<&Nominal> {
+        self.predicted[src.index() * self.nnodes + dst.index()].as_ref()
+    }
+
     /// The hops a copy takes: direct if there is a route, else staged through RAM.
     pub fn hops(&self, src: MemNodeId, dst: MemNodeId) -> Vec<(MemNodeId, MemNodeId)> {
         if src == dst {
@@ -185,8 +189,7 @@ impl Estimates {
         self.hops(src, dst)
             .iter()
             .map(|&(a, b)| {
-                self.predicted[a.index() * self.nnodes + b.index()]
-                    .as_ref()
+                self.predicted(a, b)
                     .map_or(f64::INFINITY, |n| n.secs(bytes, factor))
             })
             .sum()

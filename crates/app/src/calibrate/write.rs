@@ -13,6 +13,7 @@ use super::starpu_bus::{AffinityUnit, Matrix};
 use super::starpu_codelets::{ArchModel, HistoryLine, StarpuDevice};
 use super::{DEFAULT_RAM, Imported, ImportedCodelet};
 use hetsim_core::error::{Error, InputError};
+use hetsim_core::units;
 use hetsim_models::Regression;
 use hetsim_platform::machine::format::{
     RawAffinity, RawCodelet, RawCpus, RawDeviceModel, RawGpu, RawHeader, RawHistoryEntry, RawLink,
@@ -492,12 +493,15 @@ fn estimate(im: &Imported, r: &OutRoute) -> Option<toml::Spanned<RawModel>> {
             .map(|i| im.config.numa as usize + i),
     };
     let (a, b) = (node(&r.src)?, node(&r.dst)?);
-    let bw = im.bandwidth.get(a, b).filter(|v| *v > 0.0)?;
-    let lat = im.latency.get(a, b).filter(|v| *v >= 0.0)?;
-    // A machine file takes bandwidths from 1 B/s to 1 PB/s and latencies up to an hour.
-    if !(1e-6..=1e9).contains(&bw) || lat > 3.6e9 || (lat > 0.0 && lat < 1e-9) {
+    im.bandwidth.get(a, b).filter(|v| *v > 0.0)?;
+    im.latency.get(a, b).filter(|v| *v >= 0.0)?;
+    let latency = format!("{} us", im.latency.text(a, b)?);
+    let bandwidth = format!("{} MB/s", im.bandwidth.text(a, b)?);
+    // Written only if a machine file can hold it (the quantity ranges its reader checks).
+    if let Err(e) = units::parse_secs(&latency).and(units::parse_bytes_per_sec(&bandwidth)) {
         tracing::warn!(
-            "{} -> {}: bus benchmark figures {bw} MB/s, {lat} us out of range, no estimate              written (the route's links give it)",
+            "{} -> {}: bus benchmark figures not written as the route's estimate (its links \
+             give it): {e}",
             r.src,
             r.dst
         );
@@ -505,8 +509,8 @@ fn estimate(im: &Imported, r: &OutRoute) -> Option<toml::Spanned<RawModel>> {
     }
     Some(unspanned(RawModel {
         kind: name("affine"),
-        latency: Some(text(format!("{} us", im.latency.text(a, b)?))),
-        bandwidth: Some(text(format!("{} MB/s", im.bandwidth.text(a, b)?))),
+        latency: Some(text(latency)),
+        bandwidth: Some(text(bandwidth)),
         points: None,
         b0: None,
         t0: None,
