@@ -25,6 +25,12 @@ const MALLOC: f64 = 175e-6;
 const KQ: f64 = 10e-6;
 /// A worker's request of each buffer of a task it popped (`runtime.fetch_input_cost`).
 const FETCH: f64 = 1e-6;
+/// Pushing a task (`runtime.push`): the releasing driver's thread sleeps it before it goes back
+/// to its own requests.
+const PUSH: f64 = 1e-6;
+/// A GPU driver's progress call before it reads the request lists it handles: 1 µs for RAM's
+/// and 1 µs for its own (`___starpu_datawizard_progress` in SimGrid builds).
+const PASS: f64 = 2e-6;
 const GPU_RATE: f64 = 1e12;
 const CPU_RATE: f64 = 1e10;
 
@@ -93,15 +99,18 @@ fn one_gemm_on_one_gpu_by_hand() {
     // the next two (3.7 MB each) come out of it for free but end after the first; then the
     // copies of A and B one after the other on the (RAM, GPU0) pair (the only task of a C
     // tile writes C without reading it, as xgemm.c's first task does), and the kernel is
-    // queued to the GPU (10 µs). GPU0's thread submits both copies at once, sleeping 10 µs
-    // of queueing for each in turn: B's is over while A moves, so B follows A at once.
-    let inputs_ready = MALLOC + 2.0 * COPY - QUEUE;
+    // queued to the GPU (10 µs). GPU0's thread submits both copies in its next pass (after
+    // its progress call), sleeping 10 µs of queueing for each in turn: B's is over while A
+    // moves, so B follows A at once.
+    let inputs_ready = MALLOC + PASS + 2.0 * COPY - QUEUE;
     let kernel = g.tasks()[0].flops / GPU_RATE;
     assert_close(r.makespan_s, inputs_ready + KQ + kernel, 1e-9);
-    // C was written on the GPU: one write-back to RAM at the end.
+    // C was written on the GPU: xgemm.c's `starpu_data_wont_use(C)` sends it back to RAM
+    // once the task ends. The hint's internal task is pushed by GPU0's thread (1 µs), which
+    // then makes its pass.
     assert_close(
         r.end_with_writeback_s,
-        inputs_ready + KQ + kernel + COPY,
+        inputs_ready + KQ + kernel + PUSH + PASS + COPY,
         1e-9,
     );
     assert_eq!(r.transfers, 3);
@@ -123,10 +132,15 @@ fn free_transfers_take_no_time_by_hand() {
     let mut s = sched::by_name("eager", 1).unwrap();
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
     let kernel = g.tasks()[0].flops / GPU_RATE;
-    // Only the allocation and the kernel's queueing are left before the kernel; the final
-    // write-back ends when the kernel does.
-    assert_close(r.makespan_s, MALLOC + KQ + kernel, 1e-9);
-    assert_close(r.end_with_writeback_s, MALLOC + KQ + kernel, 1e-9);
+    // Only the allocation, GPU0's pass over its requests (the driver's progress call is not
+    // a transfer cost) and the kernel's queueing are left before the kernel; C's write-back
+    // (the `wont_use` hint's, as above) ends at GPU0's next pass.
+    assert_close(r.makespan_s, MALLOC + PASS + KQ + kernel, 1e-9);
+    assert_close(
+        r.end_with_writeback_s,
+        MALLOC + PASS + KQ + kernel + PUSH + PASS,
+        1e-9,
+    );
     assert_eq!(r.transfers, 3);
     let host = r.links.iter().find(|l| l.name == "Host").unwrap();
     assert_eq!(host.bytes, 0.0);
@@ -152,7 +166,9 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
     // are queued to the GPU (10 µs) once their inputs are there; the two potrfs are
     // synchronous (StarPU's SimGrid `cl_potrf` lacks `STARPU_CUDA_ASYNC`) and are not.
     // Requesting a buffer costs the worker 1 µs: hidden behind the copies of the first three,
-    // it delays the last potrf, whose tile is in place, by 1 µs.
+    // it delays the last potrf, whose tile is in place, by 1 µs. Each copy waits for GPU0's
+    // next pass; for trsm and syrk, that comes after the thread is done pushing the task it
+    // released (1 µs) and requesting the task's two buffers (2 µs).
     let d: Vec<f64> = g.tasks().iter().map(|t| t.flops / GPU_RATE).collect();
     let names: Vec<&str> = g.task_ids().map(|t| g.task_codelet_name(t)).collect();
     assert_eq!(
@@ -164,14 +180,16 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
             "chol_model_potrf"
         ]
     );
-    let makespan = MALLOC + 3.0 * COPY + 2.0 * KQ + FETCH + d.iter().sum::<f64>();
+    let busy = PUSH.max(2.0 * FETCH);
+    let makespan =
+        MALLOC + 3.0 * (PASS + COPY) + 2.0 * busy + 2.0 * KQ + FETCH + d.iter().sum::<f64>();
     assert_close(r.makespan_s, makespan, 1e-9);
-    // All three tiles were modified on the GPU: three write-backs, submitted together at the
-    // end and moving one after the other; the queueing of the second and third is paid while
-    // the first moves.
+    // All three tiles were modified on the GPU: three write-backs, submitted together in
+    // GPU0's pass after the end and moving one after the other; the queueing of the second
+    // and third is paid while the first moves.
     assert_close(
         r.end_with_writeback_s,
-        makespan + 3.0 * COPY - 2.0 * QUEUE,
+        makespan + PASS + 3.0 * COPY - 2.0 * QUEUE,
         1e-9,
     );
     assert_eq!(r.writebacks, 3);
@@ -209,11 +227,11 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
     let r = simulate(&m, &g, &KERNELS, &mut s, &gpu_only(2)).unwrap();
     let k = 1e9 / GPU_RATE;
     // a: allocate (no copy, write-only), queue, run. b: allocated at start (its worker popped
-    // it when it became ready, after a; GPU1 opens its own chunk), then GPU0 → RAM → GPU1,
-    // queue, run.
+    // it when it became ready, after a; GPU1 opens its own chunk), then GPU0 → RAM (in
+    // GPU0's pass) → GPU1 (in GPU1's), queue, run.
     assert_close(
         r.makespan_s,
-        MALLOC + KQ + k + MALLOC + 2.0 * COPY + KQ + k,
+        MALLOC + KQ + k + MALLOC + 2.0 * (PASS + COPY) + KQ + k,
         1e-9,
     );
     assert_eq!(
@@ -228,8 +246,9 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
 /// (`pipeline_stuck`). One GPU, eager; S (synchronous) writes X (allocated, nothing copied),
 /// 1 ms; B (asynchronous, independent) reads tile T from RAM, 1 ms. By hand:
 /// - S allocates X (a new chunk, 175 µs) and starts at once: MALLOC + k;
-/// - B is popped only when S ends; T comes out of the chunk for free, is copied (COPY) and B
-///   is queued (KQ): makespan MALLOC + k + COPY + KQ + k.
+/// - B is popped only when S ends; T comes out of the chunk for free and is requested by the
+///   driver (FETCH), copied in its next pass (PASS + COPY), and B is queued (KQ): makespan
+///   MALLOC + k + FETCH + PASS + COPY + KQ + k.
 ///
 /// With `run.gpu_sync = false` S is an ordinary task: it is queued (KQ), and B is popped as
 /// soon as S has its inputs, so T's copy hides under S: MALLOC + KQ + k + k.
@@ -256,7 +275,11 @@ fn a_synchronous_gpu_codelet_stalls_the_pipeline() {
         };
         simulate(&m, &g, &KERNELS, sc.as_mut(), &cfg).unwrap()
     };
-    assert_close(run(true).makespan_s, MALLOC + k + COPY + KQ + k, 1e-9);
+    assert_close(
+        run(true).makespan_s,
+        MALLOC + k + FETCH + PASS + COPY + KQ + k,
+        1e-9,
+    );
     assert_close(run(false).makespan_s, MALLOC + KQ + k + k, 1e-9);
 }
 
@@ -971,4 +994,161 @@ fn a_wont_use_hint_acts_after_its_writers_successors_are_pushed() {
     let mut placed: Vec<(u32, u32)> = seen.0.iter().map(|&(t, w, _)| (t, w)).collect();
     placed.sort();
     assert_eq!(placed, [(0, gpu), (1, gpu), (2, gpu)], "{:?}", r.workers);
+}
+
+/// A GPU driver running a synchronous task sees no transfer complete: StarPU's driver notes a
+/// request's completion in its progress loop, which a synchronous kernel blocks
+/// (`_starpu_cuda_driver_run_once`). One GPU; S (synchronous, reads X from RAM, writes Y,
+/// 2 ms) and B (reads T from RAM) both queued to it, B's input prefetched at its push. One
+/// pass of the GPU's driver submits X's fetch, then T's prefetch: S starts once X is there,
+/// T's bytes arrive while S runs, but its copy completes (and B may start) only when S ends.
+#[test]
+fn a_synchronous_task_holds_the_completion_of_copies_into_its_gpu() {
+    let m = machine(1, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let s = b.codelet("s").unwrap();
+    b.gpu_synchronous(s);
+    let a = b.codelet("a").unwrap();
+    let x = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let y = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let t = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let s_accesses = [Access::new(x, AccessMode::R), Access::new(y, AccessMode::W)];
+    b.submit(s, 2e9, 0, &s_accesses).unwrap();
+    b.submit(a, 1e9, 0, &[Access::new(t, AccessMode::R)])
+        .unwrap();
+    let g = b.build().unwrap();
+    /// Both tasks to GPU 0 in push order, B's input prefetched there at its push.
+    struct OnGpu0(std::collections::VecDeque<TaskId>);
+    impl sched::Scheduler for OnGpu0 {
+        fn name(&self) -> &'static str {
+            "on-gpu0"
+        }
+        fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, d: &mut Vec<sched::Decision>) {
+            self.0.push_back(t);
+            d.push(sched::Decision::Prefetch {
+                task: t,
+                worker: WorkerId(0),
+            });
+        }
+        fn pop(&mut self, _: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
+            self.0.pop_front()
+        }
+        fn queued(&self) -> usize {
+            self.0.len()
+        }
+    }
+    #[derive(Default)]
+    struct Log {
+        t_start: Option<f64>,
+        t_end: Option<f64>,
+        ends: Vec<(u32, f64)>,
+        starts: Vec<(u32, f64)>,
+    }
+    impl Observer for Log {
+        fn event(&mut self, at_s: f64, e: &SimEvent<'_>) {
+            match e {
+                SimEvent::TransferStart { handle, .. } if handle.0 == 2 => {
+                    self.t_start = Some(at_s)
+                }
+                SimEvent::TransferEnd { handle, .. } if handle.0 == 2 => self.t_end = Some(at_s),
+                SimEvent::TaskStart { task, .. } => self.starts.push((task.0, at_s)),
+                SimEvent::TaskEnd { task, .. } => self.ends.push((task.0, at_s)),
+                _ => {}
+            }
+        }
+    }
+    let mut log = Log::default();
+    let mut sc = OnGpu0(Default::default());
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
+    let s_end = log.ends.iter().find(|e| e.0 == 0).unwrap().1;
+    let b_start = log.starts.iter().find(|e| e.0 == 1).unwrap().1;
+    let arrival = log.t_start.unwrap() + LAT + TILE / BW;
+    assert!(arrival < s_end - 1e-3, "T's bytes arrive during S");
+    assert_close(log.t_end.unwrap(), s_end, 1e-12);
+    // B, popped when S ends, requests its buffer (1 µs), now in place, and is queued to the
+    // GPU (10 µs).
+    assert_close(b_start, s_end + FETCH + KQ, 1e-9);
+}
+
+/// A GPU's driver makes its pass over its node's requests before it pulls a task
+/// (`_starpu_cuda_driver_run_once`: progress, then pull), so the queueing sleeps of what it
+/// submits there delay its next task. One GPU; A writes Y (1 ms); after it, in submission
+/// order, K reads Y and B1, B2 read T1, T2 from RAM, the inputs prefetched at each push.
+/// By hand, from A's end t:
+/// - the GPU's thread pushes K, B1, B2 (1 µs each): the prefetches of T1 and T2 are posted at
+///   t + 2 and t + 3 µs;
+/// - its pass, after its pushes and its progress call (2 µs), at t + 5 µs, submits T1 and T2,
+///   10 µs of queueing each: done at t + 25 µs;
+/// - only then it pulls K, requests Y (in place, 1 µs) and queues K to the GPU (10 µs):
+///   K starts at t + 36 µs (t + 16 µs if it pulled before its pass).
+#[test]
+fn a_gpu_driver_pulls_its_next_task_after_its_pass_over_requests() {
+    let m = machine(1, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let y = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let t1 = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let t2 = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let a = b
+        .submit(cl, 1e9, 0, &[Access::new(y, AccessMode::W)])
+        .unwrap();
+    let k = b
+        .submit(cl, 1e6, 0, &[Access::new(y, AccessMode::R)])
+        .unwrap();
+    for t in [t1, t2] {
+        b.submit(
+            cl,
+            1e6,
+            0,
+            &[Access::new(y, AccessMode::R), Access::new(t, AccessMode::R)],
+        )
+        .unwrap();
+    }
+    let g = b.build().unwrap();
+    /// Every task to GPU 0 in push order, waking it, its inputs prefetched there.
+    struct OnGpu0(std::collections::VecDeque<TaskId>);
+    impl sched::Scheduler for OnGpu0 {
+        fn name(&self) -> &'static str {
+            "on-gpu0"
+        }
+        fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, d: &mut Vec<sched::Decision>) {
+            self.0.push_back(t);
+            d.push(sched::Decision::Wake {
+                worker: WorkerId(0),
+            });
+            d.push(sched::Decision::Prefetch {
+                task: t,
+                worker: WorkerId(0),
+            });
+        }
+        fn pop(&mut self, _: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
+            self.0.pop_front()
+        }
+        fn queued(&self) -> usize {
+            self.0.len()
+        }
+        fn wakes(&self) -> sched::Wakes {
+            sched::Wakes::Chosen
+        }
+    }
+    #[derive(Default)]
+    struct Log(Vec<(u32, f64, bool)>);
+    impl Observer for Log {
+        fn event(&mut self, at_s: f64, e: &SimEvent<'_>) {
+            match e {
+                SimEvent::TaskStart { task, .. } => self.0.push((task.0, at_s, true)),
+                SimEvent::TaskEnd { task, .. } => self.0.push((task.0, at_s, false)),
+                _ => {}
+            }
+        }
+    }
+    let mut log = Log::default();
+    let mut sc = OnGpu0(Default::default());
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
+    let at = |t: TaskId, start: bool| log.0.iter().find(|e| e.0 == t.0 && e.2 == start).unwrap().1;
+    assert_close(
+        at(k, true) - at(a, false),
+        3.0 * PUSH + PASS + 2.0 * QUEUE + FETCH + KQ,
+        1e-9,
+    );
 }

@@ -85,8 +85,9 @@ pub(crate) struct DataManager {
     clean_pct: (u32, u32),
     scratch_ids: Vec<u32>,
     scratch_handles: Vec<HandleId>,
-    /// Per node: buffers being allocated ([`Runners::start_ready`]).
+    /// Per node: buffers being allocated ([`Runners::pass`]).
     scratch_requesting: Vec<bool>,
+    scratch_passes: Vec<(MemNodeId, f64)>,
 }
 
 impl DataManager {
@@ -148,6 +149,7 @@ impl DataManager {
             scratch_ids: Vec::new(),
             scratch_handles: Vec::new(),
             scratch_requesting: Vec::new(),
+            scratch_passes: Vec::new(),
         }
     }
 
@@ -220,7 +222,7 @@ impl DataManager {
             let src = self.memory.best_source(h, node, &self.estimates);
             self.start_copy(h, src, node, TransferKind::Fetch, priority, now_s, fx);
         } else {
-            self.promote_prefetch(h, node);
+            self.promote_prefetch(h, node, now_s, fx);
         }
         false
     }
@@ -303,6 +305,28 @@ impl DataManager {
         self.memory.unpin(h, node);
     }
 
+    /// When node `node`'s driver thread is done with the submissions made so far.
+    pub fn thread_free_s(&self, node: MemNodeId) -> f64 {
+        self.runners.handler_free_s(node)
+    }
+
+    /// When node `node`'s driver last made a pass over its requests.
+    pub fn last_pass_s(&self, node: MemNodeId) -> f64 {
+        self.runners.last_pass_s(node)
+    }
+
+    /// The earliest date of node `node`'s driver's next pass over its requests: once its
+    /// thread is free and its progress call is over.
+    pub fn pass_ready_s(&self, node: MemNodeId) -> f64 {
+        self.runners.pass_ready_s(node)
+    }
+
+    /// Node `node`'s driver thread is busy pushing tasks until `until_s`: its next pass over
+    /// the requests it handles waits for it.
+    pub fn busy_until(&mut self, node: MemNodeId, until_s: f64) {
+        self.runners.busy_until(node, until_s);
+    }
+
     /// Node `node`'s driver thread runs (or no longer runs) a synchronous task: it handles no
     /// request meanwhile.
     pub fn set_blocked(&mut self, node: MemNodeId, blocked: bool) {
@@ -371,7 +395,7 @@ impl DataManager {
         let key = self.replica_key(victim, node);
         if self.writing_back[key] {
             // Already on its way, perhaps at idle priority: now it is needed.
-            self.promote_prefetch(victim, self.memory.ram());
+            self.promote_prefetch(victim, self.memory.ram(), now_s, fx);
             return;
         }
         self.mark_writing_back(key, node);
@@ -486,6 +510,11 @@ impl DataManager {
                     // there (`starpu_data_is_on_node`) and add no transfer for it.
                     self.memory.set_loading(h, node, true);
                     let at = self.allocator_done_at(node, cost, now_s);
+                    if at <= now_s {
+                        // Nothing to wait for: the request is posted with the push.
+                        self.prefetch_allocated(h, node, priority, now_s, fx);
+                        continue;
+                    }
                     fx.push(Effect::At(
                         at,
                         Event::PrefetchAllocDone {
@@ -555,7 +584,7 @@ impl DataManager {
                 .or_default()
                 .push(Waiter::Forward(dst, kind, priority));
             if self.memory.is_loading(h, b) {
-                self.promote_prefetch(h, b);
+                self.promote_prefetch(h, b, now_s, fx);
                 return;
             }
         }
@@ -601,14 +630,27 @@ impl DataManager {
             }
         };
         let tr = self.transfers[id as usize].as_ref().expect("just stored");
-        self.runners.enqueue(id, tr, now_s);
-        self.start_transfers(now_s, fx);
+        let pass = self.runners.enqueue(id, tr, now_s);
+        self.schedule_pass(pass, fx);
+    }
+
+    /// Schedule a pass of a node's driver over its request lists ([`Event::TransferPass`]).
+    fn schedule_pass(&self, pass: Option<(MemNodeId, f64)>, fx: &mut Vec<Effect>) {
+        if let Some((node, at_s)) = pass {
+            fx.push(Effect::At(
+                at_s,
+                Event::TransferPass {
+                    rank: self.rank,
+                    node,
+                },
+            ));
+        }
     }
 
     /// Someone needs `h` on `node` now: a prefetch or idle copy of it queued there moves
     /// ahead with the fetches (StarPU raises a request's priority when a more urgent one asks
     /// for the same copy).
-    fn promote_prefetch(&mut self, h: HandleId, node: MemNodeId) {
+    fn promote_prefetch(&mut self, h: HandleId, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
         let found = self.transfers.iter().enumerate().find_map(|(i, t)| {
             t.as_ref()
                 .filter(|t| {
@@ -624,25 +666,36 @@ impl DataManager {
                     t.kind = TransferKind::Fetch;
                 }
                 t.idle = false;
+                // The fetch's request wakes the handling node's driver.
+                self.wake_drivers(now_s, fx);
             }
         }
     }
 
-    /// Submit what the request lists allow and start, after their queueing cost, the
-    /// transfers that may start now ([`Event::TransferGo`]).
+    /// Something the request stage depends on changed (a transfer or an allocation ended, a
+    /// driver is free again): schedule the passes now due ([`Event::TransferPass`]) and start
+    /// the submitted transfers that may start now ([`Event::TransferGo`]).
     pub fn start_transfers(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        self.wake_drivers(now_s, fx);
+        self.start_ready(now_s, fx);
+    }
+
+    /// Schedule the pass of every driver that has requests to submit and none due.
+    fn wake_drivers(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        let mut passes = std::mem::take(&mut self.scratch_passes);
+        self.runners.wake_all(now_s, &mut passes);
+        for pass in passes.drain(..) {
+            self.schedule_pass(Some(pass), fx);
+        }
+        self.scratch_passes = passes;
+    }
+
+    fn start_ready(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
         let mut ready = std::mem::take(&mut self.scratch_ids);
-        let mut requesting = std::mem::take(&mut self.scratch_requesting);
-        requesting.clear();
-        requesting.extend(
-            (0..self.memory.nnodes())
-                .map(|n| !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s),
-        );
-        self.runners.start_ready(&mut ready, &requesting, now_s);
-        self.scratch_requesting = requesting;
+        self.runners.start_ready(&mut ready);
         for &id in &ready {
             fx.push(Effect::At(
-                self.runners.go_s(id).max(now_s),
+                now_s,
                 Event::TransferGo {
                     rank: self.rank,
                     id,
@@ -651,6 +704,39 @@ impl DataManager {
         }
         ready.clear();
         self.scratch_ids = ready;
+    }
+
+    /// A pass of node `node`'s driver over the requests it handles: each one it submits joins
+    /// its pair's queue when its queueing sleep is over ([`Event::TransferSubmitted`]).
+    pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
+        let mut requesting = std::mem::take(&mut self.scratch_requesting);
+        requesting.clear();
+        requesting.extend(
+            (0..self.memory.nnodes())
+                .map(|n| !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s),
+        );
+        let mut ids = std::mem::take(&mut self.scratch_ids);
+        let next = self.runners.pass(node, &requesting, now_s, &mut ids);
+        self.schedule_pass(next, fx);
+        self.scratch_requesting = requesting;
+        for &id in &ids {
+            fx.push(Effect::At(
+                self.runners.go_s(id),
+                Event::TransferSubmitted {
+                    rank: self.rank,
+                    id,
+                },
+            ));
+        }
+        ids.clear();
+        self.scratch_ids = ids;
+    }
+
+    /// Transfer `id`'s submission is over: it joins its pair's queue and starts if it may.
+    pub fn transfer_submitted(&mut self, id: u32, now_s: f64, fx: &mut Vec<Effect>) {
+        let tr = self.transfers[id as usize].as_ref().expect("live transfer");
+        self.runners.submitted(id, tr.src, tr.dst);
+        self.start_ready(now_s, fx);
     }
 
     /// Transfer `id` paid its queueing cost: its bytes start moving, over the fluid network
@@ -702,7 +788,25 @@ impl DataManager {
         }
     }
 
-    /// Transfer `id`'s last byte arrived. Returns who waited for the replica if it is now
+    /// Transfer `id`'s last byte arrived: its pair may serve the next one. Returns the node
+    /// whose driver must see it complete if that driver is busy in a synchronous task (then
+    /// the caller completes it with [`DataManager::finish_transfer`] when the task ends).
+    pub fn transfer_moved(
+        &mut self,
+        id: u32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> Option<MemNodeId> {
+        let tr = self.transfers[id as usize].as_ref().expect("live transfer");
+        let (src, dst) = (tr.src, tr.dst);
+        self.runners.moved(id, src, dst);
+        self.start_ready(now_s, fx);
+        self.runners
+            .handler_blocked(src, dst)
+            .then(|| self.runners.handler_of(src, dst))
+    }
+
+    /// Transfer `id` is complete. Returns who waited for the replica if it is now
     /// valid (the loop serves them in order: a task's buffer is in place, a staged copy goes
     /// on with [`DataManager::forward`]); a copy made stale by a write meanwhile is fetched
     /// again for its waiters. The loop then starts transfers and retries allocations.
@@ -714,7 +818,7 @@ impl DataManager {
     ) -> (HandleId, MemNodeId, Vec<Waiter>) {
         let tr = self.transfers[id as usize].take().expect("live transfer");
         self.free_transfers.push(id);
-        self.runners.finished(id, tr.src, tr.dst);
+        self.runners.completed(tr.src, tr.dst);
         fx.push(Effect::Note(SimEvent::TransferEnd {
             handle: tr.handle,
             src: tr.src,

@@ -246,20 +246,28 @@ type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
 /// StarPU's two stages between a data request and the bytes moving (`starpu-reference.md`
 /// §1a "three priority lists" and §1e):
 ///
-/// 1. **Request lists.** Each (source, destination) pair — which is one (handling node, peer,
-///    direction) of `data_request.c`: a GPU handles the copies into it and out of it to RAM —
-///    has a fetch, a prefetch and an idle list, each ordered by priority. Requests are
-///    submitted from the fetch list while fewer than 5 of the pair's are pending, then from
-///    the prefetch list while fewer than 2 are, then from the idle list while none is and the
-///    handling node has no other request queued or pending (StarPU 1.4's limits, the
-///    defaults of [`PendingLimits`]). A fetch that needs a queued prefetch moves it to the
-///    fetch list; once submitted it keeps its place. A node whose driver runs a synchronous
-///    task submits nothing meanwhile ([`Runners::set_blocked`]).
-/// 2. **Submitted transfers** (`simgrid.c`, `transfer_submit`): one transfer at a time per
-///    pair, first submitted first served (one CUDA stream per direction); and a transfer
-///    waits for every transfer submitted **before** it and still pending with which it is
-///    sequential: a GPU↔GPU transfer a→b and any transfer whose destination is a or b (the
-///    crossed b→a among them), in either order of kinds. StarPU keeps this as `nwait`
+/// 1. **Request lists and the handling node's passes.** Each (source, destination) pair —
+///    which is one (handling node, peer, direction) of `data_request.c`: a GPU handles the
+///    copies into it and out of it to RAM — has a fetch, a prefetch and an idle list, each
+///    ordered by priority. A request is only posted there; the handling node's driver thread
+///    submits requests when it next makes progress (`__starpu_datawizard_progress`, 1 µs of
+///    simulated time per memory node the driver drives: RAM's, then a GPU's own), which
+///    posting wakes it for. A pass goes through the incoming lists first — every peer's
+///    fetch list in node order, then every peer's prefetch list, then the idle lists while no
+///    incoming request is pending from any peer — and then the outgoing ones, peer by peer
+///    (idle ones while none to that peer is pending). A list is submitted from while fewer
+///    than 5 of the pair's requests are pending (fetch), 2 (prefetch) or 1 (idle): StarPU
+///    1.4's limits, the defaults of [`PendingLimits`]. Each submission costs the thread its
+///    queueing sleep, so requests posted meanwhile wait for its next pass. A fetch that needs
+///    a queued prefetch moves it to the fetch list; once submitted it keeps its place. A node
+///    whose driver runs a synchronous task makes no pass meanwhile
+///    ([`Runners::set_blocked`]), nor does it see a transfer complete (a request stays
+///    pending until [`Runners::completed`]).
+/// 2. **Submitted transfers** (`simgrid.c`, `transfer_submit`, after the sleep): one transfer
+///    at a time per pair, first submitted first served (one CUDA stream per direction); and a
+///    transfer waits for every transfer submitted **before** it and still pending with which
+///    it is sequential: a GPU↔GPU transfer a→b and any transfer whose destination is a or b
+///    (the crossed b→a among them), in either order of kinds. StarPU keeps this as `nwait`
 ///    counters and `wake` lists fixed at submission, so a transfer is never overtaken by a
 ///    conflicting one submitted after it.
 #[derive(Debug)]
@@ -270,18 +278,20 @@ pub(crate) struct Runners {
     requests: Vec<[std::collections::BTreeSet<RequestKey>; 3]>,
     /// Per transfer id still in a request list: which list, and its key there.
     queued: Vec<Option<(usize, RequestKey)>>,
+    /// Per handling node, how many requests its lists hold.
+    nqueued: Vec<u32>,
     /// Requests made so far (the first-come order).
     seq: u64,
     /// Per list (fetch, prefetch, idle): submit while fewer than this many of the pair's
     /// requests are pending (`runtime.max_pending_*`).
     limits: [u32; 3],
-    /// Per node: its driver is busy running a synchronous task and handles no request.
+    /// Per node: its driver is busy running a synchronous task and makes no pass.
     blocked: Vec<bool>,
-    /// Pairs with a request in a list, so that submitting looks only at them.
-    listed: std::collections::BTreeSet<usize>,
+    /// Per node: a pass of its driver is due (the caller has scheduled it).
+    pass_due: Vec<bool>,
     /// Per pair, submitted transfers not started yet, in submission order.
     submitted: Vec<VecDeque<u32>>,
-    /// Per pair, submitted transfers not finished.
+    /// Per pair, requests submitted and not finished (counted from the pass on).
     npending: Vec<u32>,
     busy: Vec<bool>,
     /// Transfers submitted and not finished, in submission order: (id, src, dst).
@@ -297,6 +307,20 @@ pub(crate) struct Runners {
     handler_free_s: Vec<f64>,
     /// Per transfer id: when its submission ends, the earliest its bytes may move.
     go_s: Vec<f64>,
+    /// Per node: the simulated time its driver's progress call takes before it reads the
+    /// request lists: 1 µs per memory node the driver drives, in node order
+    /// (`___starpu_datawizard_progress` sleeps 1 µs in SimGrid builds): RAM's, then a GPU's
+    /// own for a GPU driver.
+    progress_s: Vec<f64>,
+    /// Per handling node: the latest date a request still in its lists was posted at (not
+    /// lowered when requests leave), so that a pass looks for requests posted after it only
+    /// when there may be some.
+    latest_post_s: Vec<f64>,
+    /// Per node: when its driver last made a pass.
+    last_pass_s: Vec<f64>,
+    /// Per transfer id: when its request was posted (a pass only takes requests posted by
+    /// the time it visits their list).
+    post_s: Vec<f64>,
 }
 
 impl Runners {
@@ -308,9 +332,10 @@ impl Runners {
             gpu: kinds.iter().map(|&k| k == MemKind::Gpu).collect(),
             requests: (0..n * n).map(|_| Default::default()).collect(),
             queued: Vec::new(),
+            nqueued: vec![0; n],
             seq: 0,
-            listed: std::collections::BTreeSet::new(),
             blocked: vec![false; n],
+            pass_due: vec![false; n],
             submitted: vec![VecDeque::new(); n * n],
             npending: vec![0; n * n],
             busy: vec![false; n * n],
@@ -320,6 +345,13 @@ impl Runners {
             queue_s: 0.0,
             handler_free_s: vec![0.0; n],
             go_s: Vec::new(),
+            post_s: Vec::new(),
+            last_pass_s: vec![f64::NEG_INFINITY; n],
+            latest_post_s: vec![f64::NEG_INFINITY; n],
+            progress_s: kinds
+                .iter()
+                .map(|&k| if k == MemKind::Gpu { 2e-6 } else { 1e-6 })
+                .collect(),
         }
     }
 
@@ -329,7 +361,7 @@ impl Runners {
         self
     }
 
-    /// When transfer `id`'s submission ends: it moves no earlier.
+    /// When transfer `id`'s submission ends: it joins its pair's queue then.
     pub fn go_s(&self, id: u32) -> f64 {
         self.go_s[id as usize]
     }
@@ -353,15 +385,18 @@ impl Runners {
             || (gpu_gpu(old) && (new.1 == old.0 || new.1 == old.1))
     }
 
-    /// Queue the request for transfer `id` in its pair's fetch, prefetch or idle list.
-    pub fn enqueue(&mut self, id: u32, t: &Transfer, now_s: f64) {
+    /// Post at `post_s` the request for transfer `id` in its pair's fetch, prefetch or idle
+    /// list. Returns the pass of its handling node to schedule, if one is not due already.
+    pub fn enqueue(&mut self, id: u32, t: &Transfer, post_s: f64) -> Option<(MemNodeId, f64)> {
         let i = id as usize;
         if self.nwait.len() <= i {
             self.nwait.resize(i + 1, 0);
             self.wake.resize_with(i + 1, Vec::new);
             self.queued.resize(i + 1, None);
             self.go_s.resize(i + 1, 0.0);
+            self.post_s.resize(i + 1, 0.0);
         }
+        self.post_s[i] = post_s;
         let list = match t.kind {
             _ if t.idle => IDLE,
             TransferKind::Prefetch => PREFETCH,
@@ -372,10 +407,10 @@ impl Runners {
         let p = self.pair(t.src, t.dst);
         self.requests[p][list].insert(key);
         self.queued[i] = Some((list, key));
-        self.listed.insert(p);
-        // Submitted at once if the limits allow, so that requests made one after the other
-        // are submitted in that order (idle requests wait for `start_ready`).
-        self.submit_requests(p, None, now_s);
+        let h = self.handler(p);
+        self.nqueued[h] += 1;
+        self.latest_post_s[h] = self.latest_post_s[h].max(post_s);
+        self.wake_node(h, post_s)
     }
 
     /// A fetch now needs a queued prefetch or idle request: move it to the fetch list.
@@ -393,16 +428,182 @@ impl Runners {
         }
     }
 
-    /// Hand request `id` of pair `p` to the transfer stage, after the pending transfers it is
-    /// sequential with. The handling node's thread first sleeps the queueing cost
-    /// (`_starpu_simgrid_transfer` sleeps before `transfer_submit`), one submission after the
-    /// other: a transfer queued behind a running one has paid it by the time its turn comes.
-    fn submit(&mut self, p: usize, id: u32, now_s: f64) {
+    /// When node `node`'s driver last made a pass over its requests.
+    pub fn last_pass_s(&self, node: MemNodeId) -> f64 {
+        self.last_pass_s[node.index()]
+    }
+
+    /// The earliest date of node `node`'s next pass: its thread free, its progress call over.
+    pub fn pass_ready_s(&self, node: MemNodeId) -> f64 {
+        self.handler_free_s[node.index()] + self.progress_s[node.index()]
+    }
+
+    /// When node `node`'s thread is done with the submissions made so far.
+    pub fn handler_free_s(&self, node: MemNodeId) -> f64 {
+        self.handler_free_s[node.index()]
+    }
+
+    /// Node `node`'s thread is busy with something else (pushing tasks, requesting a task's
+    /// buffers) until `until_s`: its next pass waits for it.
+    pub fn busy_until(&mut self, node: MemNodeId, until_s: f64) {
+        let h = node.index();
+        self.handler_free_s[h] = self.handler_free_s[h].max(until_s);
+    }
+
+    /// Node `node`'s driver thread is (or is no longer) busy running a synchronous task: it
+    /// makes no pass meanwhile (the transfers already submitted go on). Call
+    /// [`Runners::wake_all`] after unblocking.
+    pub fn set_blocked(&mut self, node: MemNodeId, blocked: bool) {
+        self.blocked[node.index()] = blocked;
+    }
+
+    /// The pass of node `h` to schedule, and when: once its thread is free and its progress
+    /// call over, if it may submit something, is not blocked and has no pass due.
+    fn wake_node(&mut self, h: usize, now_s: f64) -> Option<(MemNodeId, f64)> {
+        if self.pass_due[h] || self.blocked[h] || !self.may_submit(h) {
+            return None;
+        }
+        self.pass_due[h] = true;
+        Some((
+            MemNodeId(h as u32),
+            self.handler_free_s[h].max(now_s) + self.progress_s[h],
+        ))
+    }
+
+    /// Whether a pass of node `h` may submit something: a list of a pair it handles holds a
+    /// request and the pair has room under that list's limit.
+    fn may_submit(&self, h: usize) -> bool {
+        let n = self.nnodes;
+        self.nqueued[h] > 0
+            && (0..n).any(|peer| {
+                [peer * n + h, h * n + peer].into_iter().any(|p| {
+                    peer != h
+                        && self.handler(p) == h
+                        && (0..3).any(|l| {
+                            self.npending[p] < self.limits[l] && !self.requests[p][l].is_empty()
+                        })
+                })
+            })
+    }
+
+    /// Something a pass depends on changed (a transfer ended, an allocation ended, a driver
+    /// is free again): the passes to schedule, as [`Runners::enqueue`] returns them.
+    pub fn wake_all(&mut self, now_s: f64, out: &mut Vec<(MemNodeId, f64)>) {
+        for h in 0..self.nnodes {
+            out.extend(self.wake_node(h, now_s));
+        }
+    }
+
+    /// A pass of node `node`'s driver at `now_s` (see [`Runners`]): submit what its lists
+    /// allow, in StarPU's order, and push each submitted transfer with the date its
+    /// submission ends ([`Runners::go_s`]), when the caller reports it with
+    /// [`Runners::submitted`].
+    ///
+    /// `requesting[n]` says that node `n` has requests the lists do not hold yet (buffers
+    /// being allocated for a fetch or prefetch: StarPU's request is in the node's list while
+    /// it allocates); an idle request of that node waits for them too.
+    ///
+    /// Returns the next pass to schedule if requests posted after this one visited their
+    /// lists are waiting.
+    pub fn pass(
+        &mut self,
+        node: MemNodeId,
+        requesting: &[bool],
+        now_s: f64,
+        out: &mut Vec<u32>,
+    ) -> Option<(MemNodeId, f64)> {
+        let h = node.index();
+        let ready_s = self.pass_ready_s(node);
+        if ready_s > now_s {
+            // Its thread got busy meanwhile (pushing tasks, requesting a task's buffers): its
+            // progress call comes after.
+            return Some((node, ready_s));
+        }
+        self.last_pass_s[h] = now_s;
+        self.pass_due[h] = false;
+        if self.blocked[h] || self.nqueued[h] == 0 {
+            return None;
+        }
+        let n = self.nnodes;
+        let start_s = self.handler_free_s[h].max(now_s);
+        // The pairs coming into `h` that it handles (all of them if it is a GPU, none if it is
+        // RAM: a GPU handles the copies between it and RAM), peers in node order.
+        let into_gpu = self.gpu[h];
+        let incoming = (0..n)
+            .filter(move |&peer| into_gpu && peer != h)
+            .map(move |peer| peer * n + h);
+        for list in [FETCH, PREFETCH] {
+            for p in incoming.clone() {
+                self.submit_list(p, list, now_s, out);
+            }
+        }
+        // Idle requests in only while no incoming request is pending from any peer
+        // (`_starpu_check_that_no_data_request_is_pending` over the peers).
+        if !requesting[h] && incoming.clone().all(|p| self.npending[p] == 0) {
+            for p in incoming {
+                self.submit_list(p, IDLE, now_s, out);
+            }
+        }
+        for peer in 0..n {
+            let p = h * n + peer;
+            if peer != h && self.handler(p) == h {
+                self.submit_list(p, FETCH, now_s, out);
+                self.submit_list(p, PREFETCH, now_s, out);
+                // Idle requests out to a peer while none to it is pending.
+                if !requesting[h] && self.npending[p] == 0 {
+                    self.submit_list(p, IDLE, now_s, out);
+                }
+            }
+        }
+        // The thread loops while it has work: requests posted after this pass began get the
+        // next one (those left from before wait for a pending request to complete).
+        let done_s = self.handler_free_s[h].max(now_s);
+        if self.nqueued[h] == 0 || self.latest_post_s[h] <= start_s {
+            return None;
+        }
+        let later = (0..n * n)
+            .filter(|&p| self.handler(p) == h)
+            .flat_map(|p| self.requests[p].iter().flatten())
+            .map(|&(_, _, id)| self.post_s[id as usize])
+            .filter(|&t| t > start_s)
+            .min_by(f64::total_cmp)?;
+        self.pass_due[h] = true;
+        Some((node, later.max(done_s) + self.progress_s[h]))
+    }
+
+    /// Submit from one list of pair `p` as far as its limit allows.
+    fn submit_list(&mut self, p: usize, list: usize, now_s: f64, out: &mut Vec<u32>) {
         let h = self.handler(p);
-        let go = self.handler_free_s[h].max(now_s) + self.queue_s;
-        self.handler_free_s[h] = go;
-        self.go_s[id as usize] = go;
-        let (s, d) = (p / self.nnodes, p % self.nnodes);
+        // The thread takes the list's requests when it reaches it, after its submissions from
+        // the lists before (`__starpu_handle_node_data_requests` moves them to a local list).
+        let visit_s = self.handler_free_s[h].max(now_s);
+        while self.npending[p] < self.limits[list] {
+            let post_s = &self.post_s;
+            let Some(&key) = self.requests[p][list]
+                .iter()
+                .find(|&&(_, _, id)| post_s[id as usize] <= visit_s)
+            else {
+                break;
+            };
+            self.requests[p][list].remove(&key);
+            let id = key.2;
+            self.queued[id as usize] = None;
+            self.nqueued[h] -= 1;
+            self.npending[p] += 1;
+            // The handling node's thread sleeps the queueing cost before `transfer_submit`,
+            // one submission after the other.
+            let go = self.handler_free_s[h].max(now_s) + self.queue_s;
+            self.handler_free_s[h] = go;
+            self.go_s[id as usize] = go;
+            out.push(id);
+        }
+    }
+
+    /// Transfer `id` of pair (`src`, `dst`) is submitted (its queueing sleep is over): it
+    /// joins its pair's queue, after the pending transfers it is sequential with.
+    pub fn submitted(&mut self, id: u32, src: MemNodeId, dst: MemNodeId) {
+        let p = self.pair(src, dst);
+        let (s, d) = (src.index(), dst.index());
         let mut nwait = 0;
         for k in 0..self.pending.len() {
             let (old, os, od) = self.pending[k];
@@ -412,68 +613,14 @@ impl Runners {
             }
         }
         self.nwait[id as usize] = nwait;
-        self.queued[id as usize] = None;
         self.pending.push((id, s, d));
         self.submitted[p].push_back(id);
-        self.npending[p] += 1;
     }
 
-    /// Node `node`'s driver thread is (or is no longer) busy running a synchronous task: it
-    /// submits none of the requests it handles meanwhile (the transfers already submitted go
-    /// on). Call [`Runners::start_ready`] after unblocking.
-    pub fn set_blocked(&mut self, node: MemNodeId, blocked: bool) {
-        self.blocked[node.index()] = blocked;
-    }
-
-    /// Submit pair `p`'s requests, fetches first, as far as the limits allow; idle requests
-    /// only when `requesting` is given (see [`Runners::start_ready`]).
-    fn submit_requests(&mut self, p: usize, requesting: Option<&[bool]>, now_s: f64) {
-        if self.blocked[self.handler(p)] {
-            return;
-        }
-        for list in [FETCH, PREFETCH, IDLE] {
-            while self.npending[p] < self.limits[list] {
-                if list == IDLE {
-                    let h = self.handler(p);
-                    if requesting.is_none_or(|r| r[h]) || self.handles_requests(h) {
-                        break;
-                    }
-                }
-                let Some((_, _, id)) = self.requests[p][list].pop_first() else {
-                    break;
-                };
-                self.submit(p, id, now_s);
-            }
-        }
-        if self.requests[p].iter().all(|l| l.is_empty()) {
-            self.listed.remove(&p);
-        }
-    }
-
-    /// Whether node `n` handles any queued fetch or prefetch request or any pending transfer:
-    /// then its idle requests wait.
-    fn handles_requests(&self, n: usize) -> bool {
-        (0..self.nnodes * self.nnodes).any(|p| {
-            self.handler(p) == n
-                && (self.npending[p] > 0
-                    || !self.requests[p][FETCH].is_empty()
-                    || !self.requests[p][PREFETCH].is_empty())
-        })
-    }
-
-    /// Submit what the request lists allow, then start the transfers that may start now, in
-    /// pair order, and mark them in flight. A pair starts its first submitted transfer that
-    /// waits for no earlier sequential one.
-    ///
-    /// `requesting[n]` says that node `n` has requests the lists do not hold yet (buffers
-    /// being allocated for a fetch or prefetch: StarPU's request is in the node's list while
-    /// it allocates); an idle request of that node waits for them too.
-    pub fn start_ready(&mut self, out: &mut Vec<u32>, requesting: &[bool], now_s: f64) {
-        let mut next = self.listed.first().copied();
-        while let Some(p) = next {
-            self.submit_requests(p, Some(requesting), now_s);
-            next = self.listed.range(p + 1..).next().copied();
-        }
+    /// Start the submitted transfers that may start now, in pair order, and mark them in
+    /// flight. A pair starts its first submitted transfer that waits for no earlier
+    /// sequential one.
+    pub fn start_ready(&mut self, out: &mut Vec<u32>) {
         for p in 0..self.nnodes * self.nnodes {
             if self.busy[p] {
                 continue;
@@ -488,12 +635,11 @@ impl Runners {
         }
     }
 
-    /// Transfer `id` of this pair ended: free the pair and release the transfers waiting
-    /// for it.
-    pub fn finished(&mut self, id: u32, src: MemNodeId, dst: MemNodeId) {
+    /// Transfer `id`'s bytes of this pair have all moved: free the pair and release the
+    /// transfers waiting for it (SimGrid's transfer actor does, whatever the driver does).
+    pub fn moved(&mut self, id: u32, src: MemNodeId, dst: MemNodeId) {
         let p = self.pair(src, dst);
         self.busy[p] = false;
-        self.npending[p] -= 1;
         if let Some(pos) = self.pending.iter().position(|&(x, _, _)| x == id) {
             self.pending.remove(pos);
         }
@@ -505,8 +651,24 @@ impl Runners {
         woken.clear();
         self.wake[id as usize] = woken;
     }
-}
 
+    /// The handling node's driver has seen a transfer of this pair complete: the request is no
+    /// longer pending.
+    pub fn completed(&mut self, src: MemNodeId, dst: MemNodeId) {
+        let p = self.pair(src, dst);
+        self.npending[p] -= 1;
+    }
+
+    /// Whether the driver of the node handling transfers `src`→`dst` is blocked.
+    pub fn handler_blocked(&self, src: MemNodeId, dst: MemNodeId) -> bool {
+        self.blocked[self.handler(self.pair(src, dst))]
+    }
+
+    /// The node handling transfers `src`→`dst`.
+    pub fn handler_of(&self, src: MemNodeId, dst: MemNodeId) -> MemNodeId {
+        MemNodeId(self.handler(self.pair(src, dst)) as u32)
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,69 +724,218 @@ mod tests {
         }
     }
 
-    fn started(r: &mut Runners) -> Vec<u32> {
-        let mut out = Vec::new();
-        r.start_ready(&mut out, &[false; 3][..r.nnodes], 0.0);
-        out
+    enum Ev {
+        Pass(MemNodeId),
+        Submitted(u32),
+    }
+
+    /// Drives [`Runners`] as the data manager does: passes and the ends of submissions at
+    /// their dates, in date order (then in the order they were scheduled), the submitted
+    /// transfers started after each.
+    struct Bench {
+        r: Runners,
+        cal: Vec<(f64, u64, Ev)>,
+        seq: u64,
+        now: f64,
+        pairs: std::collections::HashMap<u32, (MemNodeId, MemNodeId)>,
+        requesting: Vec<bool>,
+    }
+
+    impl Bench {
+        fn new(kinds: &[MemKind], limits: PendingLimits, queue_s: f64) -> Self {
+            Bench {
+                r: Runners::new(kinds, limits).with_queue_s(queue_s),
+                cal: Vec::new(),
+                seq: 0,
+                now: 0.0,
+                pairs: Default::default(),
+                requesting: vec![false; kinds.len()],
+            }
+        }
+
+        fn ram_gpus(ngpus: usize, queue_s: f64) -> Self {
+            let mut kinds = vec![MemKind::Ram];
+            kinds.extend(std::iter::repeat_n(MemKind::Gpu, ngpus));
+            Self::new(&kinds, PendingLimits::default(), queue_s)
+        }
+
+        fn schedule(&mut self, pass: Option<(MemNodeId, f64)>) {
+            if let Some((n, at)) = pass {
+                self.seq += 1;
+                self.cal.push((at, self.seq, Ev::Pass(n)));
+            }
+        }
+
+        /// Post transfer `id`'s request at `at_s`.
+        fn post(&mut self, id: u32, t: &Transfer, at_s: f64) {
+            self.pairs.insert(id, (t.src, t.dst));
+            let pass = self.r.enqueue(id, t, at_s);
+            self.schedule(pass);
+        }
+
+        /// Handle every event due up to `until_s`; returns the transfers started, with when.
+        fn run_until(&mut self, until_s: f64) -> Vec<(u32, f64)> {
+            let mut out = Vec::new();
+            self.r.start_ready(&mut out);
+            let mut started: Vec<(u32, f64)> = out.into_iter().map(|id| (id, self.now)).collect();
+            while let Some(k) = (0..self.cal.len())
+                .filter(|&k| self.cal[k].0 <= until_s)
+                .min_by(|&a, &b| {
+                    let (x, y) = (&self.cal[a], &self.cal[b]);
+                    x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
+                })
+            {
+                let (at, _, ev) = self.cal.swap_remove(k);
+                self.now = at;
+                match ev {
+                    Ev::Pass(n) => {
+                        let mut ids = Vec::new();
+                        let next = self.r.pass(n, &self.requesting, at, &mut ids);
+                        self.schedule(next);
+                        for id in ids {
+                            self.seq += 1;
+                            self.cal
+                                .push((self.r.go_s(id), self.seq, Ev::Submitted(id)));
+                        }
+                    }
+                    Ev::Submitted(id) => {
+                        let (s, d) = self.pairs[&id];
+                        self.r.submitted(id, s, d);
+                    }
+                }
+                let mut out = Vec::new();
+                self.r.start_ready(&mut out);
+                started.extend(out.into_iter().map(|id| (id, at)));
+            }
+            self.now = self.now.max(until_s);
+            started
+        }
+
+        /// Handle everything due; the ids started.
+        fn run(&mut self) -> Vec<u32> {
+            self.run_until(f64::INFINITY)
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect()
+        }
+
+        /// Transfer `id` ends now (its driver free to see it).
+        fn finish(&mut self, id: u32) {
+            let (s, d) = self.pairs[&id];
+            self.r.moved(id, s, d);
+            self.r.completed(s, d);
+            let mut passes = Vec::new();
+            self.r.wake_all(self.now, &mut passes);
+            for p in passes {
+                self.schedule(Some(p));
+            }
+        }
+    }
+
+    fn close(a: f64, b: f64) {
+        assert!((a - b).abs() < 1e-12, "{a} != {b}");
     }
 
     /// StarPU's `transfer_submit` (`starpu-reference.md` §1e): a transfer waits for the
     /// earlier pending transfers it is sequential with, and never for later ones. By hand, on
     /// RAM (node 0) and GPUs 1 and 2:
-    /// - T0 RAM→GPU1 starts at once;
+    /// - T0 RAM→GPU1 starts;
     /// - T1 GPU2→GPU1 is GPU↔GPU into GPU1, where T0 is going: it waits for T0;
-    /// - T2 RAM→GPU2 goes into an end of the pending GPU↔GPU T1: it waits for T1, even though
-    ///   no GPU↔GPU transfer is moving yet (starting it would let it overtake T1);
+    /// - T2 RAM→GPU2 goes into an end of the pending GPU↔GPU T1 (GPU1's pass, which submits
+    ///   T1, was scheduled first): it waits for T1, even though no GPU↔GPU transfer is moving
+    ///   yet (starting it would let it overtake T1);
     /// - T0 ends: T1 starts; T1 ends: T2 starts.
     #[test]
     fn transfers_wait_for_earlier_sequential_ones_only() {
-        let mut r = Runners::new(
-            &[MemKind::Ram, MemKind::Gpu, MemKind::Gpu],
-            PendingLimits::default(),
-        );
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
-        assert_eq!(started(&mut r), [0]);
-        r.enqueue(1, &tr(2, 1, TransferKind::Fetch), 0.0);
-        r.enqueue(2, &tr(0, 2, TransferKind::Fetch), 0.0);
-        assert_eq!(started(&mut r), Vec::<u32>::new());
-        r.finished(0, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [1]);
-        r.finished(1, MemNodeId(2), MemNodeId(1));
-        assert_eq!(started(&mut r), [2]);
-        r.finished(2, MemNodeId(0), MemNodeId(2));
-        assert_eq!(started(&mut r), Vec::<u32>::new());
+        let mut b = Bench::ram_gpus(2, 0.0);
+        b.post(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        assert_eq!(b.run(), [0]);
+        b.post(1, &tr(2, 1, TransferKind::Fetch), b.now);
+        b.post(2, &tr(0, 2, TransferKind::Fetch), b.now);
+        assert_eq!(b.run(), Vec::<u32>::new());
+        b.finish(0);
+        assert_eq!(b.run(), [1]);
+        b.finish(1);
+        assert_eq!(b.run(), [2]);
+        b.finish(2);
+        assert_eq!(b.run(), Vec::<u32>::new());
     }
 
-    /// StarPU-SimGrid's queueing sleep (`_starpu_simgrid_transfer`) is taken by the thread
-    /// that submits a transfer, before the transfer joins its pair's queue: one submission after
-    /// the other per handling node, overlapping the transfer ahead. By hand, 10 µs each, on RAM
-    /// (node 0) and GPUs 1 and 2 (each handles the copies into it):
-    /// - at 0, T0 and T1 RAM→GPU1 are submitted by GPU1's thread: they may move at 10 and
-    ///   20 µs; T0 starts, T1 waits for the pair;
-    /// - at 5 µs, T2 RAM→GPU2 has another handler: it may move at 15 µs;
-    /// - T0 ends at 500 µs: T1 has long paid its sleep and moves at once (without the rule it
-    ///   would move at 510 µs);
-    /// - at 600 µs, T3 RAM→GPU1: GPU1's thread is free again, it may move at 610 µs.
+    /// A request waits for its handling node's next pass: 2 µs of progress for a GPU's
+    /// driver (RAM's and its own), 1 µs for RAM's; each submission then sleeps the queueing
+    /// cost (`_starpu_simgrid_transfer`), one after the other on that thread, overlapping the
+    /// transfer ahead. By hand, 10 µs each, on RAM (node 0) and GPUs 1 and 2 (each handles
+    /// the copies into it):
+    /// - T0 and T1 RAM→GPU1 posted at 0: GPU1's pass at 2 µs submits them, done at 12 and
+    ///   22 µs; T0 starts at 12, T1 waits for the pair;
+    /// - T2 RAM→GPU2 posted at 5 µs has another handler: pass at 7, submitted at 17 µs;
+    /// - T0 ends at 500 µs: T1 has long been submitted and moves at once;
+    /// - T3 RAM→GPU1 posted at 600 µs: pass at 602, submitted at 612 µs.
     #[test]
-    fn the_queueing_sleep_is_paid_at_submission_one_after_the_other() {
-        let mut r = Runners::new(
-            &[MemKind::Ram, MemKind::Gpu, MemKind::Gpu],
-            PendingLimits::default(),
-        )
-        .with_queue_s(10e-6);
-        let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} != {b}");
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
-        r.enqueue(1, &tr(0, 1, TransferKind::Fetch), 0.0);
-        r.enqueue(2, &tr(0, 2, TransferKind::Fetch), 5e-6);
-        close(r.go_s(0), 10e-6);
-        close(r.go_s(1), 20e-6);
-        close(r.go_s(2), 15e-6);
-        assert_eq!(started(&mut r), [0, 2]);
-        r.finished(0, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [1]);
-        close(r.go_s(1).max(500e-6), 500e-6);
-        r.enqueue(3, &tr(0, 1, TransferKind::Fetch), 600e-6);
-        close(r.go_s(3), 610e-6);
+    fn a_request_is_submitted_at_its_handler_next_pass_after_the_queueing_sleep() {
+        let mut b = Bench::ram_gpus(2, 10e-6);
+        b.post(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        b.post(1, &tr(0, 1, TransferKind::Fetch), 0.0);
+        b.post(2, &tr(0, 2, TransferKind::Fetch), 5e-6);
+        let started = b.run_until(500e-6);
+        assert_eq!(started.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 2]);
+        close(started[0].1, 12e-6);
+        close(started[1].1, 17e-6);
+        close(b.r.go_s(1), 22e-6);
+        b.finish(0);
+        let started = b.run_until(500e-6);
+        assert_eq!(started.len(), 1);
+        assert_eq!(started[0].0, 1);
+        close(started[0].1, 500e-6);
+        b.post(3, &tr(0, 1, TransferKind::Fetch), 600e-6);
+        b.run_until(1.0);
+        close(b.r.go_s(3), 612e-6);
+    }
+
+    /// A pass reads the incoming lists before the outgoing ones, every peer's fetch list in
+    /// node order, then every peer's prefetch list, then the idle lists
+    /// (`___starpu_datawizard_progress`), whatever order the requests were posted in. By
+    /// hand, on RAM and GPUs 1 and 2, all posted at 0 and handled by GPU1: T0 GPU2→GPU1
+    /// prefetch, T1 GPU1→RAM idle write-back, T2 RAM→GPU1 prefetch, T3 GPU2→GPU1 fetch,
+    /// T4 RAM→GPU1 fetch. GPU1's pass at 2 µs submits T4, T3 (fetches: RAM's list, then
+    /// GPU2's), T2, T0 (prefetches), then T1 (out to RAM, where nothing is pending), 10 µs
+    /// each.
+    #[test]
+    fn a_pass_reads_the_incoming_lists_peer_by_peer_then_the_outgoing_ones() {
+        let mut b = Bench::ram_gpus(2, 10e-6);
+        let idle = Transfer {
+            idle: true,
+            ..tr(1, 0, TransferKind::WriteBack)
+        };
+        b.post(0, &tr(2, 1, TransferKind::Prefetch), 0.0);
+        b.post(1, &idle, 0.0);
+        b.post(2, &tr(0, 1, TransferKind::Prefetch), 0.0);
+        b.post(3, &tr(2, 1, TransferKind::Fetch), 0.0);
+        b.post(4, &tr(0, 1, TransferKind::Fetch), 0.0);
+        b.run_until(1.0);
+        for (id, go) in [(4, 12e-6), (3, 22e-6), (2, 32e-6), (0, 42e-6), (1, 52e-6)] {
+            close(b.r.go_s(id), go);
+        }
+    }
+
+    /// A pass takes the requests posted by the time it reads their list; one posted while
+    /// the thread sleeps in its submissions waits for the next pass, which comes as soon as
+    /// the thread is free. By hand, 10 µs per submission, on RAM and GPU1: T0 posted at 0
+    /// (pass at 2 µs, submitted at 12 µs); T1 posted at 5 µs: next pass at 12 + 2 µs,
+    /// submitted at 24 µs. A driver busy pushing tasks until 50 µs (`busy_until`) makes its
+    /// pass after: T2 posted at 30 µs is submitted at 50 + 2 + 10 µs.
+    #[test]
+    fn requests_posted_during_a_pass_wait_for_the_next() {
+        let mut b = Bench::ram_gpus(1, 10e-6);
+        b.post(0, &tr(0, 1, TransferKind::Prefetch), 0.0);
+        b.post(1, &tr(0, 1, TransferKind::Prefetch), 5e-6);
+        b.run_until(25e-6);
+        close(b.r.go_s(0), 12e-6);
+        close(b.r.go_s(1), 24e-6);
+        b.post(2, &tr(0, 1, TransferKind::Fetch), 30e-6);
+        b.r.busy_until(MemNodeId(1), 50e-6);
+        b.run_until(1.0);
+        close(b.r.go_s(2), 62e-6);
     }
 
     /// Two transfers of different pairs that touch no GPU↔GPU copy are independent; a pair
@@ -632,43 +943,40 @@ mod tests {
     /// direction); the request lists decide what is submitted (§1a: at most 5 pending with
     /// a fetch, 2 with a prefetch, highest priority first). By hand, on RAM (node 0) and GPU1:
     /// - T0 RAM→GPU1 fetch and T1 GPU1→RAM write-back move together;
-    /// - T2 RAM→GPU1 prefetch: 1 pending on the pair, under 2: submitted, queued behind T0;
-    /// - T3 prefetch: 2 pending: it stays in the prefetch list; T4 prefetch of higher priority
-    ///   goes ahead of it there;
-    /// - T5 fetch: 2 pending, under 5: submitted behind T2 (it does not overtake a submitted
-    ///   prefetch);
-    /// - T0 ends: T2 starts (3 pending → 2: no prefetch submitted); T2 ends: T5 starts, and
-    ///   with 1 pending T4 (the higher priority) is submitted, T3 still waits; T5 ends: T4
-    ///   starts and T3 is submitted; T4 ends: T3 starts.
+    /// - T2 and T3 RAM→GPU1 prefetches, T4 one of higher priority, T5 a fetch, all posted
+    ///   before GPU1's next pass: it submits T5 (the fetch list first: 2 pending, under 5),
+    ///   then no prefetch (3 pending, not under 2);
+    /// - T0 ends: T5 starts; with 2 pending no prefetch is submitted; T5 ends: T4 (the higher
+    ///   priority) is submitted and starts; T4 ends: T2 (first come among equals), then T3.
     #[test]
     fn request_lists_feed_one_fifo_per_pair() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
-        r.enqueue(1, &tr(1, 0, TransferKind::WriteBack), 0.0);
-        assert_eq!(started(&mut r), [0, 1]);
-        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch), 0.0);
-        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch), 0.0);
+        let mut b = Bench::ram_gpus(1, 0.0);
+        b.post(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        b.post(1, &tr(1, 0, TransferKind::WriteBack), 0.0);
+        assert_eq!(b.run(), [0, 1]);
+        b.post(2, &tr(0, 1, TransferKind::Prefetch), b.now);
+        b.post(3, &tr(0, 1, TransferKind::Prefetch), b.now);
         let urgent = Transfer {
             priority: 7,
             ..tr(0, 1, TransferKind::Prefetch)
         };
-        r.enqueue(4, &urgent, 0.0);
-        r.enqueue(5, &tr(0, 1, TransferKind::Fetch), 0.0);
-        assert_eq!(started(&mut r), Vec::<u32>::new());
-        r.finished(0, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [2]);
-        r.finished(2, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [5]);
-        r.finished(5, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [4]);
-        r.finished(4, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [3]);
+        b.post(4, &urgent, b.now);
+        b.post(5, &tr(0, 1, TransferKind::Fetch), b.now);
+        assert_eq!(b.run(), Vec::<u32>::new());
+        b.finish(0);
+        assert_eq!(b.run(), [5]);
+        b.finish(5);
+        assert_eq!(b.run(), [4]);
+        b.finish(4);
+        assert_eq!(b.run(), [2]);
+        b.finish(2);
+        assert_eq!(b.run(), [3]);
     }
 
     /// The limits are the machine's (`runtime.max_pending_*`): with older StarPU's 20 / 10 / 1
-    /// the prefetches of the test above are all submitted at once, so the pair serves them in
-    /// request order and the later fetch waits behind them. By hand: T0 fetch, T1-T3
-    /// prefetches, T4 fetch: T0, T1, T2, T3, T4.
+    /// every request of the test above is submitted in one pass, fetches first, so the pair
+    /// serves them in that order. By hand: T0 fetch, T1-T3 prefetches, T4 fetch posted
+    /// together: T0, T4, T1, T2, T3.
     #[test]
     fn looser_limits_submit_every_prefetch_at_once() {
         let limits = PendingLimits {
@@ -676,83 +984,89 @@ mod tests {
             prefetch: 10,
             idle: 1,
         };
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], limits);
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        let mut b = Bench::new(&[MemKind::Ram, MemKind::Gpu], limits, 0.0);
+        b.post(0, &tr(0, 1, TransferKind::Fetch), 0.0);
         for id in 1..=3 {
-            r.enqueue(id, &tr(0, 1, TransferKind::Prefetch), 0.0);
+            b.post(id, &tr(0, 1, TransferKind::Prefetch), 0.0);
         }
-        r.enqueue(4, &tr(0, 1, TransferKind::Fetch), 0.0);
-        let mut order = started(&mut r);
+        b.post(4, &tr(0, 1, TransferKind::Fetch), 0.0);
+        let mut order = b.run();
         for _ in 0..4 {
             let last = *order.last().unwrap();
-            r.finished(last, MemNodeId(0), MemNodeId(1));
-            order.extend(started(&mut r));
+            b.finish(last);
+            order.extend(b.run());
         }
-        assert_eq!(order, [0, 1, 2, 3, 4]);
+        assert_eq!(order, [0, 4, 1, 2, 3]);
     }
 
-    /// A node whose driver runs a synchronous task submits none of the requests it handles:
-    /// RAM→GPU1 (handled by GPU1) waits while GPU1 is blocked, GPU1→RAM's transfer already
-    /// submitted goes on, and the request is submitted once GPU1 is free.
+    /// A node whose driver runs a synchronous task makes no pass: RAM→GPU1 (handled by GPU1)
+    /// waits while GPU1 is blocked, GPU1→RAM's transfer already submitted goes on, and the
+    /// request is submitted once GPU1 is free.
     #[test]
     fn a_blocked_driver_submits_nothing_until_it_is_free() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
-        r.enqueue(0, &tr(1, 0, TransferKind::WriteBack), 0.0);
-        r.set_blocked(MemNodeId(1), true);
-        r.enqueue(1, &tr(0, 1, TransferKind::Fetch), 0.0);
-        assert_eq!(started(&mut r), [0]);
-        r.set_blocked(MemNodeId(1), false);
-        assert_eq!(started(&mut r), [1]);
+        let mut b = Bench::ram_gpus(1, 0.0);
+        b.post(0, &tr(1, 0, TransferKind::WriteBack), 0.0);
+        assert_eq!(b.run(), [0]);
+        b.r.set_blocked(MemNodeId(1), true);
+        b.post(1, &tr(0, 1, TransferKind::Fetch), b.now);
+        assert_eq!(b.run(), Vec::<u32>::new());
+        b.r.set_blocked(MemNodeId(1), false);
+        let mut passes = Vec::new();
+        b.r.wake_all(b.now, &mut passes);
+        assert_eq!(passes.len(), 1);
+        b.schedule(passes.pop());
+        assert_eq!(b.run(), [1]);
     }
 
     /// A fetch that needs a prefetch still in the list moves it to the fetch list, where the
-    /// limit is 5: it is submitted at once. By hand: T0 fetch moving, T1 and T2 prefetches
-    /// (T1 submitted, T2 listed), T2 promoted: submitted behind T1.
+    /// limit is 5: the next pass submits it. By hand: T0 fetch moving, T1 and T2 prefetches
+    /// (T1 submitted, T2 listed: 2 pending), T2 promoted: submitted behind T1.
     #[test]
     fn a_promoted_prefetch_is_submitted_under_the_fetch_limit() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
-        r.enqueue(1, &tr(0, 1, TransferKind::Prefetch), 0.0);
-        r.enqueue(2, &tr(0, 1, TransferKind::Prefetch), 0.0);
-        assert_eq!(started(&mut r), [0]);
-        assert!(r.promote(2, &tr(0, 1, TransferKind::Prefetch)));
+        let mut b = Bench::ram_gpus(1, 0.0);
+        b.post(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        assert_eq!(b.run(), [0]);
+        b.post(1, &tr(0, 1, TransferKind::Prefetch), b.now);
+        b.post(2, &tr(0, 1, TransferKind::Prefetch), b.now);
+        assert_eq!(b.run(), Vec::<u32>::new());
+        assert!(b.r.promote(2, &tr(0, 1, TransferKind::Prefetch)));
         assert!(
-            !r.promote(1, &tr(0, 1, TransferKind::Prefetch)),
+            !b.r.promote(1, &tr(0, 1, TransferKind::Prefetch)),
             "already submitted"
         );
-        assert_eq!(started(&mut r), Vec::<u32>::new());
-        r.finished(0, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [1]);
-        r.finished(1, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [2]);
+        let mut passes = Vec::new();
+        b.r.wake_all(b.now, &mut passes);
+        b.schedule(passes.pop());
+        assert_eq!(b.run(), Vec::<u32>::new());
+        b.finish(0);
+        assert_eq!(b.run(), [1]);
+        b.finish(1);
+        assert_eq!(b.run(), [2]);
     }
 
-    /// StarPU's idle request list (§1a, "three priority lists"; `datawizard.c` handles a
-    /// node's idle requests only when none of its requests is pending on any peer): the
-    /// handler of GPU1→RAM is GPU1, which also handles RAM→GPU1. By hand:
-    /// - T0 RAM→GPU1 fetch starts; T1 GPU1→RAM idle: GPU1 has T0 pending: it waits;
-    /// - T0 ends: nothing pending on GPU1: T1 starts;
-    /// - T2 GPU1→RAM idle while T1 moves: the pair has one pending, the idle limit is 1:
-    ///   it waits; T3 RAM→GPU1 prefetch starts; T1 ends: T3 still pending, T2 waits;
-    /// - promoted by a fetch, T2 is submitted at once and starts (its pair is free).
+    /// StarPU's idle request lists (§1a; `datawizard.c`): incoming idle requests are
+    /// submitted only while no incoming request is pending from any peer, an outgoing one
+    /// while none to its peer is. GPU1 handles RAM→GPU1 and GPU1→RAM. By hand:
+    /// - T0 RAM→GPU1 fetch starts; T1 RAM→GPU1 idle waits for it; T2 GPU1→RAM idle does
+    ///   not (nothing is pending out to RAM) and starts;
+    /// - T3 GPU1→RAM idle: T2 pending out to RAM: it waits;
+    /// - T0 ends: T1 is submitted and starts; T2 ends: T3 starts.
     #[test]
-    fn idle_requests_wait_until_their_node_has_nothing_pending() {
-        let mut r = Runners::new(&[MemKind::Ram, MemKind::Gpu], PendingLimits::default());
+    fn idle_requests_wait_for_pending_ones_of_their_direction() {
+        let mut b = Bench::ram_gpus(1, 0.0);
         let idle = |src, dst| Transfer {
             idle: true,
-            ..tr(src, dst, TransferKind::WriteBack)
+            ..tr(src, dst, TransferKind::Prefetch)
         };
-        r.enqueue(0, &tr(0, 1, TransferKind::Fetch), 0.0);
-        r.enqueue(1, &idle(1, 0), 0.0);
-        assert_eq!(started(&mut r), [0]);
-        r.finished(0, MemNodeId(0), MemNodeId(1));
-        assert_eq!(started(&mut r), [1]);
-        r.enqueue(2, &idle(1, 0), 0.0);
-        r.enqueue(3, &tr(0, 1, TransferKind::Prefetch), 0.0);
-        assert_eq!(started(&mut r), [3]);
-        r.finished(1, MemNodeId(1), MemNodeId(0));
-        assert_eq!(started(&mut r), Vec::<u32>::new());
-        assert!(r.promote(2, &idle(1, 0)));
-        assert_eq!(started(&mut r), [2]);
+        b.post(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        b.post(1, &idle(0, 1), 0.0);
+        b.post(2, &idle(1, 0), 0.0);
+        assert_eq!(b.run(), [0, 2]);
+        b.post(3, &idle(1, 0), b.now);
+        assert_eq!(b.run(), Vec::<u32>::new());
+        b.finish(0);
+        assert_eq!(b.run(), [1]);
+        b.finish(2);
+        assert_eq!(b.run(), [3]);
     }
 }

@@ -168,11 +168,12 @@ impl Observer for Log {
 /// The GPU takes A, then C into its second pipeline slot; C's copies of h2 and h3 are
 /// requested while A runs (h3 queued behind h2). A's end (about 1.2 ms, after its
 /// allocation) makes the hint hold: h0's only valid copy is on the GPU, so a write-back
-/// GPU→RAM is requested at idle priority. StarPU's driver handles a node's idle requests
-/// only when none of its requests is pending (`_starpu_check_that_no_data_request_is_pending`
-/// over every peer): GPU1 still has h2 and h3 in flight, so the write-back is submitted
-/// the instant h3 arrives (≈ 16 ms) and moves 10 µs later, still before C ends. With `run.wont_use = false` h0 stays
-/// on the GPU until the final write-back after the last task.
+/// GPU→RAM is requested at idle priority. StarPU's driver submits an idle request out to a
+/// peer while none of its requests out to that peer is pending
+/// (`_starpu_check_that_no_data_request_is_pending` for that peer and direction; the
+/// incoming ones wait for every peer's): h2 and h3 come in, nothing goes out, so the
+/// write-back is submitted in GPU1's next pass and moves before h3 does. With
+/// `run.wont_use = false` h0 stays on the GPU until the final write-back after the last task.
 #[test]
 fn wont_use_writes_back_at_idle_priority_after_the_writer() {
     use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
@@ -217,11 +218,15 @@ fn wont_use_writes_back_at_idle_priority_after_the_writer() {
     assert!(end(a) < h3_at, "A ends while h3 is still queued");
     let h3_arrival = log.arrivals.iter().find(|e| e.1 == h3).unwrap().0;
     assert!(h3_arrival - h3_at > 7e-3, "h3 takes 8 ms");
-    // Submitted when h3 arrives; it moves after its 10 µs of queueing.
+    // Submitted in GPU1's first pass after A's end: its thread first pushes the hint's
+    // internal task (1 µs), then makes its progress call (2 µs); it moves after its 10 µs of
+    // queueing, while h3 still waits.
     assert!(
-        (wb_at - (h3_arrival + 10e-6)).abs() < 1e-12,
-        "the idle write-back starts when GPU1 has nothing pending: {wb_at} vs {h3_arrival}"
+        (wb_at - (end(a) + 1e-6 + 2e-6 + 10e-6)).abs() < 1e-12,
+        "the idle write-back waits for nothing going out: {wb_at} vs {}",
+        end(a)
     );
+    assert!(wb_at < h3_at, "it overtakes h3, which comes in");
     assert!(wb_at < end(c), "it happens during the run, not at the end");
     assert_eq!(report.writebacks, 1);
 

@@ -64,7 +64,11 @@ pub(crate) enum Event {
         node: MemNodeId,
         priority: i32,
     },
-    /// A transfer of a rank paid its queueing cost and starts moving bytes.
+    /// A node's driver makes a pass over the data requests it handles.
+    TransferPass { rank: u32, node: MemNodeId },
+    /// A transfer's submission (its queueing cost) is over: it joins its pair's queue.
+    TransferSubmitted { rank: u32, id: u32 },
+    /// A submitted transfer's turn has come: it starts moving bytes.
     TransferGo { rank: u32, id: u32 },
     /// A transfer of a rank on a model route ended.
     TransferDone { rank: u32, id: u32 },
@@ -87,7 +91,12 @@ pub(crate) enum Event {
     /// A rank's submitting thread submits its next task.
     Submit { rank: u32 },
     /// A woken worker of a rank (local id) reaches its pop.
-    Pop { rank: u32, worker: u32 },
+    Pop {
+        rank: u32,
+        worker: u32,
+        /// Whether a GPU driver made its pass over its node's requests already.
+        passed: bool,
+    },
 }
 
 /// Who a fluid flow belongs to.
@@ -122,6 +131,9 @@ struct Rank<'a> {
     releasing: Option<WorkerId>,
     /// Whom each push since workers last popped woke.
     pushes: Vec<PushWake>,
+    /// Transfers whose bytes have moved while their handling node's driver ran a synchronous
+    /// task: (node, id), seen complete when the task ends.
+    unseen: Vec<(MemNodeId, u32)>,
 }
 
 /// The ranks something changed for since their workers last popped, for
@@ -380,6 +392,7 @@ impl<'a> Sim<'a> {
                 mpi_free_at: 0.0,
                 releasing: None,
                 pushes: Vec::new(),
+                unseen: Vec::new(),
             });
         }
         let link_loads = obs
@@ -609,6 +622,22 @@ impl<'a> Sim<'a> {
                 self.apply(r);
                 self.allocation_ended(r);
             }
+            Event::TransferPass { rank, node } => {
+                let r = rank as usize;
+                self.mark(r);
+                self.ranks[r]
+                    .data
+                    .transfer_pass(node, self.now, &mut self.fx);
+                self.apply(r);
+            }
+            Event::TransferSubmitted { rank, id } => {
+                let r = rank as usize;
+                self.mark(r);
+                self.ranks[r]
+                    .data
+                    .transfer_submitted(id, self.now, &mut self.fx);
+                self.apply(r);
+            }
             Event::TransferGo { rank, id } => {
                 let r = rank as usize;
                 self.mark(r);
@@ -633,7 +662,11 @@ impl<'a> Sim<'a> {
             }
             Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
             Event::Submit { rank } => self.submit_next(rank as usize),
-            Event::Pop { rank, worker } => self.popped_at_date(rank as usize, WorkerId(worker)),
+            Event::Pop {
+                rank,
+                worker,
+                passed,
+            } => self.popped_at_date(rank as usize, WorkerId(worker), passed),
         }
     }
 
@@ -675,6 +708,9 @@ impl<'a> Sim<'a> {
             Wakes::Eager => PushWake::FirstAsleep,
         };
         rank.pushes.push(wake);
+        // The pushing thread sleeps the push cost before each push (`_starpu_push_task`):
+        // this push's requests are posted after the sleeps of the pushes before it and its own.
+        let post_s = self.now + rank.pushes.len() as f64 * self.machine.runtime().push_s;
         self.dirty.mark(r);
         // StarPU's dmda requests a task's prefetches inside its push
         // (`starpu_prefetch_task_input_for`), so the next push, even at the same instant, sees
@@ -689,7 +725,7 @@ impl<'a> Sim<'a> {
                         task,
                         node,
                         priority,
-                        self.now,
+                        post_s,
                         &mut self.fx,
                     );
                     self.apply(r);
@@ -729,6 +765,13 @@ impl<'a> Sim<'a> {
         let mut order = std::mem::take(&mut self.scratch_order);
         let rank = &mut self.ranks[r];
         let releasing = rank.releasing.take();
+        // The releasing worker's driver pushed the tasks it released: its own pass over the
+        // requests its node handles comes after.
+        if let Some(w) = releasing {
+            let node = rank.workers.worker(w).memory;
+            let until_s = self.now + rank.pushes.len() as f64 * self.machine.runtime().push_s;
+            rank.data.busy_until(node, until_s);
+        }
         // Which of the workers eager's push wakes pops first at a shared date is SimGrid's
         // order among them: under eager they pop at the event, the leading ones one task each
         // first, then every worker, awake or not, fills its room.
@@ -763,6 +806,7 @@ impl<'a> Sim<'a> {
                 Event::Pop {
                     rank: r as u32,
                     worker: w.0,
+                    passed: false,
                 },
             );
         }
@@ -777,7 +821,41 @@ impl<'a> Sim<'a> {
     }
 
     /// Worker `w` of rank `r` reaches the pop it was woken for.
-    fn popped_at_date(&mut self, r: usize, w: WorkerId) {
+    ///
+    /// A GPU's driver makes its pass over the data requests of its node before it pulls a
+    /// task (`_starpu_cuda_driver_run_once`: progress, then pull): the pass comes once the
+    /// thread is free and its progress call is over, and the pull after the pass's
+    /// submissions (`passed`).
+    fn popped_at_date(&mut self, r: usize, w: WorkerId, passed: bool) {
+        let worker = self.ranks[r].workers.worker(w);
+        if worker.kind == WorkerKind::Gpu && !passed {
+            let node = worker.memory;
+            let pass_s = self.ranks[r].data.pass_ready_s(node);
+            // (Dates summed in another order may differ in their last bits.)
+            let (at, passed) = if (self.ranks[r].data.last_pass_s(node) - self.now).abs() < 1e-12 {
+                // Its pass at this date is made: it pulls after its submissions.
+                (self.ranks[r].data.thread_free_s(node), true)
+            } else if pass_s > self.now {
+                (pass_s, false)
+            } else {
+                self.ranks[r]
+                    .data
+                    .transfer_pass(node, self.now, &mut self.fx);
+                self.apply(r);
+                (self.ranks[r].data.thread_free_s(node), true)
+            };
+            if at > self.now {
+                self.cal.schedule(
+                    at,
+                    Event::Pop {
+                        rank: r as u32,
+                        worker: w.0,
+                        passed,
+                    },
+                );
+                return;
+            }
+        }
         self.ranks[r].workers.set_awake(w);
         self.pop_into(r, w, u32::MAX);
         self.mark(r);
@@ -854,6 +932,12 @@ impl<'a> Sim<'a> {
         if requesting > 0 {
             self.cal
                 .schedule(self.now + requesting_s, Event::InputsRequested(t));
+            // A GPU's driver thread requests them itself: its next pass over its node's
+            // requests comes after.
+            if self.ranks[r].workers.worker(w).kind == WorkerKind::Gpu {
+                let until_s = self.now + requesting_s;
+                self.ranks[r].data.busy_until(node, until_s);
+            }
         }
         if accesses.is_empty() && queued > 0 {
             self.cal
@@ -1040,6 +1124,14 @@ impl<'a> Sim<'a> {
         let node = self.ranks[r].workers.worker(w).memory;
         if self.gpu_sync(r, t, w) {
             self.ranks[r].data.set_blocked(node, false);
+            // The driver is back in its loop: it sees the transfers that completed meanwhile.
+            let (seen, unseen): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ranks[r].unseen)
+                .into_iter()
+                .partition(|&(n, _)| n == node);
+            self.ranks[r].unseen = unseen;
+            for (_, id) in seen {
+                self.transfer_complete(r, id);
+            }
             self.ranks[r].data.start_transfers(self.now, &mut self.fx);
             self.apply(r);
         }
@@ -1137,6 +1229,19 @@ impl<'a> Sim<'a> {
 
     fn transfer_done(&mut self, r: usize, id: u32) {
         self.mark(r);
+        let blocked = self.ranks[r]
+            .data
+            .transfer_moved(id, self.now, &mut self.fx);
+        self.apply(r);
+        if let Some(node) = blocked {
+            self.ranks[r].unseen.push((node, id));
+            return;
+        }
+        self.transfer_complete(r, id);
+    }
+
+    /// The handling node's driver sees transfer `id` complete.
+    fn transfer_complete(&mut self, r: usize, id: u32) {
         let (h, node, waiters) = self.ranks[r]
             .data
             .finish_transfer(id, self.now, &mut self.fx);
