@@ -996,6 +996,54 @@ fn a_wont_use_hint_acts_after_its_writers_successors_are_pushed() {
     assert_eq!(placed, [(0, gpu), (1, gpu), (2, gpu)], "{:?}", r.workers);
 }
 
+/// A scheduler that queues every task to GPU 0 in push order and prefetches its inputs there
+/// at its push; with `wake`, the push wakes GPU 0 (`Wakes::Chosen`, as dmda's does), else the
+/// workers pop as under eager.
+struct OnGpu0 {
+    queue: std::collections::VecDeque<TaskId>,
+    wake: bool,
+}
+
+impl OnGpu0 {
+    fn new(wake: bool) -> Self {
+        OnGpu0 {
+            queue: Default::default(),
+            wake,
+        }
+    }
+}
+
+impl sched::Scheduler for OnGpu0 {
+    fn name(&self) -> &'static str {
+        "on-gpu0"
+    }
+    fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, d: &mut Vec<sched::Decision>) {
+        self.queue.push_back(t);
+        if self.wake {
+            d.push(sched::Decision::Wake {
+                worker: WorkerId(0),
+            });
+        }
+        d.push(sched::Decision::Prefetch {
+            task: t,
+            worker: WorkerId(0),
+        });
+    }
+    fn pop(&mut self, _: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
+        self.queue.pop_front()
+    }
+    fn queued(&self) -> usize {
+        self.queue.len()
+    }
+    fn wakes(&self) -> sched::Wakes {
+        if self.wake {
+            sched::Wakes::Chosen
+        } else {
+            sched::Wakes::Eager
+        }
+    }
+}
+
 /// A GPU driver running a synchronous task sees no transfer complete: StarPU's driver notes a
 /// request's completion in its progress loop, which a synchronous kernel blocks
 /// (`_starpu_cuda_driver_run_once`). One GPU; S (synchronous, reads X from RAM, writes Y,
@@ -1017,26 +1065,6 @@ fn a_synchronous_task_holds_the_completion_of_copies_into_its_gpu() {
     b.submit(a, 1e9, 0, &[Access::new(t, AccessMode::R)])
         .unwrap();
     let g = b.build().unwrap();
-    /// Both tasks to GPU 0 in push order, B's input prefetched there at its push.
-    struct OnGpu0(std::collections::VecDeque<TaskId>);
-    impl sched::Scheduler for OnGpu0 {
-        fn name(&self) -> &'static str {
-            "on-gpu0"
-        }
-        fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, d: &mut Vec<sched::Decision>) {
-            self.0.push_back(t);
-            d.push(sched::Decision::Prefetch {
-                task: t,
-                worker: WorkerId(0),
-            });
-        }
-        fn pop(&mut self, _: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
-            self.0.pop_front()
-        }
-        fn queued(&self) -> usize {
-            self.0.len()
-        }
-    }
     #[derive(Default)]
     struct Log {
         t_start: Option<f64>,
@@ -1058,7 +1086,7 @@ fn a_synchronous_task_holds_the_completion_of_copies_into_its_gpu() {
         }
     }
     let mut log = Log::default();
-    let mut sc = OnGpu0(Default::default());
+    let mut sc = OnGpu0::new(false);
     simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
     let s_end = log.ends.iter().find(|e| e.0 == 0).unwrap().1;
     let b_start = log.starts.iter().find(|e| e.0 == 1).unwrap().1;
@@ -1105,32 +1133,6 @@ fn a_gpu_driver_pulls_its_next_task_after_its_pass_over_requests() {
         .unwrap();
     }
     let g = b.build().unwrap();
-    /// Every task to GPU 0 in push order, waking it, its inputs prefetched there.
-    struct OnGpu0(std::collections::VecDeque<TaskId>);
-    impl sched::Scheduler for OnGpu0 {
-        fn name(&self) -> &'static str {
-            "on-gpu0"
-        }
-        fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, d: &mut Vec<sched::Decision>) {
-            self.0.push_back(t);
-            d.push(sched::Decision::Wake {
-                worker: WorkerId(0),
-            });
-            d.push(sched::Decision::Prefetch {
-                task: t,
-                worker: WorkerId(0),
-            });
-        }
-        fn pop(&mut self, _: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
-            self.0.pop_front()
-        }
-        fn queued(&self) -> usize {
-            self.0.len()
-        }
-        fn wakes(&self) -> sched::Wakes {
-            sched::Wakes::Chosen
-        }
-    }
     #[derive(Default)]
     struct Log(Vec<(u32, f64, bool)>);
     impl Observer for Log {
@@ -1143,7 +1145,7 @@ fn a_gpu_driver_pulls_its_next_task_after_its_pass_over_requests() {
         }
     }
     let mut log = Log::default();
-    let mut sc = OnGpu0(Default::default());
+    let mut sc = OnGpu0::new(true);
     simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
     let at = |t: TaskId, start: bool| log.0.iter().find(|e| e.0 == t.0 && e.2 == start).unwrap().1;
     assert_close(
