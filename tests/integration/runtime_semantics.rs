@@ -996,44 +996,42 @@ fn a_wont_use_hint_acts_after_its_writers_successors_are_pushed() {
     assert_eq!(placed, [(0, gpu), (1, gpu), (2, gpu)], "{:?}", r.workers);
 }
 
-/// A scheduler that queues every task to GPU 0 in push order and prefetches its inputs there
-/// at its push; with `wake`, the push wakes GPU 0 (`Wakes::Chosen`, as dmda's does), else the
-/// workers pop as under eager.
-struct OnGpu0 {
-    queue: std::collections::VecDeque<TaskId>,
+/// A scheduler that queues each task to the GPU worker `place` gives it (GPU 0 for tasks
+/// beyond), in push order, and prefetches its inputs there at its push; with `wake`, the push
+/// wakes that worker (`Wakes::Chosen`, as dmda's does), else the workers pop as under eager.
+struct OnGpus {
+    queues: Vec<std::collections::VecDeque<TaskId>>,
+    place: Vec<u32>,
     wake: bool,
 }
 
-impl OnGpu0 {
-    fn new(wake: bool) -> Self {
-        OnGpu0 {
-            queue: Default::default(),
+impl OnGpus {
+    fn new(place: Vec<u32>, wake: bool) -> Self {
+        OnGpus {
+            queues: vec![Default::default(); 8],
+            place,
             wake,
         }
     }
 }
 
-impl sched::Scheduler for OnGpu0 {
+impl sched::Scheduler for OnGpus {
     fn name(&self) -> &'static str {
-        "on-gpu0"
+        "on-gpus"
     }
     fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, d: &mut Vec<sched::Decision>) {
-        self.queue.push_back(t);
+        let worker = WorkerId(self.place.get(t.index()).copied().unwrap_or(0));
+        self.queues[worker.index()].push_back(t);
         if self.wake {
-            d.push(sched::Decision::Wake {
-                worker: WorkerId(0),
-            });
+            d.push(sched::Decision::Wake { worker });
         }
-        d.push(sched::Decision::Prefetch {
-            task: t,
-            worker: WorkerId(0),
-        });
+        d.push(sched::Decision::Prefetch { task: t, worker });
     }
-    fn pop(&mut self, _: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
-        self.queue.pop_front()
+    fn pop(&mut self, w: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
+        self.queues[w.index()].pop_front()
     }
     fn queued(&self) -> usize {
-        self.queue.len()
+        self.queues.iter().map(|q| q.len()).sum()
     }
     fn wakes(&self) -> sched::Wakes {
         if self.wake {
@@ -1086,7 +1084,7 @@ fn a_synchronous_task_holds_the_completion_of_copies_into_its_gpu() {
         }
     }
     let mut log = Log::default();
-    let mut sc = OnGpu0::new(false);
+    let mut sc = OnGpus::new(Vec::new(), false);
     simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
     let s_end = log.ends.iter().find(|e| e.0 == 0).unwrap().1;
     let b_start = log.starts.iter().find(|e| e.0 == 1).unwrap().1;
@@ -1145,7 +1143,7 @@ fn a_gpu_driver_pulls_its_next_task_after_its_pass_over_requests() {
         }
     }
     let mut log = Log::default();
-    let mut sc = OnGpu0::new(true);
+    let mut sc = OnGpus::new(Vec::new(), true);
     simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
     let at = |t: TaskId, start: bool| log.0.iter().find(|e| e.0 == t.0 && e.2 == start).unwrap().1;
     assert_close(
@@ -1153,4 +1151,78 @@ fn a_gpu_driver_pulls_its_next_task_after_its_pass_over_requests() {
         3.0 * PUSH + PASS + 2.0 * QUEUE + FETCH + KQ,
         1e-9,
     );
+}
+
+/// A push locks the worker it queues the task to (`starpu_worker_lock` in dmda's
+/// `push_task_on_best_worker`), which waits while that worker's driver thread sleeps in a
+/// submission; the pushing thread, here GPU 0's driver, is held up with it. Two GPUs: B on
+/// GPU 1 releases C (reads Tc from RAM); A on GPU 0 ends 5 µs after B and releases D for GPU 1
+/// and E for GPU 0 (reading Td, Te), pushed in that order. By hand, from B's end t:
+/// - GPU 1's thread pushes C (1 µs), makes its pass (2 µs), submits Tc: busy until t + 13 µs;
+/// - GPU 0's thread, at t + 5, pushes D (1 µs), then waits for GPU 1's thread: D is queued at
+///   t + 13; it pushes E (1 µs) at t + 14, then makes its pass (2 µs) and submits Te (10 µs):
+///   Te moves at t + 26 µs (t + 19 µs if D's push did not wait).
+#[test]
+fn a_push_waits_for_the_worker_whose_thread_is_submitting() {
+    let m = machine(2, 1 << 30);
+    let build = |a_flops: f64| {
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let h = |b: &mut TaskGraphBuilder| b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+        let (y0, y1, tc, td, te) = (h(&mut b), h(&mut b), h(&mut b), h(&mut b), h(&mut b));
+        let a = b
+            .submit(cl, a_flops, 0, &[Access::new(y0, AccessMode::W)])
+            .unwrap();
+        let bb = b
+            .submit(cl, 1e9, 0, &[Access::new(y1, AccessMode::W)])
+            .unwrap();
+        let c = b
+            .submit(cl, 1e6, 0, &[Access::new(tc, AccessMode::R)])
+            .unwrap();
+        let d = b
+            .submit(cl, 1e6, 0, &[Access::new(td, AccessMode::R)])
+            .unwrap();
+        let e = b
+            .submit(cl, 1e6, 0, &[Access::new(te, AccessMode::R)])
+            .unwrap();
+        b.add_dependency(bb, c).unwrap();
+        b.add_dependency(a, d).unwrap();
+        b.add_dependency(a, e).unwrap();
+        (b.build().unwrap(), [a, bb], te)
+    };
+    #[derive(Default)]
+    struct Log {
+        starts: Vec<(u32, f64)>,
+        ends: Vec<(u32, f64)>,
+        moves: Vec<(u32, f64)>,
+    }
+    impl Observer for Log {
+        fn event(&mut self, at_s: f64, e: &SimEvent<'_>) {
+            match e {
+                SimEvent::TaskStart { task, .. } => self.starts.push((task.0, at_s)),
+                SimEvent::TaskEnd { task, .. } => self.ends.push((task.0, at_s)),
+                SimEvent::TransferStart { handle, .. } => self.moves.push((handle.0, at_s)),
+                _ => {}
+            }
+        }
+    }
+    let run = |a_flops: f64| {
+        let (g, ab, te) = build(a_flops);
+        let mut log = Log::default();
+        // A, C, E on GPU 0 (worker 0); B, D on GPU 1.
+        let mut sc = OnGpus::new(vec![0, 1, 1, 1, 0], true);
+        simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(2), &mut log).unwrap();
+        (log, ab, te)
+    };
+    // A's start does not depend on its length: end it 5 µs after B.
+    let (first, [a, bb], _) = run(1e9);
+    let at = |v: &[(u32, f64)], t: TaskId| v.iter().find(|x| x.0 == t.0).unwrap().1;
+    let b_end = at(&first.ends, bb);
+    let a_flops = (b_end + 5e-6 - at(&first.starts, a)) * GPU_RATE;
+    let (log, [a, bb], te) = run(a_flops);
+    let t = at(&log.ends, bb);
+    assert_close(at(&log.ends, a), t + 5e-6, 1e-9);
+    let te_moves = log.moves.iter().find(|x| x.0 == te.0).unwrap().1;
+    // GPU 1 is free at t + PUSH + PASS + QUEUE; then E's push, GPU 0's pass and Te's queueing.
+    assert_close(te_moves - t, 2.0 * (PUSH + PASS + QUEUE), 1e-9);
 }

@@ -134,6 +134,23 @@ struct Rank<'a> {
     /// Transfers whose bytes have moved while their handling node's driver ran a synchronous
     /// task: (node, id), seen complete when the task ends.
     unseen: Vec<(MemNodeId, u32)>,
+    /// When the last of the pushes since workers last popped was done.
+    push_done_s: f64,
+}
+
+impl Rank<'_> {
+    /// Record a push made at `now_s` (the first since workers last popped) or after the ones
+    /// before it, costing `push_s`: returns when it is done.
+    fn note_push(&mut self, wake: PushWake, now_s: f64, push_s: f64) -> f64 {
+        let start_s = if self.pushes.is_empty() {
+            now_s
+        } else {
+            self.push_done_s
+        };
+        self.pushes.push(wake);
+        self.push_done_s = start_s + push_s;
+        self.push_done_s
+    }
 }
 
 /// The ranks something changed for since their workers last popped, for
@@ -393,6 +410,7 @@ impl<'a> Sim<'a> {
                 releasing: None,
                 pushes: Vec::new(),
                 unseen: Vec::new(),
+                push_done_s: 0.0,
             });
         }
         let link_loads = obs
@@ -707,10 +725,22 @@ impl<'a> Sim<'a> {
                 .unwrap_or(PushWake::Nobody),
             Wakes::Eager => PushWake::FirstAsleep,
         };
-        rank.pushes.push(wake);
-        // The pushing thread sleeps the push cost before each push (`_starpu_push_task`):
-        // this push's requests are posted after the sleeps of the pushes before it and its own.
-        let post_s = self.now + rank.pushes.len() as f64 * self.machine.runtime().push_s;
+        let chosen = match wake {
+            PushWake::Worker(w) => Some(WorkerId(w)),
+            _ => None,
+        };
+        // The pushing thread sleeps the push cost before each push (`_starpu_push_task`), after
+        // the pushes before it; then a policy that queues the task to a worker locks it
+        // (`starpu_worker_lock`), which waits while that worker's driver thread sleeps in a
+        // submission. This push's requests are posted then.
+        let mut post_s = rank.note_push(wake, self.now, self.machine.runtime().push_s);
+        if let Some(w) = chosen {
+            let worker = rank.workers.worker(w);
+            if worker.kind == WorkerKind::Gpu {
+                post_s = post_s.max(rank.data.thread_free_s(worker.memory));
+            }
+        }
+        rank.push_done_s = post_s;
         self.dirty.mark(r);
         // StarPU's dmda requests a task's prefetches inside its push
         // (`starpu_prefetch_task_input_for`), so the next push, even at the same instant, sees
@@ -767,10 +797,9 @@ impl<'a> Sim<'a> {
         let releasing = rank.releasing.take();
         // The releasing worker's driver pushed the tasks it released: its own pass over the
         // requests its node handles comes after.
-        if let Some(w) = releasing {
+        if let Some(w) = releasing.filter(|_| !rank.pushes.is_empty()) {
             let node = rank.workers.worker(w).memory;
-            let until_s = self.now + rank.pushes.len() as f64 * self.machine.runtime().push_s;
-            rank.data.busy_until(node, until_s);
+            rank.data.busy_until(node, rank.push_done_s);
         }
         // Which of the workers eager's push wakes pops first at a shared date is SimGrid's
         // order among them: under eager they pop at the event, the leading ones one task each
@@ -1156,7 +1185,8 @@ impl<'a> Sim<'a> {
         if let Some(hs) = self.wont_use_after.remove(&t.0) {
             for h in hs {
                 // Its acquire task is pushed by the releasing worker, after the successors.
-                self.ranks[r].pushes.push(PushWake::Nobody);
+                let push_s = self.machine.runtime().push_s;
+                self.ranks[r].note_push(PushWake::Nobody, self.now, push_s);
                 let hr = self.graph.handle(h).node.index();
                 self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
                 self.apply(hr);
@@ -1198,6 +1228,11 @@ impl<'a> Sim<'a> {
         if self.preds_left[t.index()] == 0 {
             cost += rt.push_s;
             self.ready(t, None);
+            // The submitting thread pushed it: it waited with the push for the worker the task
+            // was queued to.
+            if self.graph.task(t).is_compute() {
+                cost += (self.ranks[r].push_done_s - (self.now + rt.push_s)).max(0.0);
+            }
         }
         // A hint whose writer has not ended is an acquire task submitted internally
         // (`starpu_data_acquire_on_node_cb_sequential_consistency_quick`): one more submission.
