@@ -280,8 +280,7 @@ fn agrees_with_starpu_replay() {
             (t, "eager") if t.starts_with("lu") => 0.15,
             // Not explained.
             (t, "dmdas") if t.starts_with("cholesky-9600-dmdas") => 0.08,
-            (t, "dmda") if t.starts_with("lu") => 0.09,
-            (t, "dmda" | "dmdar" | "dmdas") if t.starts_with("stencil") => 0.09,
+            (t, "dmda") if t.starts_with("stencil") => 0.09,
             (_, "dmda" | "dmdar" | "dmdas") => 0.05,
             _ => 0.10,
         };
