@@ -1042,6 +1042,34 @@ impl sched::Scheduler for OnGpus {
     }
 }
 
+/// Task starts and ends by task id, transfer starts and ends by handle id, in event order.
+#[derive(Default)]
+struct Timeline {
+    starts: Vec<(u32, f64)>,
+    ends: Vec<(u32, f64)>,
+    moves: Vec<(u32, f64)>,
+    arrivals: Vec<(u32, f64)>,
+}
+
+impl Timeline {
+    /// The first date recorded for `id` in `dates`.
+    fn at(dates: &[(u32, f64)], id: u32) -> f64 {
+        dates.iter().find(|d| d.0 == id).expect("recorded").1
+    }
+}
+
+impl Observer for Timeline {
+    fn event(&mut self, at_s: f64, e: &SimEvent<'_>) {
+        match e {
+            SimEvent::TaskStart { task, .. } => self.starts.push((task.0, at_s)),
+            SimEvent::TaskEnd { task, .. } => self.ends.push((task.0, at_s)),
+            SimEvent::TransferStart { handle, .. } => self.moves.push((handle.0, at_s)),
+            SimEvent::TransferEnd { handle, .. } => self.arrivals.push((handle.0, at_s)),
+            _ => {}
+        }
+    }
+}
+
 /// A GPU driver running a synchronous task sees no transfer complete: StarPU's driver notes a
 /// request's completion in its progress loop, which a synchronous kernel blocks
 /// (`_starpu_cuda_driver_run_once`). One GPU; S (synchronous, reads X from RAM, writes Y,
@@ -1063,34 +1091,14 @@ fn a_synchronous_task_holds_the_completion_of_copies_into_its_gpu() {
     b.submit(a, 1e9, 0, &[Access::new(t, AccessMode::R)])
         .unwrap();
     let g = b.build().unwrap();
-    #[derive(Default)]
-    struct Log {
-        t_start: Option<f64>,
-        t_end: Option<f64>,
-        ends: Vec<(u32, f64)>,
-        starts: Vec<(u32, f64)>,
-    }
-    impl Observer for Log {
-        fn event(&mut self, at_s: f64, e: &SimEvent<'_>) {
-            match e {
-                SimEvent::TransferStart { handle, .. } if handle.0 == 2 => {
-                    self.t_start = Some(at_s)
-                }
-                SimEvent::TransferEnd { handle, .. } if handle.0 == 2 => self.t_end = Some(at_s),
-                SimEvent::TaskStart { task, .. } => self.starts.push((task.0, at_s)),
-                SimEvent::TaskEnd { task, .. } => self.ends.push((task.0, at_s)),
-                _ => {}
-            }
-        }
-    }
-    let mut log = Log::default();
+    let mut log = Timeline::default();
     let mut sc = OnGpus::new(Vec::new(), false);
     simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
-    let s_end = log.ends.iter().find(|e| e.0 == 0).unwrap().1;
-    let b_start = log.starts.iter().find(|e| e.0 == 1).unwrap().1;
-    let arrival = log.t_start.unwrap() + LAT + TILE / BW;
+    let s_end = Timeline::at(&log.ends, 0);
+    let b_start = Timeline::at(&log.starts, 1);
+    let arrival = Timeline::at(&log.moves, t.0) + LAT + TILE / BW;
     assert!(arrival < s_end - 1e-3, "T's bytes arrive during S");
-    assert_close(log.t_end.unwrap(), s_end, 1e-12);
+    assert_close(Timeline::at(&log.arrivals, t.0), s_end, 1e-12);
     // B, popped when S ends, requests its buffer (1 µs), now in place, and is queued to the
     // GPU (10 µs).
     assert_close(b_start, s_end + FETCH + KQ, 1e-9);
@@ -1131,23 +1139,11 @@ fn a_gpu_driver_pulls_its_next_task_after_its_pass_over_requests() {
         .unwrap();
     }
     let g = b.build().unwrap();
-    #[derive(Default)]
-    struct Log(Vec<(u32, f64, bool)>);
-    impl Observer for Log {
-        fn event(&mut self, at_s: f64, e: &SimEvent<'_>) {
-            match e {
-                SimEvent::TaskStart { task, .. } => self.0.push((task.0, at_s, true)),
-                SimEvent::TaskEnd { task, .. } => self.0.push((task.0, at_s, false)),
-                _ => {}
-            }
-        }
-    }
-    let mut log = Log::default();
+    let mut log = Timeline::default();
     let mut sc = OnGpus::new(Vec::new(), true);
     simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
-    let at = |t: TaskId, start: bool| log.0.iter().find(|e| e.0 == t.0 && e.2 == start).unwrap().1;
     assert_close(
-        at(k, true) - at(a, false),
+        Timeline::at(&log.starts, k.0) - Timeline::at(&log.ends, a.0),
         3.0 * PUSH + PASS + 2.0 * QUEUE + FETCH + KQ,
         1e-9,
     );
@@ -1190,25 +1186,9 @@ fn a_push_waits_for_the_worker_whose_thread_is_submitting() {
         b.add_dependency(a, e).unwrap();
         (b.build().unwrap(), [a, bb], te)
     };
-    #[derive(Default)]
-    struct Log {
-        starts: Vec<(u32, f64)>,
-        ends: Vec<(u32, f64)>,
-        moves: Vec<(u32, f64)>,
-    }
-    impl Observer for Log {
-        fn event(&mut self, at_s: f64, e: &SimEvent<'_>) {
-            match e {
-                SimEvent::TaskStart { task, .. } => self.starts.push((task.0, at_s)),
-                SimEvent::TaskEnd { task, .. } => self.ends.push((task.0, at_s)),
-                SimEvent::TransferStart { handle, .. } => self.moves.push((handle.0, at_s)),
-                _ => {}
-            }
-        }
-    }
     let run = |a_flops: f64| {
         let (g, ab, te) = build(a_flops);
-        let mut log = Log::default();
+        let mut log = Timeline::default();
         // A, C, E on GPU 0 (worker 0); B, D on GPU 1.
         let mut sc = OnGpus::new(vec![0, 1, 1, 1, 0], true);
         simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(2), &mut log).unwrap();
@@ -1216,13 +1196,12 @@ fn a_push_waits_for_the_worker_whose_thread_is_submitting() {
     };
     // A's start does not depend on its length: end it 5 µs after B.
     let (first, [a, bb], _) = run(1e9);
-    let at = |v: &[(u32, f64)], t: TaskId| v.iter().find(|x| x.0 == t.0).unwrap().1;
-    let b_end = at(&first.ends, bb);
-    let a_flops = (b_end + 5e-6 - at(&first.starts, a)) * GPU_RATE;
+    let b_end = Timeline::at(&first.ends, bb.0);
+    let a_flops = (b_end + 5e-6 - Timeline::at(&first.starts, a.0)) * GPU_RATE;
     let (log, [a, bb], te) = run(a_flops);
-    let t = at(&log.ends, bb);
-    assert_close(at(&log.ends, a), t + 5e-6, 1e-9);
-    let te_moves = log.moves.iter().find(|x| x.0 == te.0).unwrap().1;
+    let t = Timeline::at(&log.ends, bb.0);
+    assert_close(Timeline::at(&log.ends, a.0), t + 5e-6, 1e-9);
+    let te_moves = Timeline::at(&log.moves, te.0);
     // GPU 1 is free at t + PUSH + PASS + QUEUE; then E's push, GPU 0's pass and Te's queueing.
     assert_close(te_moves - t, 2.0 * (PUSH + PASS + QUEUE), 1e-9);
 }
