@@ -85,8 +85,6 @@ pub(crate) struct DataManager {
     clean_pct: (u32, u32),
     scratch_ids: Vec<u32>,
     scratch_handles: Vec<HandleId>,
-    /// Per node: buffers being allocated ([`Runners::pass`]).
-    scratch_requesting: Vec<bool>,
     scratch_passes: Vec<(MemNodeId, f64)>,
 }
 
@@ -148,7 +146,6 @@ impl DataManager {
             clean_pct: (rt.min_clean_pct, rt.target_clean_pct),
             scratch_ids: Vec::new(),
             scratch_handles: Vec::new(),
-            scratch_requesting: Vec::new(),
             scratch_passes: Vec::new(),
         }
     }
@@ -310,15 +307,28 @@ impl DataManager {
         self.runners.handler_free_s(node)
     }
 
-    /// When node `node`'s driver last made a pass over its requests.
-    pub fn last_pass_s(&self, node: MemNodeId) -> f64 {
-        self.runners.last_pass_s(node)
-    }
-
-    /// The earliest date of node `node`'s driver's next pass over its requests: once its
-    /// thread is free and its progress call is over.
-    pub fn pass_ready_s(&self, node: MemNodeId) -> f64 {
-        self.runners.pass_ready_s(node)
+    /// Node `node`'s driver is about to pull a task at `now_s`. StarPU's driver makes its
+    /// pass over its node's requests first (`_starpu_cuda_driver_run_once`: progress, then
+    /// pull): once its thread is free and its progress call over, and it pulls after the
+    /// pass's submissions. Makes that pass if it is due now. Returns `None` if the driver may
+    /// pull now, else when to come back and whether the pass is made by then.
+    pub fn pass_before_pull(
+        &mut self,
+        node: MemNodeId,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> Option<(f64, bool)> {
+        // (Dates summed in another order may differ in their last bits.)
+        let (at, passed) = if (self.runners.last_pass_s(node) - now_s).abs() < 1e-12 {
+            // Its pass at this date is made: it pulls after its submissions.
+            (self.runners.handler_free_s(node), true)
+        } else if self.runners.pass_ready_s(node) > now_s {
+            (self.runners.pass_ready_s(node), false)
+        } else {
+            self.transfer_pass(node, now_s, fx);
+            (self.runners.handler_free_s(node), true)
+        };
+        (at > now_s).then_some((at, passed))
     }
 
     /// Node `node`'s driver thread is busy pushing tasks until `until_s`: its next pass over
@@ -709,16 +719,12 @@ impl DataManager {
     /// A pass of node `node`'s driver over the requests it handles: each one it submits joins
     /// its pair's queue when its queueing sleep is over ([`Event::TransferSubmitted`]).
     pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
-        let mut requesting = std::mem::take(&mut self.scratch_requesting);
-        requesting.clear();
-        requesting.extend(
-            (0..self.memory.nnodes())
-                .map(|n| !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s),
-        );
+        // Buffers being allocated on the node: requests the lists do not hold yet.
+        let n = node.index();
+        let requesting = !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s;
         let mut ids = std::mem::take(&mut self.scratch_ids);
-        let next = self.runners.pass(node, &requesting, now_s, &mut ids);
+        let next = self.runners.pass(node, requesting, now_s, &mut ids);
         self.schedule_pass(next, fx);
-        self.scratch_requesting = requesting;
         for &id in &ids {
             fx.push(Effect::At(
                 self.runners.go_s(id),
@@ -801,9 +807,7 @@ impl DataManager {
         let (src, dst) = (tr.src, tr.dst);
         self.runners.moved(id, src, dst);
         self.start_ready(now_s, fx);
-        self.runners
-            .handler_blocked(src, dst)
-            .then(|| self.runners.handler_of(src, dst))
+        self.runners.blocked_handler(src, dst)
     }
 
     /// Transfer `id` is complete. Returns who waited for the replica if it is now

@@ -307,11 +307,6 @@ pub(crate) struct Runners {
     handler_free_s: Vec<f64>,
     /// Per transfer id: when its submission ends, the earliest its bytes may move.
     go_s: Vec<f64>,
-    /// Per node: the simulated time its driver's progress call takes before it reads the
-    /// request lists: 1 µs per memory node the driver drives, in node order
-    /// (`___starpu_datawizard_progress` sleeps 1 µs in SimGrid builds): RAM's, then a GPU's
-    /// own for a GPU driver.
-    progress_s: Vec<f64>,
     /// Per handling node: the latest date a request still in its lists was posted at (not
     /// lowered when requests leave), so that a pass looks for requests posted after it only
     /// when there may be some.
@@ -348,10 +343,6 @@ impl Runners {
             post_s: Vec::new(),
             last_pass_s: vec![f64::NEG_INFINITY; n],
             latest_post_s: vec![f64::NEG_INFINITY; n],
-            progress_s: kinds
-                .iter()
-                .map(|&k| if k == MemKind::Gpu { 2e-6 } else { 1e-6 })
-                .collect(),
         }
     }
 
@@ -375,6 +366,12 @@ impl Runners {
     fn handler(&self, p: usize) -> usize {
         let (s, d) = (p / self.nnodes, p % self.nnodes);
         if self.gpu[d] { d } else { s }
+    }
+
+    /// How long node `h`'s driver's progress call takes before it reads the request lists (a
+    /// GPU's node is driven by that GPU's driver, RAM by a CPU's).
+    fn progress_s(&self, h: usize) -> f64 {
+        crate::workers::progress_s(self.gpu[h])
     }
 
     /// StarPU's `transfers_are_sequential` for two transfers of different pairs (the same pair
@@ -435,7 +432,7 @@ impl Runners {
 
     /// The earliest date of node `node`'s next pass: its thread free, its progress call over.
     pub fn pass_ready_s(&self, node: MemNodeId) -> f64 {
-        self.handler_free_s[node.index()] + self.progress_s[node.index()]
+        self.handler_free_s[node.index()] + self.progress_s(node.index())
     }
 
     /// When node `node`'s thread is done with the submissions made so far.
@@ -466,7 +463,7 @@ impl Runners {
         self.pass_due[h] = true;
         Some((
             MemNodeId(h as u32),
-            self.handler_free_s[h].max(now_s) + self.progress_s[h],
+            self.handler_free_s[h].max(now_s) + self.progress_s(h),
         ))
     }
 
@@ -499,16 +496,16 @@ impl Runners {
     /// submission ends ([`Runners::go_s`]), when the caller reports it with
     /// [`Runners::submitted`].
     ///
-    /// `requesting[n]` says that node `n` has requests the lists do not hold yet (buffers
-    /// being allocated for a fetch or prefetch: StarPU's request is in the node's list while
-    /// it allocates); an idle request of that node waits for them too.
+    /// `requesting` says that the node has requests the lists do not hold yet (buffers being
+    /// allocated for a fetch or prefetch: StarPU's request is in the node's list while it
+    /// allocates); its idle requests wait for them too.
     ///
     /// Returns the next pass to schedule if requests posted after this one visited their
     /// lists are waiting.
     pub fn pass(
         &mut self,
         node: MemNodeId,
-        requesting: &[bool],
+        requesting: bool,
         now_s: f64,
         out: &mut Vec<u32>,
     ) -> Option<(MemNodeId, f64)> {
@@ -539,7 +536,7 @@ impl Runners {
         }
         // Idle requests in only while no incoming request is pending from any peer
         // (`_starpu_check_that_no_data_request_is_pending` over the peers).
-        if !requesting[h] && incoming.clone().all(|p| self.npending[p] == 0) {
+        if !requesting && incoming.clone().all(|p| self.npending[p] == 0) {
             for p in incoming {
                 self.submit_list(p, IDLE, now_s, out);
             }
@@ -550,7 +547,7 @@ impl Runners {
                 self.submit_list(p, FETCH, now_s, out);
                 self.submit_list(p, PREFETCH, now_s, out);
                 // Idle requests out to a peer while none to it is pending.
-                if !requesting[h] && self.npending[p] == 0 {
+                if !requesting && self.npending[p] == 0 {
                     self.submit_list(p, IDLE, now_s, out);
                 }
             }
@@ -568,7 +565,7 @@ impl Runners {
             .filter(|&t| t > start_s)
             .min_by(f64::total_cmp)?;
         self.pass_due[h] = true;
-        Some((node, later.max(done_s) + self.progress_s[h]))
+        Some((node, later.max(done_s) + self.progress_s(h)))
     }
 
     /// Submit from one list of pair `p` as far as its limit allows.
@@ -659,16 +656,13 @@ impl Runners {
         self.npending[p] -= 1;
     }
 
-    /// Whether the driver of the node handling transfers `src`→`dst` is blocked.
-    pub fn handler_blocked(&self, src: MemNodeId, dst: MemNodeId) -> bool {
-        self.blocked[self.handler(self.pair(src, dst))]
-    }
-
-    /// The node handling transfers `src`→`dst`.
-    pub fn handler_of(&self, src: MemNodeId, dst: MemNodeId) -> MemNodeId {
-        MemNodeId(self.handler(self.pair(src, dst)) as u32)
+    /// The node handling transfers `src`→`dst` if its driver is blocked.
+    pub fn blocked_handler(&self, src: MemNodeId, dst: MemNodeId) -> Option<MemNodeId> {
+        let h = self.handler(self.pair(src, dst));
+        self.blocked[h].then_some(MemNodeId(h as u32))
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -738,7 +732,6 @@ mod tests {
         seq: u64,
         now: f64,
         pairs: std::collections::HashMap<u32, (MemNodeId, MemNodeId)>,
-        requesting: Vec<bool>,
     }
 
     impl Bench {
@@ -749,7 +742,6 @@ mod tests {
                 seq: 0,
                 now: 0.0,
                 pairs: Default::default(),
-                requesting: vec![false; kinds.len()],
             }
         }
 
@@ -790,7 +782,7 @@ mod tests {
                 match ev {
                     Ev::Pass(n) => {
                         let mut ids = Vec::new();
-                        let next = self.r.pass(n, &self.requesting, at, &mut ids);
+                        let next = self.r.pass(n, false, at, &mut ids);
                         self.schedule(next);
                         for id in ids {
                             self.seq += 1;

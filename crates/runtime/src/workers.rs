@@ -18,6 +18,16 @@ use super::{Worker, WorkerId, WorkerKind, WorkerLoad};
 /// a GPU's handles its memory and RAM.
 const PROGRESS_S_PER_NODE: f64 = 1e-6;
 
+/// How long a driver's progress call takes before it reads its requests or pulls a task: one
+/// [`PROGRESS_S_PER_NODE`] per memory node it drives (RAM's, then a GPU's own for a GPU's).
+pub(crate) fn progress_s(gpu_driver: bool) -> f64 {
+    if gpu_driver {
+        2.0 * PROGRESS_S_PER_NODE
+    } else {
+        PROGRESS_S_PER_NODE
+    }
+}
+
 /// Where a worker's time goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Activity {
@@ -266,11 +276,8 @@ impl WorkerPool {
         order.clear();
         let n = self.workers.len() as u32;
         let pop_at_s = |pushes_before: usize, w: u32| {
-            let progress_s = match self.workers[w as usize].kind {
-                WorkerKind::Cpu => PROGRESS_S_PER_NODE,
-                WorkerKind::Gpu => 2.0 * PROGRESS_S_PER_NODE,
-            };
-            pushes_before as f64 * push_s + progress_s
+            pushes_before as f64 * push_s
+                + progress_s(self.workers[w as usize].kind == WorkerKind::Gpu)
         };
         let mut dated = std::mem::take(&mut self.scratch_dated);
         dated.clear();

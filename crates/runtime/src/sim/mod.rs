@@ -140,15 +140,16 @@ struct Rank<'a> {
 
 impl Rank<'_> {
     /// Record a push made at `now_s` (the first since workers last popped) or after the ones
-    /// before it, costing `push_s`: returns when it is done.
-    fn note_push(&mut self, wake: PushWake, now_s: f64, push_s: f64) -> f64 {
+    /// before it, costing `push_s`, and done no earlier than `locked_s` (when the worker it
+    /// queues its task to can be locked): returns when it is done.
+    fn note_push(&mut self, wake: PushWake, now_s: f64, push_s: f64, locked_s: f64) -> f64 {
         let start_s = if self.pushes.is_empty() {
             now_s
         } else {
             self.push_done_s
         };
         self.pushes.push(wake);
-        self.push_done_s = start_s + push_s;
+        self.push_done_s = (start_s + push_s).max(locked_s);
         self.push_done_s
     }
 }
@@ -725,22 +726,22 @@ impl<'a> Sim<'a> {
                 .unwrap_or(PushWake::Nobody),
             Wakes::Eager => PushWake::FirstAsleep,
         };
-        let chosen = match wake {
-            PushWake::Worker(w) => Some(WorkerId(w)),
-            _ => None,
-        };
         // The pushing thread sleeps the push cost before each push (`_starpu_push_task`), after
         // the pushes before it; then a policy that queues the task to a worker locks it
         // (`starpu_worker_lock`), which waits while that worker's driver thread sleeps in a
         // submission. This push's requests are posted then.
-        let mut post_s = rank.note_push(wake, self.now, self.machine.runtime().push_s);
-        if let Some(w) = chosen {
-            let worker = rank.workers.worker(w);
-            if worker.kind == WorkerKind::Gpu {
-                post_s = post_s.max(rank.data.thread_free_s(worker.memory));
+        let locked_s = match wake {
+            PushWake::Worker(w) => {
+                let worker = rank.workers.worker(WorkerId(w));
+                if worker.kind == WorkerKind::Gpu {
+                    rank.data.thread_free_s(worker.memory)
+                } else {
+                    0.0
+                }
             }
-        }
-        rank.push_done_s = post_s;
+            _ => 0.0,
+        };
+        let post_s = rank.note_push(wake, self.now, self.machine.runtime().push_s, locked_s);
         self.dirty.mark(r);
         // StarPU's dmda requests a task's prefetches inside its push
         // (`starpu_prefetch_task_input_for`), so the next push, even at the same instant, sees
@@ -851,29 +852,17 @@ impl<'a> Sim<'a> {
 
     /// Worker `w` of rank `r` reaches the pop it was woken for.
     ///
-    /// A GPU's driver makes its pass over the data requests of its node before it pulls a
-    /// task (`_starpu_cuda_driver_run_once`: progress, then pull): the pass comes once the
-    /// thread is free and its progress call is over, and the pull after the pass's
-    /// submissions (`passed`).
+    /// A GPU's driver pulls after its pass over its node's requests
+    /// ([`DataManager::pass_before_pull`]; `passed`: that pass is made).
     fn popped_at_date(&mut self, r: usize, w: WorkerId, passed: bool) {
         let worker = self.ranks[r].workers.worker(w);
         if worker.kind == WorkerKind::Gpu && !passed {
             let node = worker.memory;
-            let pass_s = self.ranks[r].data.pass_ready_s(node);
-            // (Dates summed in another order may differ in their last bits.)
-            let (at, passed) = if (self.ranks[r].data.last_pass_s(node) - self.now).abs() < 1e-12 {
-                // Its pass at this date is made: it pulls after its submissions.
-                (self.ranks[r].data.thread_free_s(node), true)
-            } else if pass_s > self.now {
-                (pass_s, false)
-            } else {
-                self.ranks[r]
-                    .data
-                    .transfer_pass(node, self.now, &mut self.fx);
-                self.apply(r);
-                (self.ranks[r].data.thread_free_s(node), true)
-            };
-            if at > self.now {
+            let later = self.ranks[r]
+                .data
+                .pass_before_pull(node, self.now, &mut self.fx);
+            self.apply(r);
+            if let Some((at, passed)) = later {
                 self.cal.schedule(
                     at,
                     Event::Pop {
@@ -1186,7 +1175,7 @@ impl<'a> Sim<'a> {
             for h in hs {
                 // Its acquire task is pushed by the releasing worker, after the successors.
                 let push_s = self.machine.runtime().push_s;
-                self.ranks[r].note_push(PushWake::Nobody, self.now, push_s);
+                self.ranks[r].note_push(PushWake::Nobody, self.now, push_s, 0.0);
                 let hr = self.graph.handle(h).node.index();
                 self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
                 self.apply(hr);
