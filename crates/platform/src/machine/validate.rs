@@ -618,7 +618,8 @@ fn validate(ctx: &Ctx<'_>, raw: RawMachineFile) -> Result<Machine, InputError> {
                     return Err(ctx.err(
                         m.get_ref().kind.span(),
                         field("estimate.kind"),
-                        "a route's estimate is what the schedulers predict from a latency and a                          bandwidth; expected kind = \"affine\""
+                        "a route's estimate is what the schedulers predict from a latency and a \
+                         bandwidth; expected kind = \"affine\""
                             .to_string(),
                     ));
                 }
