@@ -1064,13 +1064,19 @@ fn idgraf_pci_tree_binds_only_below_the_shared_host_link() {
     let t = gemm_makespan(&tree_np, 4, "eager");
     let f = gemm_makespan(&flat_np, 4, "eager");
     eprintln!("idgraf GEMM on CUDA0-3, eager: tree {t:.4} s, flat {f:.4} s");
-    // With all eight GPUs the same GEMM is as fast on both: Host binds.
+    // With all eight GPUs the same GEMM is as fast on both: Host binds. Under dmda, which
+    // places by the models, the two makespans agree to 0.001 %; under eager, which of the
+    // GPUs a push wakes first decides the order of their fetches, which the two platforms'
+    // few-µs differences change (2.3 % apart), so it is printed.
     let t8 = gemm_makespan(&tree_np, 8, "eager");
     let f8 = gemm_makespan(&flat_np, 8, "eager");
     eprintln!("idgraf GEMM on CUDA0-7, eager: tree {t8:.4} s, flat {f8:.4} s");
-    // (Within 2 %: with eager's StarPU wake-up order the order in which the eight GPUs' fetches
-    // start differs between the two platforms by a few transfers.)
-    assert!((t8 - f8).abs() <= 2e-2 * f8, "tree {t8} s, flat {f8} s");
+    let t8 = gemm_makespan(&tree_np, 8, "dmda");
+    let f8 = gemm_makespan(&flat_np, 8, "dmda");
+    assert!(
+        (t8 - f8).abs() <= 1e-3 * f8,
+        "dmda: tree {t8} s, flat {f8} s"
+    );
 }
 
 /// The parsers never panic: every prefix of the tiny directory's files is either read or refused

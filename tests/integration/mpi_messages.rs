@@ -183,8 +183,8 @@ fn first_receives_wait_for_their_pinned_buffer_and_block_the_worker() {
     // before 2 CHUNK, so the first task is ready then, but the worker is blocked allocating
     // until 2 CHUNK. It then holds task 0: GPU room for X0 opens a chunk (cudaMalloc), Y comes
     // out of it and ends after it; the GPU's next pass submits both copies, which follow each
-    // other on the RAM→GPU pair, the second's queueing paid while the first moves; then the
-    // kernel is queued.
+    // other on the RAM→GPU pair, the second's queueing paid while the first moves; its next
+    // pass sees the second arrive, then the kernel is queued.
     const { assert!(CHUNK + NIC_LAT + 9.0 * TILE / NIC_BW < 2.0 * CHUNK) };
     let copy = QUEUE + PCIE_LAT + TILE / PCIE_BW;
     let first = d
@@ -192,7 +192,10 @@ fn first_receives_wait_for_their_pinned_buffer_and_block_the_worker() {
         .iter()
         .map(|&(_, t)| t)
         .fold(f64::MAX, f64::min);
-    close(first, 2.0 * CHUNK + MALLOC + PASS + 2.0 * copy - QUEUE + KQ);
+    close(
+        first,
+        2.0 * CHUNK + MALLOC + PASS + 2.0 * copy - QUEUE + PASS + KQ,
+    );
     assert_eq!(d.task_start[0].0, tasks[0]);
 }
 
@@ -222,23 +225,25 @@ fn a_second_receive_into_a_copy_reuses_its_buffer() {
     // First message: posted at CHUNK (a new buffer), moves alone: latency + tile / BW.
     let m1 = CHUNK + NIC_LAT + TILE / NIC_BW;
     // Node 0: W writes X after the send read it, so it starts once the first message is
-    // received; it fetches X to its GPU (cudaMalloc, the GPU's pass, one copy).
-    close(at(w), m1 + MALLOC + PASS + copy + KQ);
+    // received; it fetches X to its GPU (cudaMalloc, the GPU's pass, one copy, seen in the
+    // GPU's next pass).
+    close(at(w), m1 + MALLOC + PASS + copy + PASS + KQ);
     // Node 1: T1 fetches X and Y to its GPU (one cudaMalloc; one pass submits both copies,
-    // which move in turn, the second's queueing paid while the first moves).
-    let t1_start = m1 + MALLOC + PASS + 2.0 * copy - QUEUE + KQ;
+    // which move in turn, the second's queueing paid while the first moves; the next pass
+    // sees the second arrive).
+    let t1_start = m1 + MALLOC + PASS + 2.0 * copy - QUEUE + PASS + KQ;
     close(at(t1), t1_start);
     // Second message: its send waits for W and X's copy back to node 0's RAM, its receive
-    // for T1 (the reader of the first copy), both at m1 + MALLOC + PASS + 2 copy - QUEUE + KQ +
-    // kernel; no second allocation (it would post the receive a CHUNK later). X goes back in
-    // the pass of node 0's GPU after W.
-    let x_in_ram = at(w) + kernel + PASS + copy;
+    // for T1 (the reader of the first copy), which ends at t1_start + kernel; no second
+    // allocation (it would post the receive a CHUNK later). X goes back in the pass of node
+    // 0's GPU after W, which sees the copy complete in its next pass.
+    let x_in_ram = at(w) + kernel + PASS + copy + PASS;
     let t1_end = t1_start + kernel;
     let second = d.message_start.iter().map(|&(_, t)| t).fold(0.0, f64::max);
     close(second, x_in_ram.max(t1_end));
     // T2 fetches the new X into the GPU room X had (Y is still there) and runs: with no
     // allocation to wait for, the GPU's pass follows its thread's requests of T2's two
-    // buffers.
+    // buffers, and its next pass sees the copy arrive.
     let m2 = second + NIC_LAT + TILE / NIC_BW;
-    close(at(t2), m2 + 2.0 * FETCH + PASS + copy + KQ);
+    close(at(t2), m2 + 2.0 * FETCH + PASS + copy + PASS + KQ);
 }

@@ -101,16 +101,17 @@ fn one_gemm_on_one_gpu_by_hand() {
     // tile writes C without reading it, as xgemm.c's first task does), and the kernel is
     // queued to the GPU (10 µs). GPU0's thread submits both copies in its next pass (after
     // its progress call), sleeping 10 µs of queueing for each in turn: B's is over while A
-    // moves, so B follows A at once.
-    let inputs_ready = MALLOC + PASS + 2.0 * COPY - QUEUE;
+    // moves, so B follows A at once. The driver sees B arrive in its next pass (its progress
+    // call, nothing left to submit) and only then queues the kernel.
+    let inputs_ready = MALLOC + PASS + 2.0 * COPY - QUEUE + PASS;
     let kernel = g.tasks()[0].flops / GPU_RATE;
     assert_close(r.makespan_s, inputs_ready + KQ + kernel, 1e-9);
     // C was written on the GPU: xgemm.c's `starpu_data_wont_use(C)` sends it back to RAM
     // once the task ends. The hint's internal task is pushed by GPU0's thread (1 µs), which
-    // then makes its pass.
+    // then makes its pass; its pass after the copy sees it complete.
     assert_close(
         r.end_with_writeback_s,
-        inputs_ready + KQ + kernel + PUSH + PASS + COPY,
+        inputs_ready + KQ + kernel + PUSH + PASS + COPY + PASS,
         1e-9,
     );
     assert_eq!(r.transfers, 3);
@@ -133,7 +134,8 @@ fn free_transfers_take_no_time_by_hand() {
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
     let kernel = g.tasks()[0].flops / GPU_RATE;
     // Only the allocation, GPU0's pass over its requests (the driver's progress call is not
-    // a transfer cost) and the kernel's queueing are left before the kernel; C's write-back
+    // a transfer cost; the copies complete within that pass, which sees them) and the
+    // kernel's queueing are left before the kernel; C's write-back
     // (the `wont_use` hint's, as above) ends at GPU0's next pass.
     assert_close(r.makespan_s, MALLOC + PASS + KQ + kernel, 1e-9);
     assert_close(
@@ -168,7 +170,8 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
     // Requesting a buffer costs the worker 1 µs: hidden behind the copies of the first three,
     // it delays the last potrf, whose tile is in place, by 1 µs. Each copy waits for GPU0's
     // next pass; for trsm and syrk, that comes after the thread is done pushing the task it
-    // released (1 µs) and requesting the task's two buffers (2 µs).
+    // released (1 µs) and requesting the task's two buffers (2 µs). The driver sees each copy
+    // arrive in the pass after it (one more progress call) before it runs or queues the task.
     let d: Vec<f64> = g.tasks().iter().map(|t| t.flops / GPU_RATE).collect();
     let names: Vec<&str> = g.task_ids().map(|t| g.task_codelet_name(t)).collect();
     assert_eq!(
@@ -182,14 +185,14 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
     );
     let busy = PUSH.max(2.0 * FETCH);
     let makespan =
-        MALLOC + 3.0 * (PASS + COPY) + 2.0 * busy + 2.0 * KQ + FETCH + d.iter().sum::<f64>();
+        MALLOC + 3.0 * (2.0 * PASS + COPY) + 2.0 * busy + 2.0 * KQ + FETCH + d.iter().sum::<f64>();
     assert_close(r.makespan_s, makespan, 1e-9);
     // All three tiles were modified on the GPU: three write-backs, submitted together in
     // GPU0's pass after the end and moving one after the other; the queueing of the second
-    // and third is paid while the first moves.
+    // and third is paid while the first moves; GPU0's next pass sees the last complete.
     assert_close(
         r.end_with_writeback_s,
-        makespan + PASS + 3.0 * COPY - 2.0 * QUEUE,
+        makespan + PASS + 3.0 * COPY - 2.0 * QUEUE + PASS,
         1e-9,
     );
     assert_eq!(r.writebacks, 3);
@@ -228,10 +231,11 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
     let k = 1e9 / GPU_RATE;
     // a: allocate (no copy, write-only), queue, run. b: allocated at start (its worker popped
     // it when it became ready, after a; GPU1 opens its own chunk), then GPU0 → RAM (in
-    // GPU0's pass) → GPU1 (in GPU1's), queue, run.
+    // GPU0's pass, seen complete in its next one) → GPU1 (in GPU1's, seen in its next one),
+    // queue, run.
     assert_close(
         r.makespan_s,
-        MALLOC + KQ + k + MALLOC + 2.0 * (PASS + COPY) + KQ + k,
+        MALLOC + KQ + k + MALLOC + 2.0 * (PASS + COPY + PASS) + KQ + k,
         1e-9,
     );
     assert_eq!(
@@ -247,8 +251,8 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
 /// 1 ms; B (asynchronous, independent) reads tile T from RAM, 1 ms. By hand:
 /// - S allocates X (a new chunk, 175 µs) and starts at once: MALLOC + k;
 /// - B is popped only when S ends; T comes out of the chunk for free and is requested by the
-///   driver (FETCH), copied in its next pass (PASS + COPY), and B is queued (KQ): makespan
-///   MALLOC + k + FETCH + PASS + COPY + KQ + k.
+///   driver (FETCH), copied in its next pass (PASS + COPY), seen in the pass after (PASS),
+///   and B is queued (KQ): makespan MALLOC + k + FETCH + 2 PASS + COPY + KQ + k.
 ///
 /// With `run.gpu_sync = false` S is an ordinary task: it is queued (KQ), and B is popped as
 /// soon as S has its inputs, so T's copy hides under S: MALLOC + KQ + k + k.
@@ -277,7 +281,7 @@ fn a_synchronous_gpu_codelet_stalls_the_pipeline() {
     };
     assert_close(
         run(true).makespan_s,
-        MALLOC + k + FETCH + PASS + COPY + KQ + k,
+        MALLOC + k + FETCH + 2.0 * PASS + COPY + KQ + k,
         1e-9,
     );
     assert_close(run(false).makespan_s, MALLOC + KQ + k + k, 1e-9);
@@ -1204,4 +1208,52 @@ fn a_push_waits_for_the_worker_whose_thread_is_submitting() {
     let te_moves = Timeline::at(&log.moves, te.0);
     // GPU 1 is free at t + PUSH + PASS + QUEUE; then E's push, GPU 0's pass and Te's queueing.
     assert_close(te_moves - t, 2.0 * (PUSH + PASS + QUEUE), 1e-9);
+}
+
+/// A driver sees a request complete only in a pass over its node's requests, and it runs the
+/// task that waited for it only after that pass (`_starpu_cuda_driver_run_once`: the progress
+/// call tests the pending requests and then submits what the lists allow; the task starts in
+/// the next iteration). One GPU; K reads X, then P reads T1 and T2, all from RAM, P's inputs
+/// prefetched at its push. One pass submits X's fetch and T1's prefetch; T2's waits, since two
+/// requests of the (RAM, GPU) pair are pending (the prefetch limit). By hand, from the date x
+/// X's last byte arrives:
+/// - the GPU's next pass, after its progress call (2 µs), sees X complete (the copy's end is
+///   reported then), which leaves one request pending, and submits T2 (10 µs of queueing);
+/// - then K is queued to the GPU (10 µs): K starts at x + 22 µs (x + 10 µs if K started as X
+///   arrived, x + 12 µs if the pass submitted nothing).
+#[test]
+fn a_driver_runs_a_task_after_the_pass_that_sees_its_input_arrive() {
+    let m = machine(1, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let h = |b: &mut TaskGraphBuilder| b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let (x, t1, t2) = (h(&mut b), h(&mut b), h(&mut b));
+    let k = b
+        .submit(cl, 1e9, 0, &[Access::new(x, AccessMode::R)])
+        .unwrap();
+    b.submit(
+        cl,
+        1e9,
+        0,
+        &[
+            Access::new(t1, AccessMode::R),
+            Access::new(t2, AccessMode::R),
+        ],
+    )
+    .unwrap();
+    let g = b.build().unwrap();
+    let mut log = Timeline::default();
+    let mut sc = OnGpus::new(Vec::new(), true);
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
+    let bytes_in = |h: u32| Timeline::at(&log.moves, h) + LAT + TILE / BW;
+    let x_in = bytes_in(x.0);
+    assert_close(Timeline::at(&log.arrivals, x.0), x_in + PASS, 1e-9);
+    // T1 moves after X on the pair; T2, submitted in the pass that sees X complete, after T1.
+    assert_close(Timeline::at(&log.moves, t1.0), x_in, 1e-9);
+    assert_close(Timeline::at(&log.moves, t2.0), bytes_in(t1.0), 1e-9);
+    assert_close(
+        Timeline::at(&log.starts, k.0) - x_in,
+        PASS + QUEUE + KQ,
+        1e-9,
+    );
 }

@@ -32,6 +32,17 @@ pub(crate) enum Effect {
     Note(SimEvent<'static>),
 }
 
+/// When the driver handling a transfer sees it complete ([`DataManager::transfer_moved`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Completion {
+    /// Now: it took no time and completes within the pass that submitted it.
+    Now,
+    /// In the next pass of this node's driver.
+    NextPass(MemNodeId),
+    /// When this node's driver is done with the synchronous task it runs.
+    AfterTask(MemNodeId),
+}
+
 /// Who waits for a replica to become valid.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Waiter {
@@ -718,12 +729,13 @@ impl DataManager {
 
     /// A pass of node `node`'s driver over the requests it handles: each one it submits joins
     /// its pair's queue when its queueing sleep is over ([`Event::TransferSubmitted`]).
-    pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
+    pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) -> bool {
         // Buffers being allocated on the node: requests the lists do not hold yet.
         let n = node.index();
         let requesting = !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s;
         let mut ids = std::mem::take(&mut self.scratch_ids);
         let next = self.runners.pass(node, requesting, now_s, &mut ids);
+        let passed = self.passed_at(node, now_s);
         self.schedule_pass(next, fx);
         for &id in &ids {
             fx.push(Effect::At(
@@ -736,6 +748,7 @@ impl DataManager {
         }
         ids.clear();
         self.scratch_ids = ids;
+        passed
     }
 
     /// Transfer `id`'s submission is over: it joins its pair's queue and starts if it may.
@@ -794,20 +807,37 @@ impl DataManager {
         }
     }
 
-    /// Transfer `id`'s last byte arrived: its pair may serve the next one. Returns the node
-    /// whose driver must see it complete if that driver is busy in a synchronous task (then
-    /// the caller completes it with [`DataManager::finish_transfer`] when the task ends).
-    pub fn transfer_moved(
-        &mut self,
-        id: u32,
-        now_s: f64,
-        fx: &mut Vec<Effect>,
-    ) -> Option<MemNodeId> {
+    /// Transfer `id`'s last byte arrived: its pair may serve the next one. Returns when its
+    /// handling node's driver sees it complete: now if it took no time (completed within the
+    /// pass that submitted it), else in that driver's next pass, which is scheduled here
+    /// unless the driver runs a synchronous task (then when the task ends). The caller
+    /// completes it then with [`DataManager::finish_transfer`].
+    pub fn transfer_moved(&mut self, id: u32, now_s: f64, fx: &mut Vec<Effect>) -> Completion {
         let tr = self.transfers[id as usize].as_ref().expect("live transfer");
         let (src, dst) = (tr.src, tr.dst);
         self.runners.moved(id, src, dst);
         self.start_ready(now_s, fx);
-        self.runners.blocked_handler(src, dst)
+        let (node, blocked) = self.runners.handler_of(src, dst);
+        if !self.costs.transfer_cost {
+            Completion::Now
+        } else if blocked {
+            Completion::AfterTask(node)
+        } else {
+            let pass = self.runners.pass_to_see(node, now_s);
+            self.schedule_pass(pass, fx);
+            Completion::NextPass(node)
+        }
+    }
+
+    /// Whether node `node`'s driver made a pass at `now_s`.
+    pub fn passed_at(&self, node: MemNodeId, now_s: f64) -> bool {
+        self.runners.last_pass_s(node) == now_s
+    }
+
+    /// Whether node `node`'s driver makes its pass at `now_s` (the loop then lets it see the
+    /// transfers that completed since its last one before it submits).
+    pub fn passes_at(&self, node: MemNodeId, now_s: f64) -> bool {
+        self.runners.passes_at(node, now_s)
     }
 
     /// Transfer `id` is complete. Returns who waited for the replica if it is now

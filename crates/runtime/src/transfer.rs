@@ -261,8 +261,9 @@ type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
 ///    queueing sleep, so requests posted meanwhile wait for its next pass. A fetch that needs
 ///    a queued prefetch moves it to the fetch list; once submitted it keeps its place. A node
 ///    whose driver runs a synchronous task makes no pass meanwhile
-///    ([`Runners::set_blocked`]), nor does it see a transfer complete (a request stays
-///    pending until [`Runners::completed`]).
+///    ([`Runners::set_blocked`]). A driver sees a transfer complete only in a pass, which
+///    the transfer's end makes due ([`Runners::pass_to_see`]); the request stays pending
+///    until then ([`Runners::completed`]).
 /// 2. **Submitted transfers** (`simgrid.c`, `transfer_submit`, after the sleep): one transfer
 ///    at a time per pair, first submitted first served (one CUDA stream per direction); and a
 ///    transfer waits for every transfer submitted **before** it and still pending with which
@@ -467,6 +468,19 @@ impl Runners {
         ))
     }
 
+    /// A transfer node `node`'s driver handles has moved: the driver sees it complete in its
+    /// next pass, due even with nothing to submit. Returns that pass to schedule if none is
+    /// due already. The caller checks that the driver is not blocked.
+    pub fn pass_to_see(&mut self, node: MemNodeId, now_s: f64) -> Option<(MemNodeId, f64)> {
+        let h = node.index();
+        debug_assert!(!self.blocked[h], "a blocked driver makes no pass");
+        if self.pass_due[h] {
+            return None;
+        }
+        self.pass_due[h] = true;
+        Some((node, self.handler_free_s[h].max(now_s) + self.progress_s(h)))
+    }
+
     /// Whether a pass of node `h` may submit something: a list of a pair it handles holds a
     /// request and the pair has room under that list's limit.
     fn may_submit(&self, h: usize) -> bool {
@@ -656,10 +670,17 @@ impl Runners {
         self.npending[p] -= 1;
     }
 
-    /// The node handling transfers `src`→`dst` if its driver is blocked.
-    pub fn blocked_handler(&self, src: MemNodeId, dst: MemNodeId) -> Option<MemNodeId> {
+    /// The node whose driver handles transfers `src`→`dst`, and whether it is blocked (runs a
+    /// synchronous task).
+    pub fn handler_of(&self, src: MemNodeId, dst: MemNodeId) -> (MemNodeId, bool) {
         let h = self.handler(self.pair(src, dst));
-        self.blocked[h].then_some(MemNodeId(h as u32))
+        (MemNodeId(h as u32), self.blocked[h])
+    }
+
+    /// Whether node `node`'s driver makes its pass at `now_s`: not blocked, its thread free and
+    /// its progress call over.
+    pub fn passes_at(&self, node: MemNodeId, now_s: f64) -> bool {
+        !self.blocked[node.index()] && self.pass_ready_s(node) <= now_s
     }
 }
 
@@ -1008,6 +1029,31 @@ mod tests {
         assert_eq!(passes.len(), 1);
         b.schedule(passes.pop());
         assert_eq!(b.run(), [1]);
+    }
+
+    /// A transfer's end makes its driver's next pass due, in which the driver sees it
+    /// complete: once its thread is free and its progress call (2 µs for a GPU's driver) is
+    /// over, and only once while it is due. By hand, with 10 µs of queueing: the fetch into
+    /// GPU1 is submitted in GPU1's pass at 2 µs and moves from 12 µs; it ends at 20 µs while
+    /// GPU1's thread pushes tasks until 30 µs: the pass is due at 30 + 2 = 32 µs.
+    #[test]
+    fn a_moved_transfer_makes_its_drivers_next_pass_due_once() {
+        let mut b = Bench::ram_gpus(1, 10e-6);
+        b.post(0, &tr(0, 1, TransferKind::Fetch), 0.0);
+        assert_eq!(b.run_until(20e-6), [(0, 12e-6)]);
+        b.r.moved(0, MemNodeId(0), MemNodeId(1));
+        b.r.busy_until(MemNodeId(1), 30e-6);
+        let (node, at) = b.r.pass_to_see(MemNodeId(1), 20e-6).expect("a pass is due");
+        assert_eq!(node, MemNodeId(1));
+        close(at, 32e-6);
+        assert_eq!(b.r.pass_to_see(MemNodeId(1), 20e-6), None, "already due");
+        b.schedule(Some((node, at)));
+        b.run();
+        close(b.r.last_pass_s(MemNodeId(1)), 32e-6);
+        // Once seen, a later end makes a new pass due, 2 µs after it.
+        b.r.completed(MemNodeId(0), MemNodeId(1));
+        let (_, at) = b.r.pass_to_see(MemNodeId(1), 40e-6).expect("a new pass");
+        close(at, 42e-6);
     }
 
     /// A fetch that needs a prefetch still in the list moves it to the fetch list, where the

@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 use rand::SeedableRng;
 use rustc_hash::FxHashMap;
 
-use super::data::{DataManager, Effect, Waiter};
+use super::data::{Completion, DataManager, Effect, Waiter};
 use super::layout::{Layout, Setup};
 use super::observe::{Observer, SimEvent, WorkerStatus};
 use super::report::RunReport;
@@ -78,6 +78,9 @@ pub(crate) enum Event {
     /// The worker holding a task has requested its buffers, one `fetch_input` cost each
     /// (StarPU's `_starpu_fetch_task_input` sleeps after each request in SimGrid builds).
     InputsRequested(TaskId),
+    /// A GPU driver's pass saw the last input of the task it holds arrive, and its
+    /// submissions in that pass are over.
+    InputSeen(TaskId),
     /// A message's sender paid its overhead: the send is posted.
     MessageSent(TaskId),
     /// A step of a message over a route with a transfer model (or without links) ended.
@@ -131,9 +134,13 @@ struct Rank<'a> {
     releasing: Option<WorkerId>,
     /// Whom each push since workers last popped woke.
     pushes: Vec<PushWake>,
-    /// Transfers whose bytes have moved while their handling node's driver ran a synchronous
-    /// task: (node, id), seen complete when the task ends.
+    /// Transfers whose bytes have moved and whose handling node's driver has not seen them
+    /// complete yet: (node, id), seen in that driver's next pass, or when the synchronous
+    /// task it runs ends.
     unseen: Vec<(MemNodeId, u32)>,
+    /// GPU tasks whose last input has arrived, with their driver's node: the driver sees it
+    /// in its next pass over its node's requests.
+    to_see: Vec<(MemNodeId, TaskId)>,
     /// When the last of the pushes since workers last popped was done.
     push_done_s: f64,
 }
@@ -220,6 +227,9 @@ struct Sim<'a> {
     decisions: Vec<Decision>,
     /// A data manager's effects not applied yet ([`Sim::apply`]).
     fx: Vec<Effect>,
+    /// The (rank, node) whose driver is seeing transfers complete in a pass
+    /// ([`Sim::see_completions`]).
+    seeing: Option<(usize, MemNodeId)>,
     stats: Stats,
     scratch_order: Vec<u32>,
     scratch_flows: Vec<FlowId>,
@@ -411,6 +421,7 @@ impl<'a> Sim<'a> {
                 releasing: None,
                 pushes: Vec::new(),
                 unseen: Vec::new(),
+                to_see: Vec::new(),
                 push_done_s: 0.0,
             });
         }
@@ -456,6 +467,7 @@ impl<'a> Sim<'a> {
             wont_use_after,
             hints_after,
             last_task_end: 0.0,
+            seeing: None,
             tasks_done: 0,
             makespan: 0.0,
             decisions: Vec::new(),
@@ -644,10 +656,16 @@ impl<'a> Sim<'a> {
             Event::TransferPass { rank, node } => {
                 let r = rank as usize;
                 self.mark(r);
-                self.ranks[r]
+                if self.ranks[r].data.passes_at(node, self.now) {
+                    self.see_completions(r, node);
+                }
+                let passed = self.ranks[r]
                     .data
                     .transfer_pass(node, self.now, &mut self.fx);
                 self.apply(r);
+                if passed {
+                    self.seen_in_pass(r, node);
+                }
             }
             Event::TransferSubmitted { rank, id } => {
                 let r = rank as usize;
@@ -670,7 +688,9 @@ impl<'a> Sim<'a> {
                 self.apply(r);
             }
             Event::TransferDone { rank, id } => self.transfer_done(rank as usize, id),
-            Event::KernelQueued(t) | Event::InputsRequested(t) => self.buffer_ready(t),
+            Event::KernelQueued(t) | Event::InputsRequested(t) | Event::InputSeen(t) => {
+                self.buffer_ready(t)
+            }
             Event::MessageSent(m) => self.message_sent(m),
             Event::MessageStep(m) => self.message_step_done(m),
             Event::MessageReceived(m) => self.message_received(m),
@@ -858,10 +878,16 @@ impl<'a> Sim<'a> {
         let worker = self.ranks[r].workers.worker(w);
         if worker.kind == WorkerKind::Gpu && !passed {
             let node = worker.memory;
+            if self.ranks[r].data.passes_at(node, self.now) {
+                self.see_completions(r, node);
+            }
             let later = self.ranks[r]
                 .data
                 .pass_before_pull(node, self.now, &mut self.fx);
             self.apply(r);
+            if self.ranks[r].data.passed_at(node, self.now) {
+                self.seen_in_pass(r, node);
+            }
             if let Some((at, passed)) = later {
                 self.cal.schedule(
                     at,
@@ -1025,6 +1051,48 @@ impl<'a> Sim<'a> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A transfer brought one of task `t`'s inputs. A GPU driver sees the last one arrive in
+    /// a pass over its node's requests (`_starpu_cuda_driver_run_once`: the progress call
+    /// tests the pending requests, submits what its lists allow, and only the next iteration
+    /// starts the task), so the task goes on once that pass is over.
+    fn input_arrived(&mut self, t: TaskId) {
+        if let Some((sr, node)) = self.seeing
+            && !self.graph.task(t).is_message()
+        {
+            let r = self.rank_of(t);
+            let w = WorkerId(self.task_worker[t.index()]);
+            let worker = self.ranks[r].workers.worker(w);
+            let queued = u32::from(self.kernel_queue_s(r, w, t) > 0.0);
+            if (sr, node) == (r, worker.memory)
+                && worker.kind == WorkerKind::Gpu
+                && self.buffers_left[t.index()] == 1 + queued
+            {
+                self.ranks[r].to_see.push((node, t));
+                return;
+            }
+        }
+        self.buffer_ready(t);
+    }
+
+    /// Node `node`'s driver made a pass: the tasks whose last input it saw go on when its
+    /// submissions are over.
+    fn seen_in_pass(&mut self, r: usize, node: MemNodeId) {
+        if self.ranks[r].to_see.is_empty() {
+            return;
+        }
+        let at = self.ranks[r].data.thread_free_s(node).max(self.now);
+        let mut i = 0;
+        while i < self.ranks[r].to_see.len() {
+            let (n, t) = self.ranks[r].to_see[i];
+            if n == node {
+                self.ranks[r].to_see.swap_remove(i);
+                self.cal.schedule(at, Event::InputSeen(t));
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -1253,15 +1321,35 @@ impl<'a> Sim<'a> {
 
     fn transfer_done(&mut self, r: usize, id: u32) {
         self.mark(r);
-        let blocked = self.ranks[r]
+        let completion = self.ranks[r]
             .data
             .transfer_moved(id, self.now, &mut self.fx);
         self.apply(r);
-        if let Some(node) = blocked {
-            self.ranks[r].unseen.push((node, id));
+        match completion {
+            Completion::Now => self.transfer_complete(r, id),
+            Completion::NextPass(node) | Completion::AfterTask(node) => {
+                self.ranks[r].unseen.push((node, id));
+            }
+        }
+    }
+
+    /// Node `node`'s driver makes a pass: it first sees the transfers it handles that
+    /// completed since its last one (`_starpu_handle_pending_node_data_requests`), in order.
+    /// A task of its own GPU whose last input that brings goes on after the pass
+    /// ([`Sim::seen_in_pass`]).
+    fn see_completions(&mut self, r: usize, node: MemNodeId) {
+        if !self.ranks[r].unseen.iter().any(|&(n, _)| n == node) {
             return;
         }
-        self.transfer_complete(r, id);
+        let (seen, unseen): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ranks[r].unseen)
+            .into_iter()
+            .partition(|&(n, _)| n == node);
+        self.ranks[r].unseen = unseen;
+        self.seeing = Some((r, node));
+        for (_, id) in seen {
+            self.transfer_complete(r, id);
+        }
+        self.seeing = None;
     }
 
     /// The handling node's driver sees transfer `id` complete.
@@ -1272,7 +1360,7 @@ impl<'a> Sim<'a> {
         self.apply(r);
         for w in waiters {
             match w {
-                Waiter::Task(t) => self.buffer_ready(t),
+                Waiter::Task(t) => self.input_arrived(t),
                 Waiter::Forward(dst, kind, priority) => {
                     self.ranks[r].data.forward(
                         h,
