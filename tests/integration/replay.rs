@@ -279,7 +279,7 @@ fn agrees_with_starpu_replay() {
             // Eager's order at shared dates is SimGrid's among its actors.
             (t, "eager") if t.starts_with("lu") => 0.17,
             // Not explained.
-            (t, "dmdas") if t.starts_with("cholesky-9600-dmdas") => 0.11,
+            (t, "dmda") if t.starts_with("lu") => 0.08,
             (_, "dmda" | "dmdar" | "dmdas") => 0.05,
             _ => 0.10,
         };

@@ -81,6 +81,8 @@ pub(crate) struct DataManager {
     costs: Costs,
     transfers: Vec<Option<Transfer>>,
     free_transfers: Vec<u32>,
+    /// The transfer loading each replica under way, by (handle, destination).
+    loading_by: FxHashMap<(u32, u32), u32>,
     waiters: FxHashMap<usize, Vec<Waiter>>,
     /// Per node, buffers of popped tasks waiting for room, in the order asked.
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
@@ -148,6 +150,7 @@ impl DataManager {
             },
             transfers: Vec::new(),
             free_transfers: Vec::new(),
+            loading_by: FxHashMap::default(),
             waiters: FxHashMap::default(),
             alloc_queue: vec![VecDeque::new(); nnodes],
             alloc_free_at: vec![0.0; nnodes],
@@ -510,9 +513,17 @@ impl DataManager {
         now_s: f64,
         fx: &mut Vec<Effect>,
     ) {
-        for a in graph.accesses(task) {
+        let accesses = graph.accesses(task);
+        for (i, a) in accesses.iter().enumerate() {
             let h = a.handle;
-            if !a.mode.reads() || self.memory.is_valid(h, node) || self.memory.is_loading(h, node) {
+            if !a.mode.reads() || self.memory.is_valid(h, node) {
+                continue;
+            }
+            if self.memory.is_loading(h, node) {
+                // Loading for another task (a task's own requests are one per handle).
+                if accesses[..i].iter().all(|b| b.handle != h) {
+                    self.duplicate_request(h, node, priority, now_s, fx);
+                }
                 continue;
             }
             if self.memory.is_allocated(h, node) {
@@ -548,6 +559,38 @@ impl DataManager {
                 Alloc::WriteBack(_) | Alloc::Blocked => {}
             }
         }
+    }
+
+    /// A prefetch of `h` to `node` for a task, while the replica is being loaded for another:
+    /// StarPU reuses a request only for the same task (`_starpu_search_existing_data_request`),
+    /// so it posts one more request, from the best valid source now, which takes a slot of
+    /// its pair when a pass reaches it and is then dropped ([`Runners::enqueue_duplicate`]).
+    fn duplicate_request(
+        &mut self,
+        h: HandleId,
+        node: MemNodeId,
+        priority: i32,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let src = self.memory.best_source(h, node, &self.estimates);
+        if !self.memory.is_valid(h, src) || self.estimates.hops(src, node).len() > 1 {
+            return;
+        }
+        let tr = Transfer {
+            handle: h,
+            src,
+            dst: node,
+            bytes: self.memory.size(h) as f64,
+            kind: TransferKind::Prefetch,
+            version: self.memory.version(h),
+            idle: false,
+            priority,
+        };
+        let dup = self.store_transfer(tr);
+        let tr = self.transfers[dup as usize].as_ref().expect("just stored");
+        let pass = self.runners.enqueue_duplicate(dup, tr, now_s);
+        self.schedule_pass(pass, fx);
     }
 
     /// The room a prefetch asked for is allocated: copy the data there unless it is valid or
@@ -640,7 +683,16 @@ impl DataManager {
             self.memory.pin(h, dst);
             self.memory.set_loading(h, dst, true);
         }
-        let id = match self.free_transfers.pop() {
+        let id = self.store_transfer(tr);
+        self.loading_by.insert((h.0, dst.0), id);
+        let tr = self.transfers[id as usize].as_ref().expect("just stored");
+        let pass = self.runners.enqueue(id, tr, now_s);
+        self.schedule_pass(pass, fx);
+    }
+
+    /// Keep `tr` under a free transfer id.
+    fn store_transfer(&mut self, tr: Transfer) -> u32 {
+        match self.free_transfers.pop() {
             Some(id) => {
                 self.transfers[id as usize] = Some(tr);
                 id
@@ -649,10 +701,7 @@ impl DataManager {
                 self.transfers.push(Some(tr));
                 (self.transfers.len() - 1) as u32
             }
-        };
-        let tr = self.transfers[id as usize].as_ref().expect("just stored");
-        let pass = self.runners.enqueue(id, tr, now_s);
-        self.schedule_pass(pass, fx);
+        }
     }
 
     /// Schedule a pass of a node's driver over its request lists ([`Event::TransferPass`]).
@@ -672,12 +721,9 @@ impl DataManager {
     /// ahead with the fetches (StarPU raises a request's priority when a more urgent one asks
     /// for the same copy).
     fn promote_prefetch(&mut self, h: HandleId, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
-        let found = self.transfers.iter().enumerate().find_map(|(i, t)| {
-            t.as_ref()
-                .filter(|t| {
-                    t.handle == h && t.dst == node && (t.kind == TransferKind::Prefetch || t.idle)
-                })
-                .map(|_| i as u32)
+        let found = self.loading_by.get(&(h.0, node.0)).copied().filter(|&id| {
+            let t = self.transfers[id as usize].as_ref().expect("live transfer");
+            t.kind == TransferKind::Prefetch || t.idle
         });
         if let Some(id) = found {
             let tr = self.transfers[id as usize].clone().expect("found");
@@ -736,6 +782,7 @@ impl DataManager {
         let mut ids = std::mem::take(&mut self.scratch_ids);
         let next = self.runners.pass(node, requesting, now_s, &mut ids);
         let passed = self.passed_at(node, now_s);
+        self.forget_dropped();
         self.schedule_pass(next, fx);
         for &id in &ids {
             fx.push(Effect::At(
@@ -749,6 +796,19 @@ impl DataManager {
         ids.clear();
         self.scratch_ids = ids;
         passed
+    }
+
+    /// Forget the duplicate requests the last pass dropped.
+    fn forget_dropped(&mut self) {
+        let mut dropped = std::mem::take(&mut self.scratch_ids);
+        dropped.clear();
+        self.runners.take_dropped(&mut dropped);
+        for &id in &dropped {
+            self.transfers[id as usize] = None;
+            self.free_transfers.push(id);
+        }
+        dropped.clear();
+        self.scratch_ids = dropped;
     }
 
     /// Transfer `id`'s submission is over: it joins its pair's queue and starts if it may.
@@ -852,6 +912,9 @@ impl DataManager {
     ) -> (HandleId, MemNodeId, Vec<Waiter>) {
         let tr = self.transfers[id as usize].take().expect("live transfer");
         self.free_transfers.push(id);
+        if self.loading_by.get(&(tr.handle.0, tr.dst.0)) == Some(&id) {
+            self.loading_by.remove(&(tr.handle.0, tr.dst.0));
+        }
         self.runners.completed(tr.src, tr.dst);
         fx.push(Effect::Note(SimEvent::TransferEnd {
             handle: tr.handle,

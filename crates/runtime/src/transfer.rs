@@ -317,6 +317,11 @@ pub(crate) struct Runners {
     /// Per transfer id: when its request was posted (a pass only takes requests posted by
     /// the time it visits their list).
     post_s: Vec<f64>,
+    /// Per transfer id: a second request for a replica already being loaded from another
+    /// source ([`Runners::enqueue_duplicate`]).
+    duplicate: Vec<bool>,
+    /// Duplicate requests passes dropped, for the caller to forget.
+    dropped: Vec<u32>,
 }
 
 impl Runners {
@@ -344,6 +349,8 @@ impl Runners {
             post_s: Vec::new(),
             last_pass_s: vec![f64::NEG_INFINITY; n],
             latest_post_s: vec![f64::NEG_INFINITY; n],
+            duplicate: Vec::new(),
+            dropped: Vec::new(),
         }
     }
 
@@ -393,8 +400,10 @@ impl Runners {
             self.queued.resize(i + 1, None);
             self.go_s.resize(i + 1, 0.0);
             self.post_s.resize(i + 1, 0.0);
+            self.duplicate.resize(i + 1, false);
         }
         self.post_s[i] = post_s;
+        self.duplicate[i] = false;
         let list = match t.kind {
             _ if t.idle => IDLE,
             TransferKind::Prefetch => PREFETCH,
@@ -409,6 +418,29 @@ impl Runners {
         self.nqueued[h] += 1;
         self.latest_post_s[h] = self.latest_post_s[h].max(post_s);
         self.wake_node(h, post_s)
+    }
+
+    /// Post a second request for a replica already being loaded from another source: StarPU
+    /// keeps one request per (replica, source) (`_starpu_create_request_to_fetch_data`), so a
+    /// prefetch that picks another source than the load under way posts one more request in
+    /// that source's list. When a pass reaches it, it takes one of the pair's slots of that
+    /// visit and is dropped (`starpu_handle_data_request` finds the replica loading or valid
+    /// and joins the load: no submission, no queueing sleep); the caller forgets it after the
+    /// pass ([`Runners::take_dropped`]).
+    pub fn enqueue_duplicate(
+        &mut self,
+        id: u32,
+        t: &Transfer,
+        post_s: f64,
+    ) -> Option<(MemNodeId, f64)> {
+        let pass = self.enqueue(id, t, post_s);
+        self.duplicate[id as usize] = true;
+        pass
+    }
+
+    /// The duplicate requests dropped since the last call.
+    pub fn take_dropped(&mut self, out: &mut Vec<u32>) {
+        out.append(&mut self.dropped);
     }
 
     /// A fetch now needs a queued prefetch or idle request: move it to the fetch list.
@@ -537,6 +569,7 @@ impl Runners {
         }
         let n = self.nnodes;
         let start_s = self.handler_free_s[h].max(now_s);
+        let dropped_before = self.dropped.len();
         // The pairs coming into `h` that it handles (all of them if it is a GPU, none if it is
         // RAM: a GPU handles the copies between it and RAM), peers in node order.
         let into_gpu = self.gpu[h];
@@ -567,8 +600,14 @@ impl Runners {
             }
         }
         // The thread loops while it has work: requests posted after this pass began get the
-        // next one (those left from before wait for a pending request to complete).
+        // next one (those left from before wait for a pending request to complete), and a
+        // pass that dropped a duplicate counts as progress, so the driver makes another one
+        // at once, which takes the requests the duplicate's slot kept waiting.
         let done_s = self.handler_free_s[h].max(now_s);
+        if self.dropped.len() > dropped_before && self.may_submit(h) {
+            self.pass_due[h] = true;
+            return Some((node, done_s + self.progress_s(h)));
+        }
         if self.nqueued[h] == 0 || self.latest_post_s[h] <= start_s {
             return None;
         }
@@ -588,7 +627,10 @@ impl Runners {
         // The thread takes the list's requests when it reaches it, after its submissions from
         // the lists before (`__starpu_handle_node_data_requests` moves them to a local list).
         let visit_s = self.handler_free_s[h].max(now_s);
-        while self.npending[p] < self.limits[list] {
+        // The visit takes as many requests as the pair has room for; a duplicate takes its
+        // slot and is dropped.
+        let mut room = self.limits[list].saturating_sub(self.npending[p]);
+        while room > 0 {
             let post_s = &self.post_s;
             let Some(&key) = self.requests[p][list]
                 .iter()
@@ -596,10 +638,15 @@ impl Runners {
             else {
                 break;
             };
+            room -= 1;
             self.requests[p][list].remove(&key);
             let id = key.2;
             self.queued[id as usize] = None;
             self.nqueued[h] -= 1;
+            if self.duplicate[id as usize] {
+                self.dropped.push(id);
+                continue;
+            }
             self.npending[p] += 1;
             // The handling node's thread sleeps the queueing cost before `transfer_submit`,
             // one submission after the other.
@@ -1054,6 +1101,31 @@ mod tests {
         b.r.completed(MemNodeId(0), MemNodeId(1));
         let (_, at) = b.r.pass_to_see(MemNodeId(1), 40e-6).expect("a new pass");
         close(at, 42e-6);
+    }
+
+    /// StarPU's request for a replica already loading for another task (`data_request.c`,
+    /// `starpu_handle_data_request` joining the load): it takes one of its pair's slots of
+    /// the visit that reaches it, costs no queueing sleep, is dropped, and the driver makes
+    /// another pass at once. By hand, 10 µs of queueing, RAM→GPU1 prefetches (limit 2): T0
+    /// submitted in the pass at 2 µs, moving from 12 µs (1 pending); duplicate D, then T2,
+    /// posted at 12 µs: the pass at 14 µs takes D (the one slot left) and drops it; the next,
+    /// at 16 µs, submits T2, whose submission ends at 26 µs (at 24 µs without D).
+    #[test]
+    fn a_duplicate_request_takes_a_slot_of_its_visit_and_is_dropped() {
+        let mut b = Bench::ram_gpus(1, 10e-6);
+        let pf = tr(0, 1, TransferKind::Prefetch);
+        b.post(0, &pf, 0.0);
+        assert_eq!(b.run_until(12e-6), [(0, 12e-6)]);
+        b.pairs.insert(1, (MemNodeId(0), MemNodeId(1)));
+        let pass = b.r.enqueue_duplicate(1, &pf, b.now);
+        b.schedule(pass);
+        b.post(2, &pf, b.now);
+        b.run();
+        let mut dropped = Vec::new();
+        b.r.take_dropped(&mut dropped);
+        assert_eq!(dropped, [1]);
+        close(b.r.last_pass_s(MemNodeId(1)), 16e-6);
+        close(b.r.go_s(2), 26e-6);
     }
 
     /// A fetch that needs a prefetch still in the list moves it to the fetch list, where the
