@@ -80,6 +80,22 @@ impl Paths {
     }
 }
 
+/// The one or two hops a copy takes ([`Estimates::hops`]), kept on the stack: it is asked for
+/// on every copy and every source choice.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hops {
+    hops: [(MemNodeId, MemNodeId); 2],
+    len: u8,
+}
+
+impl std::ops::Deref for Hops {
+    type Target = [(MemNodeId, MemNodeId)];
+
+    fn deref(&self) -> &Self::Target {
+        &self.hops[..self.len as usize]
+    }
+}
+
 /// Nominal (contention-free) transfer figures per pair, for source selection and for the
 /// scheduler's estimates.
 #[derive(Debug)]
@@ -155,14 +171,18 @@ impl Estimates {
     }
 
     /// The hops a copy takes: direct if there is a route, else staged through RAM.
-    pub fn hops(&self, src: MemNodeId, dst: MemNodeId) -> Vec<(MemNodeId, MemNodeId)> {
-        if src == dst {
-            Vec::new()
-        } else if self.direct(src, dst).is_some() {
-            vec![(src, dst)]
-        } else {
-            vec![(src, self.ram), (self.ram, dst)]
+    pub fn hops(&self, src: MemNodeId, dst: MemNodeId) -> Hops {
+        let mut hops = Hops {
+            hops: [(src, dst); 2],
+            len: 0,
+        };
+        if src != dst && self.direct(src, dst).is_some() {
+            hops.len = 1;
+        } else if src != dst {
+            hops.hops = [(src, self.ram), (self.ram, dst)];
+            hops.len = 2;
         }
+        hops
     }
 
     /// Contention-free time: latency + size / bottleneck bandwidth, summed over the hops.
@@ -322,6 +342,9 @@ pub(crate) struct Runners {
     duplicate: Vec<bool>,
     /// Duplicate requests passes dropped, for the caller to forget.
     dropped: Vec<u32>,
+    /// Per handling node, the requests posted, earliest post first (date bits, sequence,
+    /// id); entries no longer queued, or posted before a pass began, are dropped lazily.
+    posts: Vec<std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, u32)>>>,
 }
 
 impl Runners {
@@ -351,6 +374,7 @@ impl Runners {
             latest_post_s: vec![f64::NEG_INFINITY; n],
             duplicate: Vec::new(),
             dropped: Vec::new(),
+            posts: vec![Default::default(); n],
         }
     }
 
@@ -417,6 +441,8 @@ impl Runners {
         let h = self.handler(p);
         self.nqueued[h] += 1;
         self.latest_post_s[h] = self.latest_post_s[h].max(post_s);
+        // Dates are ≥ 0, whose bits order as the dates do.
+        self.posts[h].push(std::cmp::Reverse((post_s.max(0.0).to_bits(), self.seq, id)));
         self.wake_node(h, post_s)
     }
 
@@ -611,12 +637,17 @@ impl Runners {
         if self.nqueued[h] == 0 || self.latest_post_s[h] <= start_s {
             return None;
         }
-        let later = (0..n * n)
-            .filter(|&p| self.handler(p) == h)
-            .flat_map(|p| self.requests[p].iter().flatten())
-            .map(|&(_, _, id)| self.post_s[id as usize])
-            .filter(|&t| t > start_s)
-            .min_by(f64::total_cmp)?;
+        // The earliest post after `start_s` among the requests still queued (passes begin
+        // later and later, so posts before `start_s` can go for good).
+        let posts = &mut self.posts[h];
+        while let Some(&std::cmp::Reverse((bits, seq, id))) = posts.peek() {
+            let queued = matches!(self.queued[id as usize], Some((_, key)) if key.1 == seq);
+            if queued && f64::from_bits(bits) > start_s {
+                break;
+            }
+            posts.pop();
+        }
+        let later = f64::from_bits(posts.peek()?.0.0);
         self.pass_due[h] = true;
         Some((node, later.max(done_s) + self.progress_s(h)))
     }
