@@ -577,16 +577,7 @@ impl DataManager {
         if !self.memory.is_valid(h, src) || self.estimates.hops(src, node).len() > 1 {
             return;
         }
-        let tr = Transfer {
-            handle: h,
-            src,
-            dst: node,
-            bytes: self.memory.size(h) as f64,
-            kind: TransferKind::Prefetch,
-            version: self.memory.version(h),
-            idle: false,
-            priority,
-        };
+        let tr = self.request(h, src, node, TransferKind::Prefetch, false, priority);
         let dup = self.store_transfer(tr);
         let tr = self.transfers[dup as usize].as_ref().expect("just stored");
         let pass = self.runners.enqueue_duplicate(dup, tr, now_s);
@@ -668,16 +659,7 @@ impl DataManager {
         now_s: f64,
         fx: &mut Vec<Effect>,
     ) {
-        let tr = Transfer {
-            handle: h,
-            src,
-            dst,
-            bytes: self.memory.size(h) as f64,
-            kind,
-            version: self.memory.version(h),
-            idle,
-            priority,
-        };
+        let tr = self.request(h, src, dst, kind, idle, priority);
         self.memory.pin(h, src);
         if !self.memory.is_loading(h, dst) {
             self.memory.pin(h, dst);
@@ -688,6 +670,28 @@ impl DataManager {
         let tr = self.transfers[id as usize].as_ref().expect("just stored");
         let pass = self.runners.enqueue(id, tr, now_s);
         self.schedule_pass(pass, fx);
+    }
+
+    /// The one-hop copy of `h`'s current version from `src` to `dst`.
+    fn request(
+        &self,
+        h: HandleId,
+        src: MemNodeId,
+        dst: MemNodeId,
+        kind: TransferKind,
+        idle: bool,
+        priority: i32,
+    ) -> Transfer {
+        Transfer {
+            handle: h,
+            src,
+            dst,
+            bytes: self.memory.size(h) as f64,
+            kind,
+            version: self.memory.version(h),
+            idle,
+            priority,
+        }
     }
 
     /// Keep `tr` under a free transfer id.

@@ -337,8 +337,8 @@ pub(crate) struct Runners {
     /// Per transfer id: when its request was posted (a pass only takes requests posted by
     /// the time it visits their list).
     post_s: Vec<f64>,
-    /// Per transfer id: a second request for a replica already being loaded from another
-    /// source ([`Runners::enqueue_duplicate`]).
+    /// Per transfer id: one more request for a replica already being loaded for another task
+    /// ([`Runners::enqueue_duplicate`]).
     duplicate: Vec<bool>,
     /// Duplicate requests passes dropped, for the caller to forget.
     dropped: Vec<u32>,
@@ -446,13 +446,13 @@ impl Runners {
         self.wake_node(h, post_s)
     }
 
-    /// Post a second request for a replica already being loaded from another source: StarPU
-    /// keeps one request per (replica, source) (`_starpu_create_request_to_fetch_data`), so a
-    /// prefetch that picks another source than the load under way posts one more request in
-    /// that source's list. When a pass reaches it, it takes one of the pair's slots of that
-    /// visit and is dropped (`starpu_handle_data_request` finds the replica loading or valid
-    /// and joins the load: no submission, no queueing sleep); the caller forgets it after the
-    /// pass ([`Runners::take_dropped`]).
+    /// Post one more request for a replica already being loaded for another task: StarPU
+    /// reuses a request only for the same task (`_starpu_search_existing_data_request`), so a
+    /// prefetch for another task posts a new one in its source's list. When a pass reaches
+    /// it, it takes one of the pair's slots of that visit and is dropped
+    /// (`starpu_handle_data_request` finds the replica loading or valid and joins the load: no
+    /// submission, no queueing sleep); the caller forgets it after the pass
+    /// ([`Runners::take_dropped`]).
     pub fn enqueue_duplicate(
         &mut self,
         id: u32,
