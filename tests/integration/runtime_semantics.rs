@@ -1257,3 +1257,43 @@ fn a_driver_runs_a_task_after_the_pass_that_sees_its_input_arrive() {
         1e-9,
     );
 }
+
+/// A prefetch of a replica already loading for another task posts one more request, which
+/// takes a slot of its pair's pass and is dropped (StarPU reuses a request only for the same
+/// task, `_starpu_search_existing_data_request`). One GPU; S, synchronous, writes W (1 ms,
+/// its allocation opens the GPU's chunk); after it K1 and K2 read the small tile X and K3 the
+/// tile T, queued to the GPU, each prefetching its inputs at its push. By hand, from S's end
+/// e: the GPU's thread pushes K1, K2, K3 (1 µs each, their requests posted at e + 1, 2, 3 µs;
+/// the rooms come out of the chunk at once); its pass (e + 5 µs) takes two prefetch requests,
+/// the limit: X's, submitted (moving at e + 15 µs), and K2's for X, dropped; it pulls K1
+/// (requesting X, 1 µs) and passes again (e + 18 µs), submitting T, which moves at e + 28 µs,
+/// 13 µs after X. Without the duplicate, one pass submits X and T, and T moves as X's last
+/// byte lands, 10.17 µs after X.
+#[test]
+fn a_prefetch_of_a_loading_replica_takes_a_slot_of_the_next_pass() {
+    let m = machine(1, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let s = b.codelet("s").unwrap();
+    b.gpu_synchronous(s);
+    let cl = b.codelet("k").unwrap();
+    let w = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let x = b.add_handle(Handle::bytes(1024)).unwrap();
+    let t = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let st = b
+        .submit(s, 1e9, 0, &[Access::new(w, AccessMode::W)])
+        .unwrap();
+    for h in [x, x, t] {
+        let k = b
+            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::R)])
+            .unwrap();
+        b.add_dependency(st, k).unwrap();
+    }
+    let g = b.build().unwrap();
+    let mut log = Timeline::default();
+    let mut sc = OnGpus::new(Vec::new(), true);
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
+    let e = Timeline::at(&log.ends, st.0);
+    let x_moves = Timeline::at(&log.moves, x.0);
+    assert_close(x_moves - e, 3.0 * PUSH + PASS + QUEUE, 1e-9);
+    assert_close(Timeline::at(&log.moves, t.0) - x_moves, 13e-6, 1e-9);
+}
