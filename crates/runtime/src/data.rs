@@ -779,13 +779,12 @@ impl DataManager {
 
     /// A pass of node `node`'s driver over the requests it handles: each one it submits joins
     /// its pair's queue when its queueing sleep is over ([`Event::TransferSubmitted`]).
-    pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) -> bool {
+    pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
         // Buffers being allocated on the node: requests the lists do not hold yet.
         let n = node.index();
         let requesting = !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s;
         let mut ids = std::mem::take(&mut self.scratch_ids);
         let next = self.runners.pass(node, requesting, now_s, &mut ids);
-        let passed = self.passed_at(node, now_s);
         self.forget_dropped();
         self.schedule_pass(next, fx);
         for &id in &ids {
@@ -799,7 +798,6 @@ impl DataManager {
         }
         ids.clear();
         self.scratch_ids = ids;
-        passed
     }
 
     /// Forget the duplicate requests the last pass dropped.

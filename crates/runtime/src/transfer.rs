@@ -516,7 +516,16 @@ impl Runners {
     /// The pass of node `h` to schedule, and when: once its thread is free and its progress
     /// call over, if it may submit something, is not blocked and has no pass due.
     fn wake_node(&mut self, h: usize, now_s: f64) -> Option<(MemNodeId, f64)> {
-        if self.pass_due[h] || self.blocked[h] || !self.may_submit(h) {
+        if self.blocked[h] || !self.may_submit(h) {
+            return None;
+        }
+        self.make_due(h, now_s)
+    }
+
+    /// Make node `h`'s next pass due, once its thread is free and its progress call over:
+    /// the pass to schedule, `None` if one is due already.
+    fn make_due(&mut self, h: usize, now_s: f64) -> Option<(MemNodeId, f64)> {
+        if self.pass_due[h] {
             return None;
         }
         self.pass_due[h] = true;
@@ -530,13 +539,11 @@ impl Runners {
     /// next pass, due even with nothing to submit. Returns that pass to schedule if none is
     /// due already. The caller checks that the driver is not blocked.
     pub fn pass_to_see(&mut self, node: MemNodeId, now_s: f64) -> Option<(MemNodeId, f64)> {
-        let h = node.index();
-        debug_assert!(!self.blocked[h], "a blocked driver makes no pass");
-        if self.pass_due[h] {
-            return None;
-        }
-        self.pass_due[h] = true;
-        Some((node, self.handler_free_s[h].max(now_s) + self.progress_s(h)))
+        debug_assert!(
+            !self.blocked[node.index()],
+            "a blocked driver makes no pass"
+        );
+        self.make_due(node.index(), now_s)
     }
 
     /// Whether a pass of node `h` may submit something: a list of a pair it handles holds a
@@ -631,8 +638,7 @@ impl Runners {
         // at once, which takes the requests the duplicate's slot kept waiting.
         let done_s = self.handler_free_s[h].max(now_s);
         if self.dropped.len() > dropped_before && self.may_submit(h) {
-            self.pass_due[h] = true;
-            return Some((node, done_s + self.progress_s(h)));
+            return self.make_due(h, now_s);
         }
         if self.nqueued[h] == 0 || self.latest_post_s[h] <= start_s {
             return None;

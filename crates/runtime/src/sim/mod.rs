@@ -656,16 +656,9 @@ impl<'a> Sim<'a> {
             Event::TransferPass { rank, node } => {
                 let r = rank as usize;
                 self.mark(r);
-                if self.ranks[r].data.passes_at(node, self.now) {
-                    self.see_completions(r, node);
-                }
-                let passed = self.ranks[r]
-                    .data
-                    .transfer_pass(node, self.now, &mut self.fx);
-                self.apply(r);
-                if passed {
-                    self.seen_in_pass(r, node);
-                }
+                self.driver_pass(r, node, |data, now_s, fx| {
+                    data.transfer_pass(node, now_s, fx)
+                });
             }
             Event::TransferSubmitted { rank, id } => {
                 let r = rank as usize;
@@ -878,16 +871,9 @@ impl<'a> Sim<'a> {
         let worker = self.ranks[r].workers.worker(w);
         if worker.kind == WorkerKind::Gpu && !passed {
             let node = worker.memory;
-            if self.ranks[r].data.passes_at(node, self.now) {
-                self.see_completions(r, node);
-            }
-            let later = self.ranks[r]
-                .data
-                .pass_before_pull(node, self.now, &mut self.fx);
-            self.apply(r);
-            if self.ranks[r].data.passed_at(node, self.now) {
-                self.seen_in_pass(r, node);
-            }
+            let later = self.driver_pass(r, node, |data, now_s, fx| {
+                data.pass_before_pull(node, now_s, fx)
+            });
             if let Some((at, passed)) = later {
                 self.cal.schedule(
                     at,
@@ -1211,11 +1197,7 @@ impl<'a> Sim<'a> {
         if self.gpu_sync(r, t, w) {
             self.ranks[r].data.set_blocked(node, false);
             // The driver is back in its loop: it sees the transfers that completed meanwhile.
-            let (seen, unseen): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ranks[r].unseen)
-                .into_iter()
-                .partition(|&(n, _)| n == node);
-            self.ranks[r].unseen = unseen;
-            for (_, id) in seen {
+            for id in self.take_unseen(r, node) {
                 self.transfer_complete(r, id);
             }
             self.ranks[r].data.start_transfers(self.now, &mut self.fx);
@@ -1338,18 +1320,52 @@ impl<'a> Sim<'a> {
     /// A task of its own GPU whose last input that brings goes on after the pass
     /// ([`Sim::seen_in_pass`]).
     fn see_completions(&mut self, r: usize, node: MemNodeId) {
-        if !self.ranks[r].unseen.iter().any(|&(n, _)| n == node) {
+        let seen = self.take_unseen(r, node);
+        if seen.is_empty() {
             return;
         }
-        let (seen, unseen): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ranks[r].unseen)
-            .into_iter()
-            .partition(|&(n, _)| n == node);
-        self.ranks[r].unseen = unseen;
         self.seeing = Some((r, node));
-        for (_, id) in seen {
+        for id in seen {
             self.transfer_complete(r, id);
         }
         self.seeing = None;
+    }
+
+    /// Take off rank `r`'s list the transfers node `node`'s driver has not seen complete yet,
+    /// in the order their bytes moved.
+    fn take_unseen(&mut self, r: usize, node: MemNodeId) -> Vec<u32> {
+        let unseen = &mut self.ranks[r].unseen;
+        if !unseen.iter().any(|&(n, _)| n == node) {
+            return Vec::new();
+        }
+        let mut seen = Vec::new();
+        unseen.retain(|&(n, id)| {
+            if n == node {
+                seen.push(id);
+            }
+            n != node
+        });
+        seen
+    }
+
+    /// A pass of node `node`'s driver (rank `r`), made by `pass`: if it makes it now, the
+    /// driver first sees the transfers it handles that completed since its last one; the
+    /// tasks of its GPU whose last input that brought go on after the pass's submissions.
+    fn driver_pass<T>(
+        &mut self,
+        r: usize,
+        node: MemNodeId,
+        pass: impl FnOnce(&mut DataManager, f64, &mut Vec<Effect>) -> T,
+    ) -> T {
+        if self.ranks[r].data.passes_at(node, self.now) {
+            self.see_completions(r, node);
+        }
+        let out = pass(&mut self.ranks[r].data, self.now, &mut self.fx);
+        self.apply(r);
+        if self.ranks[r].data.passed_at(node, self.now) {
+            self.seen_in_pass(r, node);
+        }
+        out
     }
 
     /// The handling node's driver sees transfer `id` complete.
