@@ -597,7 +597,11 @@ impl Runners {
         }
         self.last_pass_s[h] = now_s;
         self.pass_due[h] = false;
-        if self.blocked[h] || self.nqueued[h] == 0 {
+        if self.nqueued[h] == 0 {
+            self.posts[h].clear();
+            return None;
+        }
+        if self.blocked[h] {
             return None;
         }
         let n = self.nnodes;
@@ -641,6 +645,9 @@ impl Runners {
             return self.make_due(h, now_s);
         }
         if self.nqueued[h] == 0 || self.latest_post_s[h] <= start_s {
+            // Every post is before this pass: none is left to wait for (the heap would
+            // otherwise keep an entry per request of the run).
+            self.posts[h].clear();
             return None;
         }
         // The earliest post after `start_s` among the requests still queued (passes begin
