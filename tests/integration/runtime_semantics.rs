@@ -1153,63 +1153,6 @@ fn a_gpu_driver_pulls_its_next_task_after_its_pass_over_requests() {
     );
 }
 
-/// A push locks the worker it queues the task to (`starpu_worker_lock` in dmda's
-/// `push_task_on_best_worker`), which waits while that worker's driver thread sleeps in a
-/// submission; the pushing thread, here GPU 0's driver, is held up with it. Two GPUs: B on
-/// GPU 1 releases C (reads Tc from RAM); A on GPU 0 ends 5 µs after B and releases D for GPU 1
-/// and E for GPU 0 (reading Td, Te), pushed in that order. By hand, from B's end t:
-/// - GPU 1's thread pushes C (1 µs), makes its pass (2 µs), submits Tc: busy until t + 13 µs;
-/// - GPU 0's thread, at t + 5, pushes D (1 µs), then waits for GPU 1's thread: D is queued at
-///   t + 13; it pushes E (1 µs) at t + 14, then makes its pass (2 µs) and submits Te (10 µs):
-///   Te moves at t + 26 µs (t + 19 µs if D's push did not wait).
-#[test]
-fn a_push_waits_for_the_worker_whose_thread_is_submitting() {
-    let m = machine(2, 1 << 30);
-    let build = |a_flops: f64| {
-        let mut b = TaskGraphBuilder::new();
-        let cl = b.codelet("k").unwrap();
-        let h = |b: &mut TaskGraphBuilder| b.add_handle(Handle::bytes(TILE as u64)).unwrap();
-        let (y0, y1, tc, td, te) = (h(&mut b), h(&mut b), h(&mut b), h(&mut b), h(&mut b));
-        let a = b
-            .submit(cl, a_flops, 0, &[Access::new(y0, AccessMode::W)])
-            .unwrap();
-        let bb = b
-            .submit(cl, 1e9, 0, &[Access::new(y1, AccessMode::W)])
-            .unwrap();
-        let c = b
-            .submit(cl, 1e6, 0, &[Access::new(tc, AccessMode::R)])
-            .unwrap();
-        let d = b
-            .submit(cl, 1e6, 0, &[Access::new(td, AccessMode::R)])
-            .unwrap();
-        let e = b
-            .submit(cl, 1e6, 0, &[Access::new(te, AccessMode::R)])
-            .unwrap();
-        b.add_dependency(bb, c).unwrap();
-        b.add_dependency(a, d).unwrap();
-        b.add_dependency(a, e).unwrap();
-        (b.build().unwrap(), [a, bb], te)
-    };
-    let run = |a_flops: f64| {
-        let (g, ab, te) = build(a_flops);
-        let mut log = Timeline::default();
-        // A, C, E on GPU 0 (worker 0); B, D on GPU 1.
-        let mut sc = OnGpus::new(vec![0, 1, 1, 1, 0], true);
-        simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(2), &mut log).unwrap();
-        (log, ab, te)
-    };
-    // A's start does not depend on its length: end it 5 µs after B.
-    let (first, [a, bb], _) = run(1e9);
-    let b_end = Timeline::at(&first.ends, bb.0);
-    let a_flops = (b_end + 5e-6 - Timeline::at(&first.starts, a.0)) * GPU_RATE;
-    let (log, [a, bb], te) = run(a_flops);
-    let t = Timeline::at(&log.ends, bb.0);
-    assert_close(Timeline::at(&log.ends, a.0), t + 5e-6, 1e-9);
-    let te_moves = Timeline::at(&log.moves, te.0);
-    // GPU 1 is free at t + PUSH + PASS + QUEUE; then E's push, GPU 0's pass and Te's queueing.
-    assert_close(te_moves - t, 2.0 * (PUSH + PASS + QUEUE), 1e-9);
-}
-
 /// A driver sees a request complete only in a pass over its node's requests, and it runs the
 /// task that waited for it only after that pass (`_starpu_cuda_driver_run_once`: the progress
 /// call tests the pending requests and then submits what the lists allow; the task starts in
@@ -1296,4 +1239,49 @@ fn a_prefetch_of_a_loading_replica_takes_a_slot_of_the_next_pass() {
     let x_moves = Timeline::at(&log.moves, x.0);
     assert_close(x_moves - e, 3.0 * PUSH + PASS + QUEUE, 1e-9);
     assert_close(Timeline::at(&log.moves, t.0) - x_moves, 13e-6, 1e-9);
+}
+
+/// A push that prefetches a handle whose copy a driver is submitting waits for that driver to
+/// let go of the handle's header lock (`starpu_handle_data_request` holds it through the
+/// transfer's queueing sleep; the pusher's `starpu_prefetch_task_input_for` takes it for each
+/// buffer): StarPU's LU trace shows the releasing driver's pushes stall 10 µs twice so.
+/// Two GPUs; A (GPU 0) writes W; after it K1 (GPU 1) reads the RAM tile Y, K2 (GPU 0) reads
+/// W and K3 (GPU 0) reads Y, each queued and prefetched at its push, which wakes its worker.
+/// By hand, from A's end e: GPU 0's thread pushes K1 at e + 1 µs (GPU 1 woken), K2 at e + 2;
+/// GPU 1 passes at e + 3 and holds Y's lock while it submits Y's copy, to e + 13; K3's push at
+/// e + 3 finds it taken and gets it 1 µs after it is let go, at e + 14, when K3's request for Y
+/// is posted. GPU 0 passes after its last push and its progress call (e + 16) and Y's copy
+/// into GPU 0 moves at e + 26; without the lock it would move at e + 15 (checked).
+#[test]
+fn a_push_waits_for_the_lock_of_a_handle_a_driver_is_submitting() {
+    // No cudaMalloc: GPU 1's first allocation would hold its copy 175 µs.
+    let m = machine_with_runtime(2, "cuda_malloc = 0");
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let w = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let y = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let a = b
+        .submit(cl, 1e9, 0, &[Access::new(w, AccessMode::W)])
+        .unwrap();
+    for h in [y, w, y] {
+        let k = b
+            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::R)])
+            .unwrap();
+        b.add_dependency(a, k).unwrap();
+    }
+    let g = b.build().unwrap();
+    let mut log = Timeline::default();
+    let mut sc = OnGpus::new(vec![0, 1, 0, 0], true);
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(2), &mut log).unwrap();
+    let e = Timeline::at(&log.ends, a.0);
+    let y_moves: Vec<f64> = log
+        .moves
+        .iter()
+        .filter(|mv| mv.0 == y.0)
+        .map(|mv| mv.1 - e)
+        .collect();
+    assert_eq!(y_moves.len(), 2, "one copy of Y into each GPU: {y_moves:?}");
+    assert_close(y_moves[0], PUSH + PASS + QUEUE, 1e-9);
+    let lock_free = PUSH + PASS + QUEUE + 1e-6;
+    assert_close(y_moves[1], lock_free + PASS + QUEUE, 1e-9);
 }

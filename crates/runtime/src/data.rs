@@ -83,6 +83,10 @@ pub(crate) struct DataManager {
     free_transfers: Vec<u32>,
     /// The transfer loading each replica under way, by (handle, destination).
     loading_by: FxHashMap<(u32, u32), u32>,
+    /// Per handle, the submissions of copies of it not over yet: when each driver takes the
+    /// handle's lock and when it lets go (the queueing sleep of `_starpu_simgrid_transfer`
+    /// runs inside `starpu_handle_data_request`, which holds the handle's header lock).
+    submitting: FxHashMap<u32, Vec<(f64, f64)>>,
     waiters: FxHashMap<usize, Vec<Waiter>>,
     /// Per node, buffers of popped tasks waiting for room, in the order asked.
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
@@ -151,6 +155,7 @@ impl DataManager {
             transfers: Vec::new(),
             free_transfers: Vec::new(),
             loading_by: FxHashMap::default(),
+            submitting: FxHashMap::default(),
             waiters: FxHashMap::default(),
             alloc_queue: vec![VecDeque::new(); nnodes],
             alloc_free_at: vec![0.0; nnodes],
@@ -319,6 +324,27 @@ impl DataManager {
     /// When node `node`'s driver thread is done with the submissions made so far.
     pub fn thread_free_s(&self, node: MemNodeId) -> f64 {
         self.runners.handler_free_s(node)
+    }
+
+    /// When a thread that wants handle `h`'s header lock at `at_s` gets it: at once, unless a
+    /// driver holds it in the submission of a copy of `h` (a driver that took it at the same
+    /// date came first). A thread that finds it taken sleeps 1 µs, then waits for the
+    /// simulated time to advance (StarPU's SimGrid spin lock, `_starpu_pthread_spin_lock`),
+    /// which it does at most 1 µs after the holder lets go: the drivers' progress calls sleep
+    /// 1 µs at a time.
+    pub fn header_free_s(&self, h: HandleId, at_s: f64) -> f64 {
+        const RETRY_S: f64 = 1e-6;
+        let Some(held) = self.submitting.get(&h.0) else {
+            return at_s;
+        };
+        let mut got_s = at_s;
+        while let Some(&(_, free_s)) = held
+            .iter()
+            .find(|&&(taken_s, free_s)| taken_s <= got_s + 1e-12 && got_s < free_s - 1e-12)
+        {
+            got_s = free_s + RETRY_S;
+        }
+        got_s
     }
 
     /// Node `node`'s driver is about to pull a task at `now_s`. StarPU's driver makes its
@@ -788,8 +814,15 @@ impl DataManager {
         self.forget_dropped();
         self.schedule_pass(next, fx);
         for &id in &ids {
+            let go_s = self.runners.go_s(id);
+            if let Some(tr) = &self.transfers[id as usize] {
+                let taken_s = go_s - self.runners.queue_s();
+                let held = self.submitting.entry(tr.handle.0).or_default();
+                held.retain(|&(_, free_s)| free_s > now_s);
+                held.push((taken_s, go_s));
+            }
             fx.push(Effect::At(
-                self.runners.go_s(id),
+                go_s,
                 Event::TransferSubmitted {
                     rank: self.rank,
                     id,

@@ -389,6 +389,11 @@ impl Runners {
         self.go_s[id as usize]
     }
 
+    /// The queueing sleep that precedes each submission.
+    pub fn queue_s(&self) -> f64 {
+        self.queue_s
+    }
+
     fn pair(&self, src: MemNodeId, dst: MemNodeId) -> usize {
         src.index() * self.nnodes + dst.index()
     }

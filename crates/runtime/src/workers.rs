@@ -245,38 +245,40 @@ impl WorkerPool {
             .collect()
     }
 
-    /// The order in which workers pop after an event, and when, in the order StarPU's
-    /// simulated driver threads reach their pop (`starpu-reference.md` §1a eager and the
-    /// overheads table; `driver_cuda.c`, `driver_cpu.c`, `datawizard.c`):
+    /// The order in which workers pop after an event at `now_s`, and when, in the order
+    /// StarPU's simulated driver threads reach their pop (`starpu-reference.md` §1a eager and
+    /// the overheads table; `driver_cuda.c`, `driver_cpu.c`, `datawizard.c`):
     ///
-    /// - the thread that ended a task (`releasing`) pushes the successors it released one
-    ///   after the other, each push costing it `push_s` before it takes effect
-    ///   (`_starpu_push_task` sleeps first); push `j` (from 0) wakes the sleeping workers
-    ///   `pushes[j]` says (a worker holding a task is not asleep: a GPU with a kernel in
-    ///   flight comes back when its driver loop does);
+    /// - `pushes` are the pushes made in the event, each with the date it was done (a push
+    ///   costs its thread `push_s` before it takes effect, `_starpu_push_task` sleeps first,
+    ///   and waits for the lock of the worker it queues its task to); each wakes the sleeping
+    ///   workers its [`PushWake`] says (a worker holding a task is not asleep: a GPU with a
+    ///   kernel in flight comes back when its driver loop does);
     /// - a woken worker pops after one datawizard progress call, which sleeps 1 µs per memory
     ///   node its driver handles (1 µs for a CPU core, 2 µs for a GPU's driver, which also
-    ///   handles RAM): at `(j + 1)·push_s + 1 µs` or `+ 2 µs`;
-    /// - the releasing worker pops after its pushes and its own progress call, at
-    ///   `pushes·push_s + 1 µs` or `+ 2 µs`.
+    ///   handles RAM), from the date its push was done;
+    /// - the thread that ended a task (`releasing`) pops after the last push and its own
+    ///   progress call.
     ///
     /// Fills `order` with the woken workers and the releaser in order of those dates (ties: the
-    /// earlier push first, the releaser last), their dates in [`WorkerPool::lead_pop_s`], then
-    /// by id the other workers that are awake (a GPU with room in its pipeline); a sleeping
-    /// worker no push woke does not pop, unless `all_pop` (every other worker, awake or not).
-    /// Returns how many lead.
+    /// earlier push first, the releaser last), their delays after the event in
+    /// [`WorkerPool::lead_pop_s`], then by id the other workers that are awake (a GPU with room
+    /// in its pipeline); a sleeping worker no push woke does not pop, unless `all_pop` (every
+    /// other worker, awake or not). Returns how many lead.
     pub fn pop_order(
         &mut self,
         releasing: Option<WorkerId>,
-        pushes: &[PushWake],
-        push_s: f64,
+        pushes: &[(PushWake, f64)],
+        now_s: f64,
         all_pop: bool,
         order: &mut Vec<u32>,
     ) -> usize {
         order.clear();
         let n = self.workers.len() as u32;
-        let pop_at_s = |pushes_before: usize, w: u32| {
-            pushes_before as f64 * push_s
+        // Delays rounded to the picosecond: dates summed in different orders differ in their
+        // last bits, and equal dates must tie.
+        let pop_at_s = |done_s: f64, w: u32| {
+            ((done_s - now_s) * 1e12).round() / 1e12
                 + progress_s(self.workers[w as usize].kind == WorkerKind::Gpu)
         };
         let mut dated = std::mem::take(&mut self.scratch_dated);
@@ -287,32 +289,33 @@ impl WorkerPool {
         let asleep = |w: u32, woken: &[bool]| {
             Some(WorkerId(w)) != releasing && !woken[w as usize] && self.is_asleep(WorkerId(w))
         };
-        for (j, wake) in pushes.iter().enumerate() {
-            match *wake {
+        for &(wake, done_s) in pushes {
+            match wake {
                 PushWake::All => {
                     for w in 0..n {
                         if asleep(w, &woken) {
                             woken[w as usize] = true;
-                            dated.push((pop_at_s(j + 1, w), w));
+                            dated.push((pop_at_s(done_s, w), w));
                         }
                     }
                 }
                 PushWake::Worker(w) => {
                     if asleep(w, &woken) {
                         woken[w as usize] = true;
-                        dated.push((pop_at_s(j + 1, w), w));
+                        dated.push((pop_at_s(done_s, w), w));
                     }
                 }
                 PushWake::Nobody => {}
                 PushWake::FirstAsleep => {
                     if let Some(w) = (0..n).find(|&w| asleep(w, &woken)) {
                         woken[w as usize] = true;
-                        dated.push((pop_at_s(j + 1, w), w));
+                        dated.push((pop_at_s(done_s, w), w));
                     }
                 }
             }
         }
-        dated.extend(releasing.map(|w| (pop_at_s(pushes.len(), w.0), w.0)));
+        let last_s = pushes.last().map_or(now_s, |p| p.1);
+        dated.extend(releasing.map(|w| (pop_at_s(last_s, w.0), w.0)));
         // Stable: equal dates keep push order, the releaser last.
         dated.sort_by(|a, b| a.0.total_cmp(&b.0));
         order.extend(dated.iter().map(|&(_, w)| w));
@@ -390,14 +393,28 @@ mod tests {
     ///   and 4 at 1 + 1 = 2 µs, the releaser at 1 + 1 = 2 µs, last among equals, GPUs at
     ///   1 + 2 = 3 µs;
     /// - dmda (a push wakes the worker it queued the task to), pushes to CPU 4, GPU 1 and CPU 4
-    ///   again: CPU 4 at 1 + 1 µs, GPU 1 at 2 + 2 µs, the releaser at 3 + 1 µs.
+    ///   again: CPU 4 at 1 + 1 µs, GPU 1 at 2 + 2 µs, the releaser at 3 + 1 µs; the same with
+    ///   the push to GPU 1 done only at 9 µs (it waited for the GPU's lock) and the next at
+    ///   10 µs: GPU 1 at 9 + 2 µs, the releaser at 10 + 1 µs, after it.
     #[test]
     fn pop_order_follows_the_dates_drivers_reach_their_pop() {
         let mut order = Vec::new();
         let mut p = pool();
+        // Pushes made one after the other from date 0, `push_s` each.
+        let timed = |wakes: &[PushWake], push_s: f64| -> Vec<(PushWake, f64)> {
+            (1..=wakes.len())
+                .map(|j| (wakes[j - 1], j as f64 * push_s))
+                .collect()
+        };
         let eager2 = [PushWake::FirstAsleep, PushWake::FirstAsleep];
         assert_eq!(
-            p.pop_order(Some(WorkerId(3)), &eager2, 1e-6, false, &mut order),
+            p.pop_order(
+                Some(WorkerId(3)),
+                &timed(&eager2, 1e-6),
+                0.0,
+                false,
+                &mut order
+            ),
             3
         );
         assert_eq!(order, [0, 3, 1]);
@@ -406,15 +423,33 @@ mod tests {
             (3e-6, 3e-6, 4e-6)
         );
         // Under eager every other worker pops after them, asleep or not.
-        p.pop_order(Some(WorkerId(3)), &eager2, 1e-6, true, &mut order);
+        p.pop_order(
+            Some(WorkerId(3)),
+            &timed(&eager2, 1e-6),
+            0.0,
+            true,
+            &mut order,
+        );
         assert_eq!(order, [0, 3, 1, 2, 4]);
         assert_eq!(
-            p.pop_order(Some(WorkerId(3)), &eager2, 0.0, false, &mut order),
+            p.pop_order(
+                Some(WorkerId(3)),
+                &timed(&eager2, 0.0),
+                0.0,
+                false,
+                &mut order
+            ),
             3
         );
         assert_eq!(order, [3, 0, 1]);
         assert_eq!(
-            p.pop_order(Some(WorkerId(3)), &[PushWake::All], 1e-6, false, &mut order),
+            p.pop_order(
+                Some(WorkerId(3)),
+                &timed(&[PushWake::All], 1e-6),
+                0.0,
+                false,
+                &mut order
+            ),
             5
         );
         assert_eq!(order, [2, 4, 3, 0, 1]);
@@ -424,7 +459,13 @@ mod tests {
             PushWake::Worker(4),
         ];
         assert_eq!(
-            p.pop_order(Some(WorkerId(3)), &dmda, 1e-6, false, &mut order),
+            p.pop_order(
+                Some(WorkerId(3)),
+                &timed(&dmda, 1e-6),
+                0.0,
+                false,
+                &mut order
+            ),
             3
         );
         assert_eq!(order, [4, 1, 3]);
@@ -432,15 +473,33 @@ mod tests {
             (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
             (2e-6, 4e-6, 4e-6)
         );
+        // The push to GPU 1 waited for its lock until 9 µs, the next one followed at 10 µs;
+        // dates are counted from the event (here at 5 µs).
+        let locked = [
+            (PushWake::Worker(4), 6e-6),
+            (PushWake::Worker(1), 14e-6),
+            (PushWake::Worker(4), 15e-6),
+        ];
+        p.pop_order(Some(WorkerId(3)), &locked, 5e-6, false, &mut order);
+        assert_eq!(order, [4, 1, 3]);
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-15;
+        assert!(near(p.lead_pop_s(0), 2e-6));
+        assert!(near(p.lead_pop_s(1), 11e-6) && near(p.lead_pop_s(2), 11e-6));
         // A worker holding a task is not asleep: no push wakes it, and it pops now, after the
         // woken ones; nor is one already on its way to a pop.
         p.hold(WorkerId(0), TaskId(0), 0.0);
         p.set_awake(WorkerId(0));
         let one = [PushWake::FirstAsleep];
-        assert_eq!(p.pop_order(None, &one, 1e-6, false, &mut order), 1);
+        assert_eq!(
+            p.pop_order(None, &timed(&one, 1e-6), 0.0, false, &mut order),
+            1
+        );
         assert_eq!(order, [1, 0]);
         p.set_waking(WorkerId(1));
-        assert_eq!(p.pop_order(None, &one, 1e-6, false, &mut order), 1);
+        assert_eq!(
+            p.pop_order(None, &timed(&one, 1e-6), 0.0, false, &mut order),
+            1
+        );
         assert_eq!(order, [2, 0]);
     }
 

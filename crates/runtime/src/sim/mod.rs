@@ -9,7 +9,7 @@
 //! node, with its own scheduler; ranks exchange data only through message tasks.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use rand::SeedableRng;
 use rustc_hash::FxHashMap;
@@ -93,6 +93,8 @@ pub(crate) enum Event {
     RecvBufferReady(TaskId),
     /// A rank's submitting thread submits its next task.
     Submit { rank: u32 },
+    /// A worker of a rank (local id) that ended a task makes its next push.
+    Push { rank: u32, worker: u32 },
     /// A woken worker of a rank (local id) reaches its pop.
     Pop {
         rank: u32,
@@ -132,8 +134,11 @@ struct Rank<'a> {
     /// The worker whose task ended in the event being handled: it pops last
     /// ([`WorkerPool::pop_order`]).
     releasing: Option<WorkerId>,
-    /// Whom each push since workers last popped woke.
-    pushes: Vec<PushWake>,
+    /// Whom each push since workers last popped woke, and when it was done.
+    pushes: Vec<(PushWake, f64)>,
+    /// Per local worker, what the thread that ended a task still has to push, in order
+    /// (`Event::Push`).
+    to_push: Vec<VecDeque<ToPush>>,
     /// Transfers whose bytes have moved and whose handling node's driver has not seen them
     /// complete yet: (node, id), seen in that driver's next pass, or when the synchronous
     /// task it runs ends.
@@ -146,19 +151,33 @@ struct Rank<'a> {
 }
 
 impl Rank<'_> {
-    /// Record a push made at `now_s` (the first since workers last popped) or after the ones
-    /// before it, costing `push_s`, and done no earlier than `locked_s` (when the worker it
-    /// queues its task to can be locked): returns when it is done.
-    fn note_push(&mut self, wake: PushWake, now_s: f64, push_s: f64, locked_s: f64) -> f64 {
-        let start_s = if self.pushes.is_empty() {
+    /// When a push made at `now_s` starts: then, or after the pushes before it.
+    fn push_start_s(&self, now_s: f64) -> f64 {
+        if self.pushes.is_empty() {
             now_s
         } else {
             self.push_done_s
-        };
-        self.pushes.push(wake);
+        }
+    }
+
+    /// Record a push made at `now_s` (the first since workers last popped) or after the ones
+    /// before it, costing `push_s`, and done no earlier than `locked_s` (when the locks it
+    /// needs are its): returns when it is done.
+    fn note_push(&mut self, wake: PushWake, now_s: f64, push_s: f64, locked_s: f64) -> f64 {
+        let start_s = self.push_start_s(now_s);
         self.push_done_s = (start_s + push_s).max(locked_s);
+        self.pushes.push((wake, self.push_done_s));
         self.push_done_s
     }
+}
+
+/// What a thread that ended a task pushes.
+#[derive(Debug, Clone, Copy)]
+enum ToPush {
+    /// A task whose last predecessor that was.
+    Task(TaskId),
+    /// The acquire task of a "will not be used" hint on the handle that task wrote.
+    Hint(HandleId),
 }
 
 /// The ranks something changed for since their workers last popped, for
@@ -407,6 +426,7 @@ impl<'a> Sim<'a> {
             }
             let worker_base = worker_rank.len() as u32;
             worker_rank.extend(std::iter::repeat_n(r as u32, s.workers.len()));
+            let to_push = vec![VecDeque::new(); s.workers.len()];
             ranks.push(Rank {
                 index: r as u32,
                 node: s.node,
@@ -420,6 +440,7 @@ impl<'a> Sim<'a> {
                 mpi_free_at: 0.0,
                 releasing: None,
                 pushes: Vec::new(),
+                to_push,
                 unseen: Vec::new(),
                 to_see: Vec::new(),
                 push_done_s: 0.0,
@@ -694,6 +715,7 @@ impl<'a> Sim<'a> {
             }
             Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
             Event::Submit { rank } => self.submit_next(rank as usize),
+            Event::Push { rank, worker } => self.push_next(rank as usize, WorkerId(worker)),
             Event::Pop {
                 rank,
                 worker,
@@ -718,7 +740,8 @@ impl<'a> Sim<'a> {
 
     // --- Tasks and workers ------------------------------------------------------------------
 
-    fn push(&mut self, task: TaskId, released_by: Option<WorkerId>) {
+    /// Push `task` to its rank's scheduler, the pushing thread paying `cost_s` first.
+    fn push(&mut self, task: TaskId, released_by: Option<WorkerId>, cost_s: f64) {
         let r = self.rank_of(task);
         let mut decisions = std::mem::take(&mut self.decisions);
         let rank = &mut self.ranks[r];
@@ -740,21 +763,20 @@ impl<'a> Sim<'a> {
             Wakes::Eager => PushWake::FirstAsleep,
         };
         // The pushing thread sleeps the push cost before each push (`_starpu_push_task`), after
-        // the pushes before it; then a policy that queues the task to a worker locks it
-        // (`starpu_worker_lock`), which waits while that worker's driver thread sleeps in a
-        // submission. This push's requests are posted then.
-        let locked_s = match wake {
-            PushWake::Worker(w) => {
-                let worker = rank.workers.worker(WorkerId(w));
-                if worker.kind == WorkerKind::Gpu {
-                    rank.data.thread_free_s(worker.memory)
-                } else {
-                    0.0
-                }
+        // the pushes before it; then a policy that prefetches the task's data takes each
+        // handle's header lock in turn (`starpu_prefetch_task_input_for`), waiting while a
+        // driver holds it in a submission. This push's requests are posted then.
+        let mut locked_s = rank.push_start_s(self.now) + cost_s;
+        let prefetches = self.config.prefetch
+            && decisions
+                .iter()
+                .any(|d| matches!(d, Decision::Prefetch { task: t, .. } if *t == task));
+        if prefetches {
+            for a in self.graph.accesses(task) {
+                locked_s = rank.data.header_free_s(a.handle, locked_s);
             }
-            _ => 0.0,
-        };
-        let post_s = rank.note_push(wake, self.now, self.machine.runtime().push_s, locked_s);
+        }
+        let post_s = rank.note_push(wake, self.now, cost_s, locked_s);
         self.dirty.mark(r);
         // StarPU's dmda requests a task's prefetches inside its push
         // (`starpu_prefetch_task_input_for`), so the next push, even at the same instant, sees
@@ -819,13 +841,9 @@ impl<'a> Sim<'a> {
         // order among them: under eager they pop at the event, the leading ones one task each
         // first, then every worker, awake or not, fills its room.
         let dated = rank.sched.wakes() != Wakes::Eager;
-        let leading = rank.workers.pop_order(
-            releasing,
-            &rank.pushes,
-            self.machine.runtime().push_s,
-            !dated,
-            &mut order,
-        );
+        let leading = rank
+            .workers
+            .pop_order(releasing, &rank.pushes, self.now, !dated, &mut order);
         rank.pushes.clear();
         if !dated {
             for (upto, most) in [(leading, 1), (order.len(), u32::MAX)] {
@@ -1218,17 +1236,40 @@ impl<'a> Sim<'a> {
         let view = view!(self, rank);
         rank.sched.task_ended(t, w, &view);
         rank.releasing = Some(w);
+        // A GPU whose next kernel ended while its thread still pushes what the previous one
+        // released: its pushes follow those.
+        let pushing = !rank.to_push[w.index()].is_empty();
         self.release_successors(t, Some((r, w)));
         // A "will not be used" hint is StarPU's acquire of the handle, registered after the
         // tasks submitted before it: it runs once the writer's successors have been pushed.
         if let Some(hs) = self.wont_use_after.remove(&t.0) {
             for h in hs {
                 // Its acquire task is pushed by the releasing worker, after the successors.
-                let push_s = self.machine.runtime().push_s;
-                self.ranks[r].note_push(PushWake::Nobody, self.now, push_s, 0.0);
-                let hr = self.graph.handle(h).node.index();
-                self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
-                self.apply(hr);
+                if self.pushes_as_events(r) {
+                    self.ranks[r].to_push[w.index()].push_back(ToPush::Hint(h));
+                } else {
+                    let push_s = self.machine.runtime().push_s;
+                    self.ranks[r].note_push(PushWake::Nobody, self.now, push_s, 0.0);
+                    self.wont_use(h);
+                }
+            }
+        }
+        if !self.ranks[r].to_push[w.index()].is_empty() {
+            // Its thread pushes them one at a time, each after the push cost; it pops after
+            // the last one.
+            let rank = &mut self.ranks[r];
+            rank.releasing = None;
+            rank.workers.set_waking(w);
+            if !pushing {
+                let at = self.now + self.machine.runtime().push_s;
+                rank.data.busy_until(node, at);
+                self.cal.schedule(
+                    at,
+                    Event::Push {
+                        rank: r as u32,
+                        worker: w.0,
+                    },
+                );
             }
         }
         self.retry_allocations(r, node);
@@ -1246,10 +1287,64 @@ impl<'a> Sim<'a> {
             }
             self.preds_left[s.index()] -= 1;
             if self.preds_left[s.index()] == 0 && self.submitted[s.index()] {
-                let released_by = by.filter(|&(r, _)| r == self.rank_of(s)).map(|(_, w)| w);
-                self.ready(s, released_by);
+                let released_by = by.filter(|&(r, _)| r == self.rank_of(s));
+                match released_by {
+                    Some((r, w)) if self.graph.task(s).is_compute() && self.pushes_as_events(r) => {
+                        self.ranks[r].to_push[w.index()].push_back(ToPush::Task(s));
+                    }
+                    _ => self.ready(s, released_by.map(|(_, w)| w)),
+                }
             }
         }
+    }
+
+    /// Whether the workers of rank `r` push the tasks they release one event at a time, each
+    /// decided at the date its thread makes it: StarPU's thread sleeps the push cost before
+    /// each push and may wait for the header lock of a handle it prefetches, while the
+    /// drivers its earlier pushes woke make their passes. Under eager, whose woken workers
+    /// pop at the event, a task's end pushes them all at once.
+    fn pushes_as_events(&self, r: usize) -> bool {
+        self.machine.runtime().push_s > 0.0 && self.ranks[r].sched.wakes() != Wakes::Eager
+    }
+
+    /// Worker `w` of rank `r` makes the next push of the tasks its task's end released; after
+    /// the last one it pops.
+    fn push_next(&mut self, r: usize, w: WorkerId) {
+        let Some(next) = self.ranks[r].to_push[w.index()].pop_front() else {
+            return;
+        };
+        self.mark(r);
+        match next {
+            // The push cost was paid before the event.
+            ToPush::Task(t) => self.push(t, Some(w), 0.0),
+            ToPush::Hint(h) => {
+                self.ranks[r].note_push(PushWake::Nobody, self.now, 0.0, 0.0);
+                self.wont_use(h);
+            }
+        }
+        let push_s = self.machine.runtime().push_s;
+        let rank = &mut self.ranks[r];
+        if rank.to_push[w.index()].is_empty() {
+            rank.releasing = Some(w);
+        } else {
+            let at = rank.push_done_s + push_s;
+            let node = rank.workers.worker(w).memory;
+            rank.data.busy_until(node, at);
+            self.cal.schedule(
+                at,
+                Event::Push {
+                    rank: r as u32,
+                    worker: w.0,
+                },
+            );
+        }
+    }
+
+    /// The "will not be used" hint on handle `h` takes effect.
+    fn wont_use(&mut self, h: HandleId) {
+        let hr = self.graph.handle(h).node.index();
+        self.ranks[hr].data.wont_use(h, self.now, &mut self.fx);
+        self.apply(hr);
     }
 
     /// Rank `r`'s submitting thread submits its next task: pushed at once if its
@@ -1292,7 +1387,7 @@ impl<'a> Sim<'a> {
     /// scheduler, a delay starts.
     fn ready(&mut self, t: TaskId, released_by: Option<WorkerId>) {
         if self.graph.task(t).is_compute() {
-            self.push(t, released_by);
+            self.push(t, released_by, self.machine.runtime().push_s);
         } else {
             let at = self.now + self.graph.delay_s(t);
             self.cal.schedule(at, Event::DelayDone(t));
