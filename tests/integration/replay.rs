@@ -278,8 +278,6 @@ fn agrees_with_starpu_replay() {
         let bound = match (trace, sched) {
             // Eager's order at shared dates is SimGrid's among its actors.
             (t, "eager") if t.starts_with("lu") => 0.17,
-            // An ending task's pushes all dated at its end, before the passes they wake.
-            (t, "dmda") if t.starts_with("lu") => 0.08,
             (_, "dmda" | "dmdar" | "dmdas") => 0.05,
             _ => 0.10,
         };
