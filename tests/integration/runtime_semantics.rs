@@ -1285,3 +1285,46 @@ fn a_push_waits_for_the_lock_of_a_handle_a_driver_is_submitting() {
     let lock_free = PUSH + PASS + QUEUE + 1e-6;
     assert_close(y_moves[1], lock_free + PASS + QUEUE, 1e-9);
 }
+
+/// A GPU whose next kernel ends while its thread still pushes what the previous one released
+/// pushes the new successors after those, one thread, one push at a time. One GPU; A (1 ms)
+/// writes W and releases S1, S2, S3 (reading W); B (1.5 µs), queued behind A, writes V and
+/// releases S4 (reading the RAM tile Z). By hand, from A's end e: B runs from e to e + 1.5 µs;
+/// the GPU's thread pushes S1, S2, S3 at e + 1, 2, 3 µs and S4 at e + 4 µs; it passes after its
+/// progress call (e + 6 µs) and Z's copy moves after its queueing sleep, at e + 16 µs.
+#[test]
+fn a_gpu_pushes_the_successors_of_its_next_kernel_after_those_it_is_pushing() {
+    let m = machine_with_runtime(1, "cuda_malloc = 0");
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let w = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let v = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let z = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+    let a = b
+        .submit(cl, 1e9, 0, &[Access::new(w, AccessMode::W)])
+        .unwrap();
+    let bt = b
+        .submit(cl, 1.5e-6 * GPU_RATE, 0, &[Access::new(v, AccessMode::W)])
+        .unwrap();
+    for _ in 0..3 {
+        let s = b
+            .submit(cl, 1e6, 0, &[Access::new(w, AccessMode::R)])
+            .unwrap();
+        b.add_dependency(a, s).unwrap();
+    }
+    let s4 = b
+        .submit(cl, 1e6, 0, &[Access::new(z, AccessMode::R)])
+        .unwrap();
+    b.add_dependency(bt, s4).unwrap();
+    let g = b.build().unwrap();
+    let mut log = Timeline::default();
+    let mut sc = OnGpus::new(Vec::new(), true);
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
+    let e = Timeline::at(&log.ends, a.0);
+    assert_close(Timeline::at(&log.ends, bt.0) - e, 1.5e-6, 1e-9);
+    assert_close(
+        Timeline::at(&log.moves, z.0) - e,
+        4.0 * PUSH + PASS + QUEUE,
+        1e-9,
+    );
+}
