@@ -251,7 +251,7 @@ impl WorkerPool {
     ///
     /// - `pushes` are the pushes made in the event, each with the date it was done (a push
     ///   costs its thread `push_s` before it takes effect, `_starpu_push_task` sleeps first,
-    ///   and waits for the lock of the worker it queues its task to); each wakes the sleeping
+    ///   and may wait for the header lock of a handle it prefetches); each wakes the sleeping
     ///   workers its [`PushWake`] says (a worker holding a task is not asleep: a GPU with a
     ///   kernel in flight comes back when its driver loop does);
     /// - a woken worker pops after one datawizard progress call, which sleeps 1 µs per memory
@@ -394,7 +394,7 @@ mod tests {
     ///   1 + 2 = 3 µs;
     /// - dmda (a push wakes the worker it queued the task to), pushes to CPU 4, GPU 1 and CPU 4
     ///   again: CPU 4 at 1 + 1 µs, GPU 1 at 2 + 2 µs, the releaser at 3 + 1 µs; the same with
-    ///   the push to GPU 1 done only at 9 µs (it waited for the GPU's lock) and the next at
+    ///   the push to GPU 1 done only at 9 µs (it waited for a handle's lock) and the next at
     ///   10 µs: GPU 1 at 9 + 2 µs, the releaser at 10 + 1 µs, after it.
     #[test]
     fn pop_order_follows_the_dates_drivers_reach_their_pop() {
@@ -473,7 +473,7 @@ mod tests {
             (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
             (2e-6, 4e-6, 4e-6)
         );
-        // The push to GPU 1 waited for its lock until 9 µs, the next one followed at 10 µs;
+        // The push to GPU 1 waited for a handle's lock until 9 µs, the next one at 10 µs;
         // dates are counted from the event (here at 5 µs).
         let locked = [
             (PushWake::Worker(4), 6e-6),

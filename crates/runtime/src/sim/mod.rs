@@ -1261,15 +1261,7 @@ impl<'a> Sim<'a> {
             rank.releasing = None;
             rank.workers.set_waking(w);
             if !pushing {
-                let at = self.now + self.machine.runtime().push_s;
-                rank.data.busy_until(node, at);
-                self.cal.schedule(
-                    at,
-                    Event::Push {
-                        rank: r as u32,
-                        worker: w.0,
-                    },
-                );
+                self.schedule_push(r, w, self.now);
             }
         }
         self.retry_allocations(r, node);
@@ -1322,22 +1314,29 @@ impl<'a> Sim<'a> {
                 self.wont_use(h);
             }
         }
-        let push_s = self.machine.runtime().push_s;
         let rank = &mut self.ranks[r];
         if rank.to_push[w.index()].is_empty() {
             rank.releasing = Some(w);
         } else {
-            let at = rank.push_done_s + push_s;
-            let node = rank.workers.worker(w).memory;
-            rank.data.busy_until(node, at);
-            self.cal.schedule(
-                at,
-                Event::Push {
-                    rank: r as u32,
-                    worker: w.0,
-                },
-            );
+            let after_s = rank.push_done_s;
+            self.schedule_push(r, w, after_s);
         }
+    }
+
+    /// Worker `w` of rank `r`, free of its last push at `after_s`, makes its next one after
+    /// the push cost; its driver passes over its requests only after its pushes.
+    fn schedule_push(&mut self, r: usize, w: WorkerId, after_s: f64) {
+        let at = after_s + self.machine.runtime().push_s;
+        let rank = &mut self.ranks[r];
+        let node = rank.workers.worker(w).memory;
+        rank.data.busy_until(node, at);
+        self.cal.schedule(
+            at,
+            Event::Push {
+                rank: r as u32,
+                worker: w.0,
+            },
+        );
     }
 
     /// The "will not be used" hint on handle `h` takes effect.
