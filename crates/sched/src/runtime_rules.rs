@@ -218,11 +218,11 @@ fn wont_use_writes_back_at_idle_priority_after_the_writer() {
     assert!(end(a) < h3_at, "A ends while h3 is still queued");
     let h3_arrival = log.arrivals.iter().find(|e| e.1 == h3).unwrap().0;
     assert!(h3_arrival - h3_at > 7e-3, "h3 takes 8 ms");
-    // Submitted in GPU1's first pass after A's end: its thread first pushes the hint's
-    // internal task (1 µs), then makes its progress call (2 µs); it moves after its 10 µs of
-    // queueing, while h3 still waits.
+    // Submitted in GPU1's first pass after A's end: its thread first pushes the hint's two
+    // internal tasks (1 µs each), then makes its progress call (2 µs); it moves after its
+    // 10 µs of queueing, while h3 still waits.
     assert!(
-        (wb_at - (end(a) + 1e-6 + 2e-6 + 10e-6)).abs() < 1e-12,
+        (wb_at - (end(a) + 2e-6 + 2e-6 + 10e-6)).abs() < 1e-12,
         "the idle write-back waits for nothing going out: {wb_at} vs {}",
         end(a)
     );

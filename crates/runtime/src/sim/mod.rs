@@ -176,8 +176,12 @@ impl Rank<'_> {
 enum ToPush {
     /// A task whose last predecessor that was.
     Task(TaskId),
-    /// The acquire task of a "will not be used" hint on the handle that task wrote.
+    /// The first task of the acquire of a "will not be used" hint on the handle that task
+    /// wrote (`_starpu_data_acquire_cb_pre`): once it ends the hint acts.
     Hint(HandleId),
+    /// The acquire's second task (`_starpu_data_acquire_cb_release`, pushed right after the
+    /// first ends: `quick_next`).
+    HintRelease,
 }
 
 /// The ranks something changed for since their workers last popped, for
@@ -1244,13 +1248,17 @@ impl<'a> Sim<'a> {
         // tasks submitted before it: it runs once the writer's successors have been pushed.
         if let Some(hs) = self.wont_use_after.remove(&t.0) {
             for h in hs {
-                // Its acquire task is pushed by the releasing worker, after the successors.
+                // Its acquire's two tasks are pushed by the releasing worker, after the
+                // successors; the hint acts between them.
                 if self.pushes_as_events(r) {
-                    self.ranks[r].to_push[w.index()].push_back(ToPush::Hint(h));
+                    let to_push = &mut self.ranks[r].to_push[w.index()];
+                    to_push.push_back(ToPush::Hint(h));
+                    to_push.push_back(ToPush::HintRelease);
                 } else {
                     let push_s = self.machine.runtime().push_s;
                     self.ranks[r].note_push(PushWake::Nobody, self.now, push_s, 0.0);
                     self.wont_use(h);
+                    self.ranks[r].note_push(PushWake::Nobody, self.now, push_s, 0.0);
                 }
             }
         }
@@ -1312,6 +1320,9 @@ impl<'a> Sim<'a> {
             ToPush::Hint(h) => {
                 self.ranks[r].note_push(PushWake::Nobody, self.now, 0.0, 0.0);
                 self.wont_use(h);
+            }
+            ToPush::HintRelease => {
+                self.ranks[r].note_push(PushWake::Nobody, self.now, 0.0, 0.0);
             }
         }
         let rank = &mut self.ranks[r];
