@@ -815,12 +815,13 @@ impl DataManager {
         self.schedule_pass(next, fx);
         for &id in &ids {
             let go_s = self.runners.go_s(id);
-            if let Some(tr) = &self.transfers[id as usize] {
-                let taken_s = go_s - self.runners.queue_s();
-                let held = self.submitting.entry(tr.handle.0).or_default();
-                held.retain(|&(_, free_s)| free_s > now_s);
-                held.push((taken_s, go_s));
-            }
+            let tr = self.transfers[id as usize]
+                .as_ref()
+                .expect("submitted transfer");
+            let taken_s = go_s - self.runners.queue_s();
+            let held = self.submitting.entry(tr.handle.0).or_default();
+            held.retain(|&(_, free_s)| free_s > now_s);
+            held.push((taken_s, go_s));
             fx.push(Effect::At(
                 go_s,
                 Event::TransferSubmitted {

@@ -146,28 +146,22 @@ struct Rank<'a> {
     /// GPU tasks whose last input has arrived, with their driver's node: the driver sees it
     /// in its next pass over its node's requests.
     to_see: Vec<(MemNodeId, TaskId)>,
-    /// When the last of the pushes since workers last popped was done.
-    push_done_s: f64,
 }
 
 impl Rank<'_> {
-    /// When a push made at `now_s` starts: then, or after the pushes before it.
-    fn push_start_s(&self, now_s: f64) -> f64 {
-        if self.pushes.is_empty() {
-            now_s
-        } else {
-            self.push_done_s
-        }
+    /// When the pushes since workers last popped are done: `now_s` if there are none, which
+    /// is when a push made at `now_s` starts.
+    fn pushes_done_s(&self, now_s: f64) -> f64 {
+        self.pushes.last().map_or(now_s, |&(_, done_s)| done_s)
     }
 
     /// Record a push made at `now_s` (the first since workers last popped) or after the ones
     /// before it, costing `push_s`, and done no earlier than `locked_s` (when the locks it
     /// needs are its): returns when it is done.
     fn note_push(&mut self, wake: PushWake, now_s: f64, push_s: f64, locked_s: f64) -> f64 {
-        let start_s = self.push_start_s(now_s);
-        self.push_done_s = (start_s + push_s).max(locked_s);
-        self.pushes.push((wake, self.push_done_s));
-        self.push_done_s
+        let done_s = (self.pushes_done_s(now_s) + push_s).max(locked_s);
+        self.pushes.push((wake, done_s));
+        done_s
     }
 }
 
@@ -447,7 +441,6 @@ impl<'a> Sim<'a> {
                 to_push,
                 unseen: Vec::new(),
                 to_see: Vec::new(),
-                push_done_s: 0.0,
             });
         }
         let link_loads = obs
@@ -770,7 +763,7 @@ impl<'a> Sim<'a> {
         // the pushes before it; then a policy that prefetches the task's data takes each
         // handle's header lock in turn (`starpu_prefetch_task_input_for`), waiting while a
         // driver holds it in a submission. This push's requests are posted then.
-        let mut locked_s = rank.push_start_s(self.now) + cost_s;
+        let mut locked_s = rank.pushes_done_s(self.now) + cost_s;
         let prefetches = self.config.prefetch
             && decisions
                 .iter()
@@ -839,7 +832,8 @@ impl<'a> Sim<'a> {
         // requests its node handles comes after.
         if let Some(w) = releasing.filter(|_| !rank.pushes.is_empty()) {
             let node = rank.workers.worker(w).memory;
-            rank.data.busy_until(node, rank.push_done_s);
+            let done_s = rank.pushes_done_s(self.now);
+            rank.data.busy_until(node, done_s);
         }
         // Which of the workers eager's push wakes pops first at a shared date is SimGrid's
         // order among them: under eager they pop at the event, the leading ones one task each
@@ -1250,15 +1244,12 @@ impl<'a> Sim<'a> {
             for h in hs {
                 // Its acquire's two tasks are pushed by the releasing worker, after the
                 // successors; the hint acts between them.
-                if self.pushes_as_events(r) {
-                    let to_push = &mut self.ranks[r].to_push[w.index()];
-                    to_push.push_back(ToPush::Hint(h));
-                    to_push.push_back(ToPush::HintRelease);
-                } else {
-                    let push_s = self.machine.runtime().push_s;
-                    self.ranks[r].note_push(PushWake::Nobody, self.now, push_s, 0.0);
-                    self.wont_use(h);
-                    self.ranks[r].note_push(PushWake::Nobody, self.now, push_s, 0.0);
+                for item in [ToPush::Hint(h), ToPush::HintRelease] {
+                    if self.pushes_as_events(r) {
+                        self.ranks[r].to_push[w.index()].push_back(item);
+                    } else {
+                        self.push_item(r, w, item, self.machine.runtime().push_s);
+                    }
                 }
             }
         }
@@ -1314,23 +1305,28 @@ impl<'a> Sim<'a> {
             return;
         };
         self.mark(r);
-        match next {
-            // The push cost was paid before the event.
-            ToPush::Task(t) => self.push(t, Some(w), 0.0),
-            ToPush::Hint(h) => {
-                self.ranks[r].note_push(PushWake::Nobody, self.now, 0.0, 0.0);
-                self.wont_use(h);
-            }
-            ToPush::HintRelease => {
-                self.ranks[r].note_push(PushWake::Nobody, self.now, 0.0, 0.0);
-            }
-        }
+        // The push cost was paid before the event.
+        self.push_item(r, w, next, 0.0);
         let rank = &mut self.ranks[r];
         if rank.to_push[w.index()].is_empty() {
             rank.releasing = Some(w);
         } else {
-            let after_s = rank.push_done_s;
+            let after_s = rank.pushes_done_s(self.now);
             self.schedule_push(r, w, after_s);
+        }
+    }
+
+    /// Worker `w` of rank `r` pushes `item`, paying `cost_s` first.
+    fn push_item(&mut self, r: usize, w: WorkerId, item: ToPush, cost_s: f64) {
+        match item {
+            ToPush::Task(t) => self.push(t, Some(w), cost_s),
+            ToPush::Hint(h) => {
+                self.ranks[r].note_push(PushWake::Nobody, self.now, cost_s, 0.0);
+                self.wont_use(h);
+            }
+            ToPush::HintRelease => {
+                self.ranks[r].note_push(PushWake::Nobody, self.now, cost_s, 0.0);
+            }
         }
     }
 
@@ -1372,10 +1368,11 @@ impl<'a> Sim<'a> {
         if self.preds_left[t.index()] == 0 {
             cost += rt.push_s;
             self.ready(t, None);
-            // The submitting thread pushed it: it waited with the push for the worker the task
-            // was queued to.
+            // The submitting thread pushed it: it waited with the push for the header locks
+            // of the handles it prefetched.
             if self.graph.task(t).is_compute() {
-                cost += (self.ranks[r].push_done_s - (self.now + rt.push_s)).max(0.0);
+                let done_s = self.ranks[r].pushes_done_s(self.now);
+                cost += (done_s - (self.now + rt.push_s)).max(0.0);
             }
         }
         // A hint whose writer has not ended is an acquire task submitted internally
