@@ -424,7 +424,7 @@ impl RefCase {
     }
 
     /// Finish date of every flow: an event loop re-solving everything at every event.
-    fn finish_dates(&self) -> Vec<f64> {
+    fn finish_dates(&self) -> Vec<(f64, f64)> {
         let n = self.flows.len();
         let act: Vec<f64> = self
             .flows
@@ -433,7 +433,8 @@ impl RefCase {
             .collect();
         let mut remaining: Vec<f64> = self.flows.iter().map(|f| f.bytes).collect();
         let mut state = vec![0u8; n]; // 0 waiting, 1 active, 2 done
-        let mut finish = vec![f64::NAN; n];
+        // (date, rate at which the flow sent its last bytes; infinite for one that sent none)
+        let mut finish = vec![(f64::NAN, f64::INFINITY); n];
         let mut now = 0.0f64;
         loop {
             // Flows with nothing to send, or nothing to limit them, end on activation.
@@ -443,7 +444,7 @@ impl RefCase {
                     let unlimited = f.loads.is_empty() && f.bound.is_infinite();
                     if f.bytes <= 0.0 || unlimited {
                         state[i] = 2;
-                        finish[i] = act[i];
+                        finish[i] = (act[i], f64::INFINITY);
                     } else {
                         state[i] = 1;
                     }
@@ -468,7 +469,7 @@ impl RefCase {
                 let end = now + remaining[i] / r;
                 if end <= t * (1.0 + 1e-13) {
                     state[i] = 2;
-                    finish[i] = t;
+                    finish[i] = (t, r);
                 } else {
                     remaining[i] -= r * (t - now);
                 }
@@ -636,10 +637,18 @@ fn finish_dates_match(case: &RefCase) -> Result<(), proptest::test_runner::TestC
         .collect();
     let got = run_flow_set(&mut n, specs);
     let want = case.finish_dates();
-    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+    for (i, (&g, &(w, rate))) in got.iter().zip(&want).enumerate() {
+        // Dates agree to 1e-9, or to what the bytes behind them allow: the rates agree to 1e-8
+        // (see the test above: SimGrid mode's 1/latency weights make the incremental sums lose
+        // bits), and a flow's date is off by the bytes misplaced over its life at its last
+        // rate. Proptest found a flow at 8e10 B/s for 13 us, then at 5e3 B/s: 1.5e-11 off in
+        // rate, 8e-9 relative in date, 6e-12 of its bytes; and one whose rates were 1.3e-10
+        // off for most of its life, 1.2e-9 off in date and in bytes.
+        let bytes_off = (g - w).abs() * rate;
+        let ok = rel_err(w, g) <= 1e-9 || bytes_off <= 1e-8 * case.flows[i].bytes;
         proptest::prop_assert!(
-            rel_err(w, g) <= 1e-9,
-            "flow {i}: finished at {g}, reference {w}"
+            ok,
+            "flow {i}: finished at {g}, reference {w} (last rate {rate} B/s)"
         );
     }
     proptest::prop_assert_eq!(n.live_flows(), 0);
