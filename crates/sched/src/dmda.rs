@@ -10,7 +10,9 @@
 //! worker order on ties). The transfer penalty is StarPU's estimate
 //! (latency + 2·nGPUs·size/bandwidth) or, as an option, the contention-free nominal time.
 //! The task is queued on that worker — at the back, or after the tasks of higher or equal
-//! priority for the sorted variants — and its inputs are prefetched there.
+//! priority for the sorted variants — and its inputs are prefetched there. Pushes of other
+//! threads at the same date are not seen: StarPU's threads pushing together all read the
+//! queues before any books (`Instant`).
 //!
 //! Pop: the head of the queue, or for `dmdar`/`dmdas`/`dmdasd` the task, among those whose
 //! priority is at least the head's, with the fewest bytes not yet valid on the worker, then the
@@ -390,6 +392,72 @@ pub struct Dmda {
     /// The tasks of a level becoming the head's.
     scratch_level: Vec<TaskId>,
     queued: usize,
+    /// The pushes of the current date, which other threads' pushes at that date do not see.
+    instant: Instant,
+}
+
+/// The pushes made at one date. StarPU's threads that push at one date run in SimGrid's turns
+/// among its actors: each reads every worker's queue while it computes its predictions (each
+/// model lookup takes the model's lock, a blocking simcall) and books its choice only once it
+/// holds the chosen worker's lock (`push_task_on_best_worker`). So the j-th pushes of different
+/// threads at one date all decide before any of them books: a decision does not see the
+/// bookings of other threads' pushes at its date but those they made earlier (StarPU's trace of
+/// nine CPU workers ending at one date shows nine decisions on the same queues, all choosing
+/// the same worker).
+#[derive(Debug, Default)]
+struct Instant {
+    at_us: f64,
+    /// Pushes so far at this date per pushing thread (`None`: the submitting thread).
+    counts: Vec<(Option<WorkerId>, u32)>,
+    /// Bookings at this date: (thread, index of the push among its thread's, worker, µs booked
+    /// with the transfer, priority).
+    booked: Vec<(Option<WorkerId>, u32, WorkerId, f64, i32)>,
+    /// Per worker, what the push being decided does not see: (µs, tasks).
+    hidden: Vec<(f64, u32)>,
+}
+
+impl Instant {
+    /// Start the push of `thread` at `now_us`: its index among its thread's pushes at that date.
+    fn enter(&mut self, now_us: f64, thread: Option<WorkerId>) -> u32 {
+        if self.at_us != now_us {
+            self.at_us = now_us;
+            self.counts.clear();
+            self.booked.clear();
+        }
+        match self.counts.iter_mut().find(|c| c.0 == thread) {
+            Some(c) => {
+                c.1 += 1;
+                c.1 - 1
+            }
+            None => {
+                self.counts.push((thread, 1));
+                0
+            }
+        }
+    }
+
+    /// Fill `hidden` for the push `index` of `thread`, of priority `prio` (`by_prio`: only
+    /// bookings of that priority or higher count, as a sorted decision's queue length does).
+    fn hide(
+        &mut self,
+        nworkers: usize,
+        thread: Option<WorkerId>,
+        index: u32,
+        prio: i32,
+        by_prio: bool,
+    ) {
+        self.hidden.clear();
+        self.hidden.resize(nworkers, (0.0, 0));
+        for &(t, i, w, us, p) in &self.booked {
+            if t != thread && i >= index {
+                let h = &mut self.hidden[w.index()];
+                if !by_prio || p >= prio {
+                    h.0 += us;
+                }
+                h.1 += 1;
+            }
+        }
+    }
 }
 
 fn add(a: Readiness, b: Readiness) -> Readiness {
@@ -398,6 +466,19 @@ fn add(a: Readiness, b: Readiness) -> Readiness {
 
 fn sub(a: Readiness, b: Readiness) -> Readiness {
     (a.0 - b.0, a.1 - b.1, a.2 - b.2)
+}
+
+/// A queue length (µs) less what a decision does not see, rounding residues taken to 0.
+fn seen_us(len_us: f64, hidden_us: f64, tolerance_us: f64) -> f64 {
+    if hidden_us == 0.0 {
+        return len_us;
+    }
+    let seen = len_us - hidden_us;
+    if seen.abs() <= tolerance_us {
+        0.0
+    } else {
+        seen
+    }
 }
 
 /// Tolerance for the bookkeeping returning to zero: sums of µs over a run.
@@ -417,6 +498,7 @@ impl Dmda {
             scratch_cands: Vec::new(),
             scratch_level: Vec::new(),
             queued: 0,
+            instant: Instant::default(),
         }
     }
 
@@ -464,21 +546,26 @@ impl Dmda {
                 uncalibrated = true;
             }
             let q = &self.queues[w.id.index()];
+            let hidden_us = self.instant.hidden[w.id.index()].0;
             // "Sometimes workers didn't take the tasks as early as we expected": only the
             // chosen worker's exp_start is moved, at push.
             let exp_start = q.exp_start_us.max(now_us);
-            let prev_len = if self.variant == Variant::Dmdasd {
-                q.tasks
-                    .values()
-                    .filter(|&&(_, p)| p >= prio)
-                    .map(|&(t, _)| {
-                        let b = self.booked(t);
-                        b.len_us + b.transfer_us
-                    })
-                    .sum()
-            } else {
-                q.exp_len_us
-            };
+            let prev_len = seen_us(
+                if self.variant == Variant::Dmdasd {
+                    q.tasks
+                        .values()
+                        .filter(|&&(_, p)| p >= prio)
+                        .map(|&(t, _)| {
+                            let b = self.booked(t);
+                            b.len_us + b.transfer_us
+                        })
+                        .sum()
+                } else {
+                    q.exp_len_us
+                },
+                hidden_us,
+                q.tolerance_us(),
+            );
             let len = len_s * 1e6;
             let penalty = self.penalty_us(task, w.id, view);
             let start = if self.variant.data_aware() {
@@ -497,7 +584,8 @@ impl Dmda {
                 .min_by(|a, b| {
                     let load = |w: WorkerId| {
                         let q = &self.queues[w.index()];
-                        f64::from(q.ntasks + q.pipeline_ntasks) / view.relative_speedup(w)
+                        let hidden = 2 * self.instant.hidden[w.index()].1;
+                        f64::from(q.ntasks + q.pipeline_ntasks - hidden) / view.relative_speedup(w)
                     };
                     load(a.0).total_cmp(&load(b.0))
                 })
@@ -510,7 +598,8 @@ impl Dmda {
         let max_end = self
             .queues
             .iter()
-            .map(Queue::exp_end_us)
+            .zip(&self.instant.hidden)
+            .map(|(q, h)| q.exp_start_us + seen_us(q.exp_len_us, h.0, q.tolerance_us()))
             .fold(f64::NEG_INFINITY, f64::max);
         let mut best: Option<(f64, usize)> = None;
         for (i, &(_, end, _, penalty)) in cands.iter().enumerate() {
@@ -639,11 +728,16 @@ impl Scheduler for Dmda {
     fn push(&mut self, task: TaskId, view: &View<'_>, decisions: &mut Vec<Decision>) {
         self.ensure(view);
         let prio = self.priority(task, view);
+        let now_us = view.now_s() * 1e6;
+        let thread = view.released_by();
+        let index = self.instant.enter(now_us, thread);
+        let by_prio = self.variant == Variant::Dmdasd;
+        self.instant
+            .hide(self.queues.len(), thread, index, prio, by_prio);
         let (w, len, penalty) = self.choose(task, prio, view);
         // `push_task_on_best_worker` wakes the worker it queued the task to.
         decisions.push(Decision::Wake { worker: w });
         let ready_first = self.pops_ready_first();
-        let now_us = view.now_s() * 1e6;
         let q = &mut self.queues[w.index()];
         q.exp_start_us = q.exp_start_us.max(now_us);
         // StarPU counts the task in `pipeline_ntasks` from its push to its end (the greedy
@@ -657,6 +751,10 @@ impl Scheduler for Dmda {
         };
         q.exp_len_us += transfer + len;
         q.largest_us = q.largest_us.max(transfer + len);
+        self.instant
+            .booked
+            .push((thread, index, w, transfer + len, prio));
+        let q = &mut self.queues[w.index()];
         q.ntasks += 1;
         // Sorted queues keep priority order, FIFO within a priority; the others FIFO only.
         let level = if self.variant.sorted() { prio } else { 0 };
@@ -938,6 +1036,30 @@ mod tests {
         s.push(TaskId(1), &f.view(0.0), &mut d);
         assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(0)));
         assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), Some(TaskId(1)));
+    }
+
+    /// Pushes at one date by different threads decide on the queues as they were before any
+    /// of them booked. Two GPUs, four identical tasks: at 0 µs the first pushes of threads A
+    /// and B each see both queues empty and take GPU0 (tie, first worker); A's second push
+    /// sees both bookings and takes GPU1 (2 tasks against 0). At 1 µs B's push sees all three:
+    /// GPU1 (1 against 2). Pushed by one thread, t1 would have gone to GPU1.
+    #[test]
+    fn pushes_of_other_threads_at_the_same_date_do_not_see_each_other() {
+        let m = machine(2);
+        let g = graph(&[(1_000_000, 1e9, 0); 4]);
+        let f = Fixture::new(&m, &g, &RATES, &config(0, 2));
+        let mut s = Dmda::new(Variant::Dmda, Params::default());
+        let by = |w: u32, us: f64| Fixture::released_by_worker(f.view(us / 1e6), Some(WorkerId(w)));
+        let mut d = Vec::new();
+        s.push(TaskId(0), &by(0, 0.0), &mut d);
+        s.push(TaskId(1), &by(1, 0.0), &mut d);
+        s.push(TaskId(2), &by(0, 0.0), &mut d);
+        s.push(TaskId(3), &by(1, 1.0), &mut d);
+        let pops = |s: &mut Dmda, w: u32| {
+            std::iter::from_fn(|| s.pop(WorkerId(w), &f.view(2e-6))).collect::<Vec<_>>()
+        };
+        assert_eq!(pops(&mut s, 0), [TaskId(0), TaskId(1)]);
+        assert_eq!(pops(&mut s, 1), [TaskId(2), TaskId(3)]);
     }
 
     /// The bookkeeping moves from queue to pipeline and drains, and `exp_start` follows
