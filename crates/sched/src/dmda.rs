@@ -406,7 +406,9 @@ pub struct Dmda {
 /// the same worker).
 #[derive(Debug, Default)]
 struct Instant {
-    at_us: f64,
+    /// The date, in picoseconds: dates summed in different orders differ in their last bits,
+    /// and the event calendar ties dates equal to the picosecond.
+    at_ps: i64,
     /// Pushes so far at this date per pushing thread (`None`: the submitting thread).
     counts: Vec<(Option<WorkerId>, u32)>,
     /// Bookings at this date: (thread, index of the push among its thread's, worker, µs booked
@@ -419,8 +421,9 @@ struct Instant {
 impl Instant {
     /// Start the push of `thread` at `now_us`: its index among its thread's pushes at that date.
     fn enter(&mut self, now_us: f64, thread: Option<WorkerId>) -> u32 {
-        if self.at_us != now_us {
-            self.at_us = now_us;
+        let at_ps = (now_us * 1e6).round() as i64;
+        if self.at_ps != at_ps {
+            self.at_ps = at_ps;
             self.counts.clear();
             self.booked.clear();
         }
