@@ -411,11 +411,25 @@ struct Instant {
     at_ps: i64,
     /// Pushes so far at this date per pushing thread (`None`: the submitting thread).
     counts: Vec<(Option<WorkerId>, u32)>,
-    /// Bookings at this date: (thread, index of the push among its thread's, worker, µs booked
-    /// with the transfer, priority).
-    booked: Vec<(Option<WorkerId>, u32, WorkerId, f64, i32)>,
+    /// Bookings at this date.
+    booked: Vec<Booking>,
     /// Per worker, what the push being decided does not see: (µs, tasks).
     hidden: Vec<(f64, u32)>,
+    /// The tasks the push being decided does not see.
+    hidden_tasks: Vec<TaskId>,
+}
+
+/// A push's booking, as the pushes of the same date see it or not.
+#[derive(Debug, Clone, Copy)]
+struct Booking {
+    /// The pushing thread (`None`: the submitting thread).
+    thread: Option<WorkerId>,
+    /// The push's index among its thread's pushes at this date.
+    index: u32,
+    task: TaskId,
+    worker: WorkerId,
+    /// Length booked with the transfer, µs.
+    us: f64,
 }
 
 impl Instant {
@@ -439,25 +453,17 @@ impl Instant {
         }
     }
 
-    /// Fill `hidden` for the push `index` of `thread`, of priority `prio` (`by_prio`: only
-    /// bookings of that priority or higher count, as a sorted decision's queue length does).
-    fn hide(
-        &mut self,
-        nworkers: usize,
-        thread: Option<WorkerId>,
-        index: u32,
-        prio: i32,
-        by_prio: bool,
-    ) {
+    /// Fill `hidden` and `hidden_tasks` for the push `index` of `thread`.
+    fn hide(&mut self, nworkers: usize, thread: Option<WorkerId>, index: u32) {
         self.hidden.clear();
         self.hidden.resize(nworkers, (0.0, 0));
-        for &(t, i, w, us, p) in &self.booked {
-            if t != thread && i >= index {
-                let h = &mut self.hidden[w.index()];
-                if !by_prio || p >= prio {
-                    h.0 += us;
-                }
+        self.hidden_tasks.clear();
+        for b in &self.booked {
+            if b.thread != thread && b.index >= index {
+                let h = &mut self.hidden[b.worker.index()];
+                h.0 += b.us;
                 h.1 += 1;
+                self.hidden_tasks.push(b.task);
             }
         }
     }
@@ -549,26 +555,26 @@ impl Dmda {
                 uncalibrated = true;
             }
             let q = &self.queues[w.id.index()];
-            let hidden_us = self.instant.hidden[w.id.index()].0;
             // "Sometimes workers didn't take the tasks as early as we expected": only the
             // chosen worker's exp_start is moved, at push.
             let exp_start = q.exp_start_us.max(now_us);
-            let prev_len = seen_us(
-                if self.variant == Variant::Dmdasd {
-                    q.tasks
-                        .values()
-                        .filter(|&&(_, p)| p >= prio)
-                        .map(|&(t, _)| {
-                            let b = self.booked(t);
-                            b.len_us + b.transfer_us
-                        })
-                        .sum()
-                } else {
-                    q.exp_len_us
-                },
-                hidden_us,
-                q.tolerance_us(),
-            );
+            let prev_len = if self.variant == Variant::Dmdasd {
+                let hidden = &self.instant.hidden_tasks;
+                q.tasks
+                    .values()
+                    .filter(|&&(t, p)| p >= prio && !hidden.contains(&t))
+                    .map(|&(t, _)| {
+                        let b = self.booked(t);
+                        b.len_us + b.transfer_us
+                    })
+                    .sum()
+            } else {
+                seen_us(
+                    q.exp_len_us,
+                    self.instant.hidden[w.id.index()].0,
+                    q.tolerance_us(),
+                )
+            };
             let len = len_s * 1e6;
             let penalty = self.penalty_us(task, w.id, view);
             let start = if self.variant.data_aware() {
@@ -734,9 +740,7 @@ impl Scheduler for Dmda {
         let now_us = view.now_s() * 1e6;
         let thread = view.released_by();
         let index = self.instant.enter(now_us, thread);
-        let by_prio = self.variant == Variant::Dmdasd;
-        self.instant
-            .hide(self.queues.len(), thread, index, prio, by_prio);
+        self.instant.hide(self.queues.len(), thread, index);
         let (w, len, penalty) = self.choose(task, prio, view);
         // `push_task_on_best_worker` wakes the worker it queued the task to.
         decisions.push(Decision::Wake { worker: w });
@@ -754,9 +758,13 @@ impl Scheduler for Dmda {
         };
         q.exp_len_us += transfer + len;
         q.largest_us = q.largest_us.max(transfer + len);
-        self.instant
-            .booked
-            .push((thread, index, w, transfer + len, prio));
+        self.instant.booked.push(Booking {
+            thread,
+            index,
+            task,
+            worker: w,
+            us: transfer + len,
+        });
         let q = &mut self.queues[w.index()];
         q.ntasks += 1;
         // Sorted queues keep priority order, FIFO within a priority; the others FIFO only.
@@ -1051,18 +1059,21 @@ mod tests {
         let m = machine(2);
         let g = graph(&[(1_000_000, 1e9, 0); 4]);
         let f = Fixture::new(&m, &g, &RATES, &config(0, 2));
-        let mut s = Dmda::new(Variant::Dmda, Params::default());
         let by = |w: u32, us: f64| Fixture::released_by_worker(f.view(us / 1e6), Some(WorkerId(w)));
-        let mut d = Vec::new();
-        s.push(TaskId(0), &by(0, 0.0), &mut d);
-        s.push(TaskId(1), &by(1, 0.0), &mut d);
-        s.push(TaskId(2), &by(0, 0.0), &mut d);
-        s.push(TaskId(3), &by(1, 1.0), &mut d);
-        let pops = |s: &mut Dmda, w: u32| {
-            std::iter::from_fn(|| s.pop(WorkerId(w), &f.view(2e-6))).collect::<Vec<_>>()
-        };
-        assert_eq!(pops(&mut s, 0), [TaskId(0), TaskId(1)]);
-        assert_eq!(pops(&mut s, 1), [TaskId(2), TaskId(3)]);
+        // dmdasd sums its queue's tasks of the priority or higher instead of its length.
+        for variant in [Variant::Dmda, Variant::Dmdasd] {
+            let mut s = Dmda::new(variant, Params::default());
+            let mut d = Vec::new();
+            s.push(TaskId(0), &by(0, 0.0), &mut d);
+            s.push(TaskId(1), &by(1, 0.0), &mut d);
+            s.push(TaskId(2), &by(0, 0.0), &mut d);
+            s.push(TaskId(3), &by(1, 1.0), &mut d);
+            let mut pops = |w: u32| {
+                std::iter::from_fn(|| s.pop(WorkerId(w), &f.view(2e-6))).collect::<Vec<_>>()
+            };
+            assert_eq!(pops(0), [TaskId(0), TaskId(1)], "{variant:?}");
+            assert_eq!(pops(1), [TaskId(2), TaskId(3)], "{variant:?}");
+        }
     }
 
     /// The bookkeeping moves from queue to pipeline and drains, and `exp_start` follows
