@@ -42,6 +42,18 @@ fn checked_time(at_s: f64) -> TimeKey {
 /// Picoseconds per second: the calendar orders events by their date rounded to this grid.
 const TICKS_PER_S: f64 = 1e12;
 
+/// `at_s` in whole picoseconds (an integral `f64`, exact at any date): the grid on which the
+/// [`Calendar`] ties dates. The same durations summed in different orders differ in their last
+/// bits; code that asks whether two dates are one instant compares their ticks.
+pub fn tick(at_s: f64) -> f64 {
+    (at_s * TICKS_PER_S).round()
+}
+
+/// `s` rounded to the picosecond grid of [`tick`].
+pub fn to_tick_s(s: f64) -> f64 {
+    tick(s) / TICKS_PER_S
+}
+
 struct Entry<E> {
     at: TimeKey,
     /// `at` in whole picoseconds (an integral `f64`, exact at any date).
@@ -104,7 +116,7 @@ impl<E> Calendar<E> {
             "event scheduled at {at_s} s, before the current time {} s",
             self.last_popped_s
         );
-        let tick = checked_time((at_s * TICKS_PER_S).round());
+        let tick = checked_time(tick(at_s));
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Entry {

@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 
+use hetsim_core::engine::to_tick_s;
 use hetsim_taskgraph::TaskId;
 
 use super::observe::WorkerStatus;
@@ -278,8 +279,7 @@ impl WorkerPool {
         // Delays rounded to the picosecond: dates summed in different orders differ in their
         // last bits, and equal dates must tie.
         let pop_at_s = |done_s: f64, w: u32| {
-            ((done_s - now_s) * 1e12).round() / 1e12
-                + progress_s(self.workers[w as usize].kind == WorkerKind::Gpu)
+            to_tick_s(done_s - now_s) + progress_s(self.workers[w as usize].kind == WorkerKind::Gpu)
         };
         let mut dated = std::mem::take(&mut self.scratch_dated);
         dated.clear();
@@ -400,74 +400,38 @@ mod tests {
     fn pop_order_follows_the_dates_drivers_reach_their_pop() {
         let mut order = Vec::new();
         let mut p = pool();
-        // Pushes made one after the other from date 0, `push_s` each.
-        let timed = |wakes: &[PushWake], push_s: f64| -> Vec<(PushWake, f64)> {
-            (1..=wakes.len())
+        // Pushes made one after the other from date 0 by worker 3's thread, `push_s` each;
+        // returns how many lead.
+        let from_3 = |p: &mut WorkerPool,
+                      wakes: &[PushWake],
+                      push_s: f64,
+                      all_pop: bool,
+                      order: &mut Vec<u32>| {
+            let timed: Vec<(PushWake, f64)> = (1..=wakes.len())
                 .map(|j| (wakes[j - 1], j as f64 * push_s))
-                .collect()
+                .collect();
+            p.pop_order(Some(WorkerId(3)), &timed, 0.0, all_pop, order)
         };
         let eager2 = [PushWake::FirstAsleep, PushWake::FirstAsleep];
-        assert_eq!(
-            p.pop_order(
-                Some(WorkerId(3)),
-                &timed(&eager2, 1e-6),
-                0.0,
-                false,
-                &mut order
-            ),
-            3
-        );
+        assert_eq!(from_3(&mut p, &eager2, 1e-6, false, &mut order), 3);
         assert_eq!(order, [0, 3, 1]);
         assert_eq!(
             (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
             (3e-6, 3e-6, 4e-6)
         );
         // Under eager every other worker pops after them, asleep or not.
-        p.pop_order(
-            Some(WorkerId(3)),
-            &timed(&eager2, 1e-6),
-            0.0,
-            true,
-            &mut order,
-        );
+        from_3(&mut p, &eager2, 1e-6, true, &mut order);
         assert_eq!(order, [0, 3, 1, 2, 4]);
-        assert_eq!(
-            p.pop_order(
-                Some(WorkerId(3)),
-                &timed(&eager2, 0.0),
-                0.0,
-                false,
-                &mut order
-            ),
-            3
-        );
+        assert_eq!(from_3(&mut p, &eager2, 0.0, false, &mut order), 3);
         assert_eq!(order, [3, 0, 1]);
-        assert_eq!(
-            p.pop_order(
-                Some(WorkerId(3)),
-                &timed(&[PushWake::All], 1e-6),
-                0.0,
-                false,
-                &mut order
-            ),
-            5
-        );
+        assert_eq!(from_3(&mut p, &[PushWake::All], 1e-6, false, &mut order), 5);
         assert_eq!(order, [2, 4, 3, 0, 1]);
         let dmda = [
             PushWake::Worker(4),
             PushWake::Worker(1),
             PushWake::Worker(4),
         ];
-        assert_eq!(
-            p.pop_order(
-                Some(WorkerId(3)),
-                &timed(&dmda, 1e-6),
-                0.0,
-                false,
-                &mut order
-            ),
-            3
-        );
+        assert_eq!(from_3(&mut p, &dmda, 1e-6, false, &mut order), 3);
         assert_eq!(order, [4, 1, 3]);
         assert_eq!(
             (p.lead_pop_s(0), p.lead_pop_s(1), p.lead_pop_s(2)),
@@ -489,17 +453,11 @@ mod tests {
         // woken ones; nor is one already on its way to a pop.
         p.hold(WorkerId(0), TaskId(0), 0.0);
         p.set_awake(WorkerId(0));
-        let one = [PushWake::FirstAsleep];
-        assert_eq!(
-            p.pop_order(None, &timed(&one, 1e-6), 0.0, false, &mut order),
-            1
-        );
+        let one = [(PushWake::FirstAsleep, 1e-6)];
+        assert_eq!(p.pop_order(None, &one, 0.0, false, &mut order), 1);
         assert_eq!(order, [1, 0]);
         p.set_waking(WorkerId(1));
-        assert_eq!(
-            p.pop_order(None, &timed(&one, 1e-6), 0.0, false, &mut order),
-            1
-        );
+        assert_eq!(p.pop_order(None, &one, 0.0, false, &mut order), 1);
         assert_eq!(order, [2, 0]);
     }
 
