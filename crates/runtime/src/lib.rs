@@ -49,6 +49,7 @@ pub mod bounds;
 mod data;
 mod kernels;
 pub mod layout;
+mod lru;
 mod memory;
 pub mod observe;
 pub mod report;

@@ -6,12 +6,12 @@
 //! valid data) or dirty (it is the only valid copy, so evicting it needs a write-back) — and
 //! eviction takes the least recently used clean replica first, as StarPU's `memalloc.c` does.
 
-use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use hetsim_platform::machine::{MemKind, MemNodeId};
 use hetsim_taskgraph::{HandleId, Home, TaskGraph};
 
+use super::lru::Lru;
 use super::suballoc::{ChunkId, Suballocator};
 use super::transfer::Estimates;
 
@@ -23,8 +23,6 @@ struct Replica {
     pins: u32,
     /// Version of the data this replica holds (meaningful when valid).
     version: u32,
-    /// Position in its node's LRU order while unpinned: (dirty, tick).
-    lru: Option<(bool, u64)>,
     /// Marked "will not be used" (StarPU's `mc->wontuse`): filed with the clean replicas even
     /// while it is the only valid copy, until a task uses or writes it again.
     wont_use: bool,
@@ -58,8 +56,8 @@ pub(crate) struct Memory {
     sizes: Vec<u64>,
     versions: Vec<u32>,
     replicas: Vec<Replica>,
-    clean: Vec<BTreeSet<(u64, u32)>>,
-    dirty: Vec<BTreeSet<(u64, u32)>>,
+    /// Per node, its unpinned allocated replicas by slot, oldest first, filed clean or dirty.
+    lru: Vec<Lru>,
     /// Per node, allocated replicas (StarPU's `mc_nb`).
     chunks: Vec<u32>,
     tick: u64,
@@ -140,8 +138,7 @@ impl Memory {
             versions: vec![0; sizes.len()],
             sizes,
             replicas,
-            clean: vec![BTreeSet::new(); nnodes],
-            dirty: vec![BTreeSet::new(); nnodes],
+            lru: vec![Lru::new(handles.len()); nnodes],
             chunks,
             tick: 0,
             evicted: Vec::new(),
@@ -152,9 +149,7 @@ impl Memory {
         };
         // Device replicas held from the start can be evicted like any other.
         for (h, n) in on_device {
-            memory.tick += 1;
-            let tick = memory.tick;
-            memory.lru_insert(h, n, tick);
+            memory.lru_push_newest(h, n);
         }
         memory
     }
@@ -277,36 +272,31 @@ impl Memory {
     }
 
     fn lru_remove(&mut self, h: HandleId, n: MemNodeId) {
-        let i = self.idx(h, n);
-        if let Some((dirty, tick)) = self.replicas[i].lru.take() {
-            let set = if dirty {
-                &mut self.dirty[n.index()]
-            } else {
-                &mut self.clean[n.index()]
-            };
-            set.remove(&(tick, h.0));
-        }
+        let slot = self.slot(h) as u32;
+        self.lru[n.index()].remove(slot);
     }
 
-    fn lru_insert(&mut self, h: HandleId, n: MemNodeId, tick: u64) {
-        let dirty = self.is_dirty(h, n) && !self.rep(h, n).wont_use;
-        let i = self.idx(h, n);
-        self.replicas[i].lru = Some((dirty, tick));
-        let set = if dirty {
-            &mut self.dirty[n.index()]
-        } else {
-            &mut self.clean[n.index()]
-        };
-        set.insert((tick, h.0));
+    /// File `(h, n)` as its node's most recently used replica.
+    fn lru_push_newest(&mut self, h: HandleId, n: MemNodeId) {
+        self.tick += 1;
+        let dirty = self.files_dirty(h, n);
+        let slot = self.slot(h) as u32;
+        self.lru[n.index()].push_newest(slot, self.tick, dirty);
+    }
+
+    /// Whether an unpinned `(h, n)` belongs with the dirty replicas.
+    fn files_dirty(&self, h: HandleId, n: MemNodeId) -> bool {
+        self.is_dirty(h, n) && !self.rep(h, n).wont_use
     }
 
     /// Re-file the unpinned replicas of `h` after its validity changed (keeping their age).
     fn reclassify(&mut self, h: HandleId) {
+        let slot = self.slot(h) as u32;
         for n in 0..self.nnodes {
             let n = MemNodeId(n as u32);
-            if let Some((_, tick)) = self.rep(h, n).lru {
-                self.lru_remove(h, n);
-                self.lru_insert(h, n, tick);
+            if self.lru[n.index()].filed(slot).is_some() {
+                let dirty = self.files_dirty(h, n);
+                self.lru[n.index()].refile(slot, dirty);
             }
         }
     }
@@ -340,11 +330,9 @@ impl Memory {
                 continue;
             }
             self.replicas[i].wont_use = true;
-            if self.replicas[i].lru.is_some() {
-                self.lru_remove(h, n);
-                self.tick += 1;
-                let tick = self.tick;
-                self.lru_insert(h, n, tick);
+            let slot = self.slot(h) as u32;
+            if self.lru[n.index()].remove(slot).is_some() {
+                self.lru_push_newest(h, n);
             }
         }
     }
@@ -362,9 +350,7 @@ impl Memory {
         debug_assert!(r.pins > 0, "unpin of an unpinned replica");
         r.pins -= 1;
         if r.pins == 0 && r.allocated && n != self.ram {
-            self.tick += 1;
-            let tick = self.tick;
-            self.lru_insert(h, n, tick);
+            self.lru_push_newest(h, n);
         }
     }
 
@@ -450,13 +436,13 @@ impl Memory {
                 };
                 return Alloc::Done { malloc, frees };
             }
-            let Some(&(_, victim)) = self.clean[ni].first() else {
-                return match self.dirty[ni].first() {
-                    Some(&(_, v)) => Alloc::WriteBack(HandleId(v)),
+            let Some(victim) = self.lru[ni].oldest(false) else {
+                return match self.lru[ni].oldest(true) {
+                    Some(v) => Alloc::WriteBack(self.handles[v as usize]),
                     None => Alloc::Blocked,
                 };
             };
-            let victim = HandleId(victim);
+            let victim = self.handles[victim as usize];
             if self.is_dirty(victim, n) {
                 // A "will not be used" chunk filed as clean still holds the only valid copy:
                 // it must reach RAM first (StarPU writes it back on eviction).
@@ -497,12 +483,14 @@ impl Memory {
     /// Allocated replicas on `n`, and how many of them are dirty and unpinned (the only valid
     /// copy, not in use; StarPU's `mc_nb` and its dirty chunks but those in use).
     pub fn chunk_counts(&self, n: MemNodeId) -> (u32, u32) {
-        (self.chunks[n.index()], self.dirty[n.index()].len() as u32)
+        (self.chunks[n.index()], self.lru[n.index()].dirty_len())
     }
 
     /// The dirty unpinned replicas on `n`, least recently used first.
     pub fn dirty_lru(&self, n: MemNodeId) -> impl Iterator<Item = HandleId> + '_ {
-        self.dirty[n.index()].iter().map(|&(_, h)| HandleId(h))
+        self.lru[n.index()]
+            .dirty_oldest_first()
+            .map(|slot| self.handles[slot as usize])
     }
 
     /// Handles not valid in RAM (they need a final write-back).
