@@ -389,6 +389,9 @@ pub struct Dmda {
     scratch_changes: Vec<(HandleId, MemNodeId)>,
     /// Candidates of a push: (worker, expected end, length, penalty), µs.
     scratch_cands: Vec<(WorkerId, f64, f64, f64)>,
+    /// Transfer penalties (µs) of the task being decided, per memory node seen so far: every
+    /// worker of a node needs the same copies.
+    scratch_penalties: Vec<(MemNodeId, f64)>,
     /// The tasks of a level becoming the head's.
     scratch_level: Vec<TaskId>,
     queued: usize,
@@ -505,6 +508,7 @@ impl Dmda {
             readers: FxHashMap::default(),
             scratch_changes: Vec::new(),
             scratch_cands: Vec::new(),
+            scratch_penalties: Vec::new(),
             scratch_level: Vec::new(),
             queued: 0,
             instant: Instant::default(),
@@ -546,6 +550,8 @@ impl Dmda {
         let now_us = view.now_s() * 1e6;
         let mut cands = std::mem::take(&mut self.scratch_cands);
         cands.clear();
+        let mut penalties = std::mem::take(&mut self.scratch_penalties);
+        penalties.clear();
         let mut uncalibrated = false;
         for w in view.workers() {
             let Some(len_s) = view.predicted_length_s(task, w.id) else {
@@ -576,7 +582,14 @@ impl Dmda {
                 )
             };
             let len = len_s * 1e6;
-            let penalty = self.penalty_us(task, w.id, view);
+            let penalty = match penalties.iter().find(|&&(n, _)| n == w.memory) {
+                Some(&(_, p)) => p,
+                None => {
+                    let p = self.penalty_us(task, w.id, view);
+                    penalties.push((w.memory, p));
+                    p
+                }
+            };
             let start = if self.variant.data_aware() {
                 (exp_start + prev_len).max(now_us + penalty)
             } else {
@@ -584,6 +597,7 @@ impl Dmda {
             };
             cands.push((w.id, start + len, len, penalty));
         }
+        self.scratch_penalties = penalties;
         assert!(!cands.is_empty(), "the runtime pushes only runnable tasks");
         if uncalibrated {
             // Greedy fallback: fewest tasks per unit of relative speed, booked as 0 µs of
