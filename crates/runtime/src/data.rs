@@ -92,8 +92,8 @@ pub(crate) struct DataManager {
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
     /// Per node, when its last allocation ends.
     alloc_free_at: Vec<f64>,
-    /// When the machine-wide device allocator is free.
-    device_alloc_free_at: f64,
+    /// The allocations each node's driver has yet to make, in order.
+    allocator: Allocator,
     /// Per replica, a write-back of it is on its way.
     writing_back: Vec<bool>,
     /// Per node, write-backs from it under way (their chunks count as clean).
@@ -159,7 +159,7 @@ impl DataManager {
             waiters: FxHashMap::default(),
             alloc_queue: vec![VecDeque::new(); nnodes],
             alloc_free_at: vec![0.0; nnodes],
-            device_alloc_free_at: 0.0,
+            allocator: Allocator::new(nnodes),
             writing_back: vec![false; nhandles * nnodes],
             writebacks_pending: vec![0; nnodes],
             clean_pct: (rt.min_clean_pct, rt.target_clean_pct),
@@ -268,10 +268,8 @@ impl DataManager {
                 Alloc::Done { malloc, frees } => {
                     self.alloc_queue[node.index()].pop_front();
                     let cost = self.allocated(node, h, malloc, frees, fx);
-                    let at = self.allocator_done_at(node, cost, now_s);
-                    if at > now_s {
-                        fx.push(Effect::At(at, Event::AllocDone { task: t, access: i }));
-                    } else {
+                    let done = Event::AllocDone { task: t, access: i };
+                    if !self.allocate_in_turn(node, cost, done, now_s, fx) {
                         return Some((t, i));
                     }
                 }
@@ -416,18 +414,42 @@ impl DataManager {
         cost
     }
 
-    /// The date an allocation of `cost` on `node` asked for now ends. A node's allocations end
-    /// in the order they were asked for (its driver handles its requests one after the other),
-    /// and the ones that cost something happen one at a time on the whole machine (StarPU
-    /// takes one global `cuda_alloc_mutex` around cudaMalloc and cudaFree).
-    fn allocator_done_at(&mut self, node: MemNodeId, cost: f64, now_s: f64) -> f64 {
-        if cost <= 0.0 {
-            return self.alloc_free_at[node.index()].max(now_s);
+    /// An allocation of `cost` on `node`, asked for now, that ends with `done`. Returns false
+    /// if it is over at once (it costs nothing and the node's driver has no allocation before
+    /// it); otherwise `done` comes when it ends. A node's allocations happen in the order they
+    /// were asked for (its driver handles its requests one after the other), and the ones that
+    /// cost something one at a time on the whole machine: StarPU takes one global
+    /// `cuda_alloc_mutex` around cudaMalloc and cudaFree, which drivers get in the order they
+    /// ask for it, so the drivers of several GPUs take turns.
+    fn allocate_in_turn(
+        &mut self,
+        node: MemNodeId,
+        cost: f64,
+        done: Event,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        if cost <= 0.0 && self.allocator.idle(node) && self.alloc_free_at[node.index()] <= now_s {
+            return false;
         }
-        let at = self.device_alloc_free_at.max(now_s) + cost;
-        self.device_alloc_free_at = at;
-        self.alloc_free_at[node.index()] = at;
-        at
+        self.allocator.ask(node, cost, done, now_s);
+        self.grant_allocations(now_s, fx);
+        true
+    }
+
+    /// Start the allocations whose turn has come.
+    fn grant_allocations(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
+        while let Some((node, cost, done)) = self.allocator.next(now_s) {
+            let at = now_s + cost;
+            self.alloc_free_at[node.index()] = at;
+            fx.push(Effect::At(at, done));
+        }
+    }
+
+    /// The allocation `node`'s driver was making has ended: the next ones may start.
+    pub fn allocation_ended(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
+        self.allocator.ended(node, now_s);
+        self.grant_allocations(now_s, fx);
     }
 
     fn alloc_cost(&self, node: MemNodeId, malloc: bool, frees: u32) -> f64 {
@@ -567,20 +589,15 @@ impl DataManager {
                     // when it processes it: from now on schedulers see the data as requested
                     // there (`starpu_data_is_on_node`) and add no transfer for it.
                     self.memory.set_loading(h, node, true);
-                    let at = self.allocator_done_at(node, cost, now_s);
-                    if at <= now_s {
+                    let done = Event::PrefetchAllocDone {
+                        handle: h,
+                        node,
+                        priority,
+                    };
+                    if !self.allocate_in_turn(node, cost, done, now_s, fx) {
                         // Nothing to wait for: the request is posted with the push.
                         self.prefetch_allocated(h, node, priority, now_s, fx);
-                        continue;
                     }
-                    fx.push(Effect::At(
-                        at,
-                        Event::PrefetchAllocDone {
-                            handle: h,
-                            node,
-                            priority,
-                        },
-                    ));
                 }
                 Alloc::WriteBack(_) | Alloc::Blocked => {}
             }
@@ -808,7 +825,9 @@ impl DataManager {
     pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
         // Buffers being allocated on the node: requests the lists do not hold yet.
         let n = node.index();
-        let requesting = !self.alloc_queue[n].is_empty() || self.alloc_free_at[n] > now_s;
+        let requesting = !self.alloc_queue[n].is_empty()
+            || self.alloc_free_at[n] > now_s
+            || !self.allocator.idle(node);
         let mut ids = std::mem::take(&mut self.scratch_ids);
         let next = self.runners.pass(node, requesting, now_s, &mut ids);
         self.forget_dropped();
@@ -1051,5 +1070,143 @@ impl DataManager {
             ));
         }
         msg
+    }
+}
+
+/// The drivers' allocations: each node's in the order asked, the costly ones (cudaMalloc,
+/// cudaFree) one at a time on the machine, granted in the order the drivers ask for the lock.
+#[derive(Debug)]
+struct Allocator {
+    /// Per node, (cost, event that ends it, when asked, order asked) not started yet.
+    waiting: Vec<VecDeque<(f64, Event, f64, u64)>>,
+    /// Per node, whether its driver is making one (until its event).
+    busy: Vec<bool>,
+    /// Per node, when its last allocation ended: its driver asks for the lock for the next one
+    /// then (or when that is asked, if later).
+    free_since: Vec<f64>,
+    /// The lock is taken until then.
+    lock_free_at: f64,
+    asked: u64,
+}
+
+impl Allocator {
+    fn new(nnodes: usize) -> Self {
+        Allocator {
+            waiting: vec![VecDeque::new(); nnodes],
+            busy: vec![false; nnodes],
+            free_since: vec![0.0; nnodes],
+            lock_free_at: 0.0,
+            asked: 0,
+        }
+    }
+
+    /// Whether `node`'s driver has no allocation under way or waiting.
+    fn idle(&self, node: MemNodeId) -> bool {
+        !self.busy[node.index()] && self.waiting[node.index()].is_empty()
+    }
+
+    fn ask(&mut self, node: MemNodeId, cost: f64, done: Event, now_s: f64) {
+        self.asked += 1;
+        self.waiting[node.index()].push_back((cost.max(0.0), done, now_s, self.asked));
+    }
+
+    fn ended(&mut self, node: MemNodeId, now_s: f64) {
+        self.busy[node.index()] = false;
+        self.free_since[node.index()] = now_s;
+    }
+
+    /// The next allocation to start now, if any: a free one at the head of an idle driver's
+    /// queue, else, when the lock is free, the costly one whose driver asked for the lock
+    /// first.
+    fn next(&mut self, now_s: f64) -> Option<(MemNodeId, f64, Event)> {
+        let mut first: Option<((f64, u64), usize)> = None;
+        for (n, q) in self.waiting.iter().enumerate() {
+            if self.busy[n] {
+                continue;
+            }
+            let Some(&(cost, _, asked_s, order)) = q.front() else {
+                continue;
+            };
+            if cost == 0.0 {
+                first = Some(((f64::NEG_INFINITY, order), n));
+                break;
+            }
+            let key = (asked_s.max(self.free_since[n]), order);
+            if first.is_none_or(|(k, _)| key.0 < k.0 || (key.0 == k.0 && key.1 < k.1)) {
+                first = Some((key, n));
+            }
+        }
+        let (_, n) = first?;
+        let cost = self.waiting[n].front().expect("a head").0;
+        if cost > 0.0 {
+            if self.lock_free_at > now_s {
+                return None;
+            }
+            self.lock_free_at = now_s + cost;
+        }
+        let (cost, done, _, _) = self.waiting[n].pop_front().expect("a head");
+        self.busy[n] = true;
+        Some((MemNodeId(n as u32), cost, done))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(node: u32) -> Event {
+        Event::PrefetchAllocDone {
+            handle: HandleId(0),
+            node: MemNodeId(node),
+            priority: 0,
+        }
+    }
+
+    /// Two GPU drivers asked for two 175 µs cudaMallocs each, GPU 1's a microsecond after
+    /// GPU 0's: the lock goes GPU 0, GPU 1, GPU 0, GPU 1, because GPU 0's driver asks for it
+    /// again only when its first allocation is over (175 µs), after GPU 1's driver (1 µs).
+    #[test]
+    fn drivers_take_the_allocation_lock_in_the_order_they_ask_for_it() {
+        let malloc = 175e-6;
+        let mut a = Allocator::new(3);
+        let (g0, g1) = (MemNodeId(1), MemNodeId(2));
+        a.ask(g0, malloc, done(1), 0.0);
+        a.ask(g0, malloc, done(1), 0.0);
+        let first = a.next(0.0).map(|(n, c, _)| (n, c));
+        assert_eq!(first, Some((g0, malloc)));
+        a.ask(g1, malloc, done(2), 1e-6);
+        a.ask(g1, malloc, done(2), 1e-6);
+        // The lock is held until 175 µs.
+        assert!(a.next(1e-6).is_none());
+        let mut order = vec![g0];
+        let mut now = malloc;
+        let mut holder = g0;
+        for _ in 0..3 {
+            a.ended(holder, now);
+            let (n, cost, _) = a.next(now).expect("a waiting allocation");
+            assert!(a.next(now).is_none(), "one costly allocation at a time");
+            order.push(n);
+            holder = n;
+            now += cost;
+        }
+        a.ended(holder, now);
+        assert!(a.next(now).is_none());
+        assert_eq!(order, vec![g0, g1, g0, g1]);
+    }
+
+    /// A free allocation (a suballocated chunk) waits only for its own driver's earlier ones,
+    /// not for the lock another driver holds.
+    #[test]
+    fn a_free_allocation_waits_for_its_driver_not_for_the_lock() {
+        let mut a = Allocator::new(3);
+        let (g0, g1) = (MemNodeId(1), MemNodeId(2));
+        a.ask(g0, 175e-6, done(1), 0.0);
+        assert_eq!(a.next(0.0).map(|(n, _, _)| n), Some(g0));
+        a.ask(g1, 0.0, done(2), 0.0);
+        a.ask(g0, 0.0, done(1), 0.0);
+        assert_eq!(a.next(0.0).map(|(n, c, _)| (n, c)), Some((g1, 0.0)));
+        assert!(a.next(0.0).is_none(), "GPU 0's driver is still allocating");
+        a.ended(g0, 175e-6);
+        assert_eq!(a.next(175e-6).map(|(n, c, _)| (n, c)), Some((g0, 0.0)));
     }
 }

@@ -650,9 +650,9 @@ impl<'a> Sim<'a> {
                 self.task_end(r, WorkerId(w.0 - self.ranks[r].worker_base));
             }
             Event::AllocDone { task, access } => {
-                let r = self.rank_of(task);
+                let (r, node) = self.buffer_place(task, access);
                 self.buffer_allocated(task, access);
-                self.allocation_ended(r);
+                self.allocation_ended(r, node);
             }
             Event::PrefetchAllocDone {
                 handle,
@@ -669,7 +669,7 @@ impl<'a> Sim<'a> {
                     &mut self.fx,
                 );
                 self.apply(r);
-                self.allocation_ended(r);
+                self.allocation_ended(r, node);
             }
             Event::TransferPass { rank, node } => {
                 let r = rank as usize;
@@ -722,7 +722,10 @@ impl<'a> Sim<'a> {
     }
 
     /// An allocation of rank `r` ended: an idle transfer of that node may start now.
-    fn allocation_ended(&mut self, r: usize) {
+    fn allocation_ended(&mut self, r: usize, node: MemNodeId) {
+        self.ranks[r]
+            .data
+            .allocation_ended(node, self.now, &mut self.fx);
         self.ranks[r].data.start_transfers(self.now, &mut self.fx);
         self.apply(r);
     }
