@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use hetsim_core::fluid::{FlowId, FlowSpec, FluidNetwork};
 use hetsim_platform::machine::{Machine, MemKind, MemNodeId};
@@ -94,6 +94,8 @@ pub(crate) struct DataManager {
     alloc_free_at: Vec<f64>,
     /// The allocations each node's driver has yet to make, in order.
     allocator: Allocator,
+    /// Tasks whose inputs a scheduler prefetched and that have not fetched them yet.
+    prefetched: FxHashSet<u32>,
     /// Per replica, a write-back of it is on its way.
     writing_back: Vec<bool>,
     /// Per node, write-backs from it under way (their chunks count as clean).
@@ -160,6 +162,7 @@ impl DataManager {
             alloc_queue: vec![VecDeque::new(); nnodes],
             alloc_free_at: vec![0.0; nnodes],
             allocator: Allocator::new(nnodes),
+            prefetched: FxHashSet::default(),
             writing_back: vec![false; nhandles * nnodes],
             writebacks_pending: vec![0; nnodes],
             clean_pct: (rt.min_clean_pct, rt.target_clean_pct),
@@ -203,6 +206,20 @@ impl DataManager {
     /// A popped task's buffer `access` of `h` is needed in `node`: pin it there. Returns
     /// whether it is allocated already; if not, it waits for room
     /// ([`DataManager::next_allocation`]).
+    /// Worker-side start of task `t`'s input fetch on `node`: if its inputs were prefetched,
+    /// the replicas it reads are no longer kept for it (StarPU's `_starpu_fetch_task_input`
+    /// for a `task->prefetched` task).
+    pub fn task_fetches(&mut self, graph: &TaskGraph, t: TaskId, node: MemNodeId) {
+        if !self.prefetched.remove(&t.0) {
+            return;
+        }
+        for a in graph.accesses(t) {
+            if a.mode.reads() {
+                self.memory.note_task_fetch(a.handle, node);
+            }
+        }
+    }
+
     pub fn pin_buffer(&mut self, t: TaskId, access: u32, h: HandleId, node: MemNodeId) -> bool {
         self.memory.pin_for_task(h, node);
         if self.memory.is_allocated(h, node) {
@@ -562,12 +579,18 @@ impl DataManager {
         fx: &mut Vec<Effect>,
     ) {
         let accesses = graph.accesses(task);
+        self.prefetched.insert(task.0);
         for (i, a) in accesses.iter().enumerate() {
             let h = a.handle;
-            if !a.mode.reads() || self.memory.is_valid(h, node) {
+            if !a.mode.reads() {
+                continue;
+            }
+            if self.memory.is_valid(h, node) {
+                self.memory.note_task_prefetch(h, node);
                 continue;
             }
             if self.memory.is_loading(h, node) {
+                self.memory.note_task_prefetch(h, node);
                 // Loading for another task (a task's own requests are one per handle).
                 if accesses[..i].iter().all(|b| b.handle != h) {
                     self.duplicate_request(h, node, priority, now_s, fx);
@@ -575,14 +598,16 @@ impl DataManager {
                 continue;
             }
             if self.memory.is_allocated(h, node) {
+                self.memory.note_task_prefetch(h, node);
                 let src = self.memory.best_source(h, node, &self.estimates);
                 self.start_copy(h, src, node, TransferKind::Prefetch, priority, now_s, fx);
                 continue;
             }
-            let alloc = self.memory.allocate(h, node);
+            let alloc = self.memory.allocate_for_prefetch(h, node);
             self.report_evictions(graph, fx);
             match alloc {
                 Alloc::Done { malloc, frees } => {
+                    self.memory.note_task_prefetch(h, node);
                     let cost = self.allocated(node, h, malloc, frees, fx);
                     self.memory.pin(h, node);
                     // StarPU records the request when the prefetch is decided and allocates

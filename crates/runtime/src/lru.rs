@@ -6,12 +6,18 @@
 //! goes elsewhere. So one list in age order holds both files: filing the newest, taking a
 //! replica out and refiling it are O(1); each file's oldest comes from a min-heap of ages with
 //! lazy deletion (an entry is live while the replica is still filed there with that age),
-//! amortised O(log n).
+//! amortised O(log n). A third heap gives the oldest clean replica not kept for a task (one a
+//! prefetch may evict).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 const NONE: u32 = u32::MAX;
+
+/// The heaps: the clean file, the dirty file, the clean replicas not kept.
+const CLEAN: usize = 0;
+const DIRTY: usize = 1;
+const SPARE: usize = 2;
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -20,6 +26,19 @@ struct Entry {
     tick: u64,
     dirty: bool,
     filed: bool,
+    /// Kept for a task that has not used it yet (filed or not).
+    kept: bool,
+}
+
+impl Entry {
+    fn in_heap(&self, heap: usize) -> bool {
+        self.filed
+            && match heap {
+                CLEAN => !self.dirty,
+                DIRTY => self.dirty,
+                _ => !self.dirty && !self.kept,
+            }
+    }
 }
 
 /// The LRU order of one memory node's replicas, by replica slot.
@@ -30,8 +49,10 @@ pub(crate) struct Lru {
     tail: u32,
     /// Filed replicas, clean and dirty.
     counts: [u32; 2],
-    /// Per file (clean, dirty), (tick, slot) of its replicas, some stale.
-    oldest: [BinaryHeap<Reverse<(u64, u32)>>; 2],
+    /// Per heap (clean, dirty, spare), (tick, slot) of its replicas, some stale.
+    oldest: [BinaryHeap<Reverse<(u64, u32)>>; 3],
+    /// Per heap, the length above which it is rebuilt.
+    limits: [usize; 3],
 }
 
 impl Lru {
@@ -43,13 +64,15 @@ impl Lru {
             tick: 0,
             dirty: false,
             filed: false,
+            kept: false,
         };
         Lru {
             entries: vec![empty; slots],
             head: NONE,
             tail: NONE,
             counts: [0; 2],
-            oldest: [BinaryHeap::new(), BinaryHeap::new()],
+            oldest: [BinaryHeap::new(), BinaryHeap::new(), BinaryHeap::new()],
+            limits: [64; 3],
         }
     }
 
@@ -63,12 +86,14 @@ impl Lru {
     pub fn push_newest(&mut self, slot: u32, tick: u64, dirty: bool) {
         debug_assert!(!self.entries[slot as usize].filed);
         debug_assert!(self.tail == NONE || self.entries[self.tail as usize].tick < tick);
+        let kept = self.entries[slot as usize].kept;
         self.entries[slot as usize] = Entry {
             prev: self.tail,
             next: NONE,
             tick,
             dirty,
             filed: true,
+            kept,
         };
         match self.tail {
             NONE => self.head = slot,
@@ -112,29 +137,69 @@ impl Lru {
         self.enter_file(slot);
     }
 
+    /// Mark `slot` kept for a task that has not used it yet, or no longer.
+    pub fn set_kept(&mut self, slot: u32, kept: bool) {
+        let e = &mut self.entries[slot as usize];
+        if e.kept != kept {
+            e.kept = kept;
+            if e.in_heap(SPARE) {
+                self.push_heap(SPARE, slot);
+            }
+        }
+    }
+
     fn enter_file(&mut self, slot: u32) {
         let e = self.entries[slot as usize];
-        let file = usize::from(e.dirty);
-        self.counts[file] += 1;
-        let heap = &mut self.oldest[file];
-        heap.push(Reverse((e.tick, slot)));
-        // Stale entries are dropped at the top as they surface; rebuild when they are most.
-        if heap.len() > 2 * self.counts[file] as usize + 64 {
-            let entries = &self.entries;
-            heap.retain(|&Reverse((tick, s))| live(entries, file, tick, s));
+        self.counts[usize::from(e.dirty)] += 1;
+        self.push_heap(usize::from(e.dirty), slot);
+        if e.in_heap(SPARE) {
+            self.push_heap(SPARE, slot);
         }
+    }
+
+    fn push_heap(&mut self, heap: usize, slot: u32) {
+        let tick = self.entries[slot as usize].tick;
+        let h = &mut self.oldest[heap];
+        h.push(Reverse((tick, slot)));
+        // Stale entries are dropped at the top as they surface; when the heap has doubled
+        // since its last rebuild, it is rebuilt from its live entries, once each (a replica
+        // moved out and back with the same age is pushed twice, both live again).
+        if h.len() > self.limits[heap] {
+            let entries = &self.entries;
+            let mut items = std::mem::take(h).into_vec();
+            items.retain(|&Reverse((tick, s))| live(entries, heap, tick, s));
+            items.sort_unstable();
+            items.dedup();
+            self.limits[heap] = 2 * items.len() + 64;
+            *h = BinaryHeap::from(items);
+        }
+    }
+
+    fn oldest_in(&mut self, heap: usize) -> Option<u32> {
+        while let Some(&Reverse((tick, slot))) = self.oldest[heap].peek() {
+            if live(&self.entries, heap, tick, slot) {
+                return Some(slot);
+            }
+            self.oldest[heap].pop();
+        }
+        None
     }
 
     /// The least recently used replica of the dirty or the clean file.
     pub fn oldest(&mut self, dirty: bool) -> Option<u32> {
-        let file = usize::from(dirty);
-        while let Some(&Reverse((tick, slot))) = self.oldest[file].peek() {
-            if live(&self.entries, file, tick, slot) {
-                return Some(slot);
-            }
-            self.oldest[file].pop();
-        }
-        None
+        self.oldest_in(usize::from(dirty))
+    }
+
+    /// The least recently used clean replica not kept for a task.
+    pub fn oldest_spare(&mut self) -> Option<u32> {
+        self.oldest_in(SPARE)
+    }
+
+    fn oldest_first(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((self.head != NONE).then_some(self.head), |&s| {
+            let next = self.entries[s as usize].next;
+            (next != NONE).then_some(next)
+        })
     }
 
     /// Dirty replicas filed.
@@ -144,17 +209,14 @@ impl Lru {
 
     /// The dirty replicas, least recently used first (walks the clean ones too).
     pub fn dirty_oldest_first(&self) -> impl Iterator<Item = u32> + '_ {
-        std::iter::successors((self.head != NONE).then_some(self.head), |&s| {
-            let next = self.entries[s as usize].next;
-            (next != NONE).then_some(next)
-        })
-        .filter(|&s| self.entries[s as usize].dirty)
+        self.oldest_first()
+            .filter(|&s| self.entries[s as usize].dirty)
     }
 }
 
-fn live(entries: &[Entry], file: usize, tick: u64, slot: u32) -> bool {
+fn live(entries: &[Entry], heap: usize, tick: u64, slot: u32) -> bool {
     let e = &entries[slot as usize];
-    e.filed && usize::from(e.dirty) == file && e.tick == tick
+    e.in_heap(heap) && e.tick == tick
 }
 
 #[cfg(test)]
@@ -188,8 +250,14 @@ mod tests {
             let mut lru = Lru::new(slots as usize);
             let mut reference = Reference::default();
             let mut tick = 0u64;
+            let mut kept = vec![false; slots as usize];
             for _ in 0..3000 {
                 let slot = rng.random_range(0..slots);
+                if rng.random_bool(0.1) {
+                    let k = rng.random_bool(0.5);
+                    kept[slot as usize] = k;
+                    lru.set_kept(slot, k);
+                }
                 match rng.random_range(0..5) {
                     0 | 1 => {
                         if reference.find(slot).is_none() {
@@ -219,6 +287,11 @@ mod tests {
                             let expected = file.first().map(|&(_, s)| s);
                             assert_eq!(lru.oldest(f == 1), expected);
                         }
+                        let spare = reference.files[0]
+                            .iter()
+                            .map(|&(_, s)| s)
+                            .find(|&s| !kept[s as usize]);
+                        assert_eq!(lru.oldest_spare(), spare);
                     }
                 }
                 assert_eq!(lru.dirty_len() as usize, reference.files[1].len());

@@ -28,6 +28,9 @@ struct Replica {
     wont_use: bool,
     /// The suballocator chunk its memory comes from, if any.
     chunk: Option<ChunkId>,
+    /// Tasks it was prefetched for that have not fetched it yet (StarPU's
+    /// `nb_tasks_prefetch`): while any, a prefetch may not evict it.
+    prefetched_for: u32,
 }
 
 /// Result of asking for room for a replica.
@@ -414,6 +417,42 @@ impl Memory {
     /// the same size: its chunk is reused; of another size: it is freed); never touches pinned
     /// replicas.
     pub fn allocate(&mut self, h: HandleId, n: MemNodeId) -> Alloc {
+        self.allocate_evicting(h, n, false)
+    }
+
+    /// [`Memory::allocate`] for a prefetch, which may not evict a replica prefetched for a task
+    /// that has not fetched it yet (StarPU's `starpu_data_can_evict` for any prefetch).
+    pub fn allocate_for_prefetch(&mut self, h: HandleId, n: MemNodeId) -> Alloc {
+        self.allocate_evicting(h, n, true)
+    }
+
+    /// A task's prefetch asked for `(h, n)` (StarPU increments `nb_tasks_prefetch` of a
+    /// device replica when the request is made for one already there, else when it ends).
+    pub fn note_task_prefetch(&mut self, h: HandleId, n: MemNodeId) {
+        if n != self.ram {
+            let i = self.idx(h, n);
+            self.replicas[i].prefetched_for += 1;
+            let slot = self.slot(h) as u32;
+            self.lru[n.index()].set_kept(slot, true);
+        }
+    }
+
+    /// A task prefetched to `n` fetches its input `(h, n)` there: one task fewer waits for the
+    /// replica, if it is still allocated (StarPU's `_starpu_fetch_task_input`; a replica evicted
+    /// meanwhile keeps its count).
+    pub fn note_task_fetch(&mut self, h: HandleId, n: MemNodeId) {
+        let i = self.idx(h, n);
+        let r = &mut self.replicas[i];
+        if r.allocated && r.prefetched_for > 0 {
+            r.prefetched_for -= 1;
+            if r.prefetched_for == 0 {
+                let slot = self.slot(h) as u32;
+                self.lru[n.index()].set_kept(slot, false);
+            }
+        }
+    }
+
+    fn allocate_evicting(&mut self, h: HandleId, n: MemNodeId, spare_prefetched: bool) -> Alloc {
         let size = self.size(h);
         let ni = n.index();
         debug_assert!(!self.rep(h, n).allocated);
@@ -436,7 +475,12 @@ impl Memory {
                 };
                 return Alloc::Done { malloc, frees };
             }
-            let Some(victim) = self.lru[ni].oldest(false) else {
+            let oldest_clean = if spare_prefetched {
+                self.lru[ni].oldest_spare()
+            } else {
+                self.lru[ni].oldest(false)
+            };
+            let Some(victim) = oldest_clean else {
                 return match self.lru[ni].oldest(true) {
                     Some(v) => Alloc::WriteBack(self.handles[v as usize]),
                     None => Alloc::Blocked,
@@ -577,6 +621,52 @@ mod tests {
         assert_eq!(m.evicted, [(gpu, h1)]);
         assert!(m.is_valid(h0, gpu) && !m.is_valid(h1, gpu));
         assert!(!m.is_wont_use(h1, gpu));
+    }
+
+    /// Put `h` on the GPU as a copy of RAM's (a prefetch brought it), then release it.
+    fn clean_on_gpu(m: &mut Memory, h: HandleId) {
+        let gpu = MemNodeId(1);
+        assert!(matches!(m.allocate(h, gpu), Alloc::Done { .. }));
+        m.pin(h, gpu);
+        let v = m.version(h);
+        assert!(m.arrive(h, gpu, v));
+        m.unpin(h, gpu);
+    }
+
+    /// StarPU's `starpu_data_can_evict`: a prefetch may not evict a replica prefetched for a
+    /// task that has not fetched it yet; a fetch may. By hand: h0 (the older) was prefetched for
+    /// a task, h1 not; both are clean copies. Room for h2 by a prefetch takes h1's; by a fetch,
+    /// the least recently used, h0's. Once the task fetched h0, a prefetch takes h0's too.
+    #[test]
+    fn a_prefetch_spares_replicas_prefetched_for_tasks_not_started() {
+        let (h0, h1, h2) = (HandleId(0), HandleId(1), HandleId(2));
+        let gpu = MemNodeId(1);
+        let two_clean = || {
+            let mut m = two_slot_gpu();
+            clean_on_gpu(&mut m, h0);
+            m.note_task_prefetch(h0, gpu);
+            clean_on_gpu(&mut m, h1);
+            m
+        };
+
+        let mut m = two_clean();
+        assert!(matches!(
+            m.allocate_for_prefetch(h2, gpu),
+            Alloc::Done { .. }
+        ));
+        assert_eq!(m.evicted, [(gpu, h1)]);
+
+        let mut m = two_clean();
+        assert!(matches!(m.allocate(h2, gpu), Alloc::Done { .. }));
+        assert_eq!(m.evicted, [(gpu, h0)]);
+
+        let mut m = two_clean();
+        m.note_task_fetch(h0, gpu);
+        assert!(matches!(
+            m.allocate_for_prefetch(h2, gpu),
+            Alloc::Done { .. }
+        ));
+        assert_eq!(m.evicted, [(gpu, h0)]);
     }
 
     /// A task using the chunk again clears the mark (`_starpu_memchunk_recently_used` sets

@@ -992,6 +992,7 @@ impl<'a> Sim<'a> {
             self.cal
                 .schedule(self.now + kernel_queue_s, Event::KernelQueued(t));
         }
+        self.ranks[r].data.task_fetches(self.graph, t, node);
         for (i, a) in accesses.iter().enumerate() {
             if self.ranks[r].data.pin_buffer(t, i as u32, a.handle, node) {
                 self.buffer_allocated(t, i as u32);
