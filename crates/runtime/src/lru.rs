@@ -204,7 +204,7 @@ impl Lru {
 
     /// Dirty replicas filed.
     pub fn dirty_len(&self) -> u32 {
-        self.counts[1]
+        self.counts[DIRTY]
     }
 
     /// The dirty replicas, least recently used first (walks the clean ones too).
