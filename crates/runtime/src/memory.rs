@@ -5,6 +5,8 @@
 //! replica sits in one of two LRU orders — clean (another valid copy exists, or it holds no
 //! valid data) or dirty (it is the only valid copy, so evicting it needs a write-back) — and
 //! eviction takes the least recently used clean replica first, as StarPU's `memalloc.c` does.
+//! A prefetch passes over the replicas prefetched for tasks that have not fetched them yet
+//! (StarPU's `starpu_data_can_evict`); a task's fetch does not.
 
 use std::rc::Rc;
 
