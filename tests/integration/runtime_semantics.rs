@@ -11,7 +11,8 @@ use hetsim::runtime::{
 };
 use hetsim::sched;
 use hetsim::workload::{
-    self, Access, AccessMode, Handle, Precision, TaskGraph, TaskGraphBuilder, TaskId,
+    self, Access, AccessMode, CodeletId, Handle, HandleId, Precision, TaskGraph, TaskGraphBuilder,
+    TaskId,
 };
 
 const NB: u64 = 960;
@@ -1203,6 +1204,27 @@ fn a_driver_runs_a_task_after_the_pass_that_sees_its_input_arrive() {
     );
 }
 
+/// A task of codelet `writer` (1 GFlop) writing `w`, then for each of `reads` a task of codelet
+/// `reader` (1 MFlop) reading it, each after the writer, in that order. Returns the writer.
+fn writer_then_readers(
+    b: &mut TaskGraphBuilder,
+    writer: CodeletId,
+    w: HandleId,
+    reader: CodeletId,
+    reads: &[HandleId],
+) -> TaskId {
+    let first = b
+        .submit(writer, 1e9, 0, &[Access::new(w, AccessMode::W)])
+        .unwrap();
+    for &h in reads {
+        let k = b
+            .submit(reader, 1e6, 0, &[Access::new(h, AccessMode::R)])
+            .unwrap();
+        b.add_dependency(first, k).unwrap();
+    }
+    first
+}
+
 /// A prefetch of a replica already loading for another task posts one more request, which
 /// takes a slot of its pair's pass and is dropped (StarPU reuses a request only for the same
 /// task, `_starpu_search_existing_data_request`). One GPU; S, synchronous, writes W (1 ms,
@@ -1224,15 +1246,7 @@ fn a_prefetch_of_a_loading_replica_takes_a_slot_of_the_next_pass() {
     let w = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
     let x = b.add_handle(Handle::bytes(1024)).unwrap();
     let t = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
-    let st = b
-        .submit(s, 1e9, 0, &[Access::new(w, AccessMode::W)])
-        .unwrap();
-    for h in [x, x, t] {
-        let k = b
-            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::R)])
-            .unwrap();
-        b.add_dependency(st, k).unwrap();
-    }
+    let st = writer_then_readers(&mut b, s, w, cl, &[x, x, t]);
     let g = b.build().unwrap();
     let mut log = Timeline::default();
     let mut sc = OnGpus::new(Vec::new(), true);
@@ -1262,15 +1276,7 @@ fn a_push_waits_for_the_lock_of_a_handle_a_driver_is_submitting() {
     let cl = b.codelet("k").unwrap();
     let w = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
     let y = b.add_handle(Handle::bytes(TILE as u64)).unwrap();
-    let a = b
-        .submit(cl, 1e9, 0, &[Access::new(w, AccessMode::W)])
-        .unwrap();
-    for h in [y, w, y] {
-        let k = b
-            .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::R)])
-            .unwrap();
-        b.add_dependency(a, k).unwrap();
-    }
+    let a = writer_then_readers(&mut b, cl, w, cl, &[y, w, y]);
     let g = b.build().unwrap();
     let mut log = Timeline::default();
     let mut sc = OnGpus::new(vec![0, 1, 0, 0], true);
