@@ -90,8 +90,6 @@ pub(crate) struct DataManager {
     waiters: FxHashMap<usize, Vec<Waiter>>,
     /// Per node, buffers of popped tasks waiting for room, in the order asked.
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
-    /// Per node, when its last allocation ends.
-    alloc_free_at: Vec<f64>,
     /// The allocations each node's driver has yet to make, in order.
     allocator: Allocator,
     /// Tasks whose inputs a scheduler prefetched and that have not fetched them yet.
@@ -160,7 +158,6 @@ impl DataManager {
             submitting: FxHashMap::default(),
             waiters: FxHashMap::default(),
             alloc_queue: vec![VecDeque::new(); nnodes],
-            alloc_free_at: vec![0.0; nnodes],
             allocator: Allocator::new(nnodes),
             prefetched: FxHashSet::default(),
             writing_back: vec![false; nhandles * nnodes],
@@ -446,7 +443,7 @@ impl DataManager {
         now_s: f64,
         fx: &mut Vec<Effect>,
     ) -> bool {
-        if cost <= 0.0 && self.allocator.idle(node) && self.alloc_free_at[node.index()] <= now_s {
+        if cost <= 0.0 && self.allocator.idle(node) {
             return false;
         }
         self.allocator.ask(node, cost, done, now_s);
@@ -456,10 +453,8 @@ impl DataManager {
 
     /// Start the allocations whose turn has come.
     fn grant_allocations(&mut self, now_s: f64, fx: &mut Vec<Effect>) {
-        while let Some((node, cost, done)) = self.allocator.next(now_s) {
-            let at = now_s + cost;
-            self.alloc_free_at[node.index()] = at;
-            fx.push(Effect::At(at, done));
+        while let Some((_, cost, done)) = self.allocator.next(now_s) {
+            fx.push(Effect::At(now_s + cost, done));
         }
     }
 
@@ -850,9 +845,7 @@ impl DataManager {
     pub fn transfer_pass(&mut self, node: MemNodeId, now_s: f64, fx: &mut Vec<Effect>) {
         // Buffers being allocated on the node: requests the lists do not hold yet.
         let n = node.index();
-        let requesting = !self.alloc_queue[n].is_empty()
-            || self.alloc_free_at[n] > now_s
-            || !self.allocator.idle(node);
+        let requesting = !self.alloc_queue[n].is_empty() || !self.allocator.idle(node);
         let mut ids = std::mem::take(&mut self.scratch_ids);
         let next = self.runners.pass(node, requesting, now_s, &mut ids);
         self.forget_dropped();
@@ -1157,7 +1150,7 @@ impl Allocator {
                 break;
             }
             let key = (asked_s.max(self.free_since[n]), order);
-            if first.is_none_or(|(k, _)| key.0 < k.0 || (key.0 == k.0 && key.1 < k.1)) {
+            if first.is_none_or(|(k, _)| key < k) {
                 first = Some((key, n));
             }
         }
