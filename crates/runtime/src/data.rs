@@ -576,52 +576,67 @@ impl DataManager {
         let accesses = graph.accesses(task);
         self.prefetched.insert(task.0);
         for (i, a) in accesses.iter().enumerate() {
-            let h = a.handle;
             if !a.mode.reads() {
                 continue;
             }
-            if self.memory.is_valid(h, node) {
-                self.memory.note_task_prefetch(h, node);
-                continue;
-            }
-            if self.memory.is_loading(h, node) {
-                self.memory.note_task_prefetch(h, node);
-                // Loading for another task (a task's own requests are one per handle).
-                if accesses[..i].iter().all(|b| b.handle != h) {
-                    self.duplicate_request(h, node, priority, now_s, fx);
-                }
-                continue;
-            }
-            if self.memory.is_allocated(h, node) {
-                self.memory.note_task_prefetch(h, node);
-                let src = self.memory.best_source(h, node, &self.estimates);
-                self.start_copy(h, src, node, TransferKind::Prefetch, priority, now_s, fx);
-                continue;
-            }
-            let alloc = self.memory.allocate_for_prefetch(h, node);
-            self.report_evictions(graph, fx);
-            match alloc {
-                Alloc::Done { malloc, frees } => {
-                    self.memory.note_task_prefetch(h, node);
-                    let cost = self.allocated(node, h, malloc, frees, fx);
-                    self.memory.pin(h, node);
-                    // StarPU records the request when the prefetch is decided and allocates
-                    // when it processes it: from now on schedulers see the data as requested
-                    // there (`starpu_data_is_on_node`) and add no transfer for it.
-                    self.memory.set_loading(h, node, true);
-                    let done = Event::PrefetchAllocDone {
-                        handle: h,
-                        node,
-                        priority,
-                    };
-                    if !self.allocate_in_turn(node, cost, done, now_s, fx) {
-                        // Nothing to wait for: the request is posted with the push.
-                        self.prefetch_allocated(h, node, priority, now_s, fx);
-                    }
-                }
-                Alloc::WriteBack(_) | Alloc::Blocked => {}
+            // A task's own requests are one per handle.
+            let first = accesses[..i].iter().all(|b| b.handle != a.handle);
+            if self.request_prefetch(graph, a.handle, node, priority, first, now_s, fx) {
+                self.memory.note_task_prefetch(a.handle, node);
             }
         }
+    }
+
+    /// Request `h` on `node` for a task's prefetch (`first`: the task's first request of `h`).
+    /// Returns false if there is no request: the replica found no room without waiting or
+    /// writing back.
+    #[allow(clippy::too_many_arguments)]
+    fn request_prefetch(
+        &mut self,
+        graph: &TaskGraph,
+        h: HandleId,
+        node: MemNodeId,
+        priority: i32,
+        first: bool,
+        now_s: f64,
+        fx: &mut Vec<Effect>,
+    ) -> bool {
+        if self.memory.is_valid(h, node) {
+            return true;
+        }
+        if self.memory.is_loading(h, node) {
+            // Loading for another task.
+            if first {
+                self.duplicate_request(h, node, priority, now_s, fx);
+            }
+            return true;
+        }
+        if self.memory.is_allocated(h, node) {
+            let src = self.memory.best_source(h, node, &self.estimates);
+            self.start_copy(h, src, node, TransferKind::Prefetch, priority, now_s, fx);
+            return true;
+        }
+        let alloc = self.memory.allocate_for_prefetch(h, node);
+        self.report_evictions(graph, fx);
+        let Alloc::Done { malloc, frees } = alloc else {
+            return false;
+        };
+        let cost = self.allocated(node, h, malloc, frees, fx);
+        self.memory.pin(h, node);
+        // StarPU records the request when the prefetch is decided and allocates when it
+        // processes it: from now on schedulers see the data as requested there
+        // (`starpu_data_is_on_node`) and add no transfer for it.
+        self.memory.set_loading(h, node, true);
+        let done = Event::PrefetchAllocDone {
+            handle: h,
+            node,
+            priority,
+        };
+        if !self.allocate_in_turn(node, cost, done, now_s, fx) {
+            // Nothing to wait for: the request is posted with the push.
+            self.prefetch_allocated(h, node, priority, now_s, fx);
+        }
+        true
     }
 
     /// A prefetch of `h` to `node` for a task, while the replica is being loaded for another:
