@@ -276,9 +276,10 @@ impl Memory {
         r.valid && n != self.ram && self.valid_nodes(h).count() == 1
     }
 
-    fn lru_remove(&mut self, h: HandleId, n: MemNodeId) {
+    /// Take `(h, n)` out of its node's LRU order; whether it was in.
+    fn lru_remove(&mut self, h: HandleId, n: MemNodeId) -> bool {
         let slot = self.slot(h) as u32;
-        self.lru[n.index()].remove(slot);
+        self.lru[n.index()].remove(slot).is_some()
     }
 
     /// File `(h, n)` as its node's most recently used replica.
@@ -335,8 +336,7 @@ impl Memory {
                 continue;
             }
             self.replicas[i].wont_use = true;
-            let slot = self.slot(h) as u32;
-            if self.lru[n.index()].remove(slot).is_some() {
+            if self.lru_remove(h, n) {
                 self.lru_push_newest(h, n);
             }
         }
