@@ -20,7 +20,10 @@
 //! A rank may run up to [`LANES`] threads: its MPI process, its GPU stream (NVIDIA-style runs,
 //! where the GPU works asynchronously) and the continuation of a broadcast detected at a probe.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
+
+use rustc_hash::FxHashMap;
 
 use crate::{Buffer, Kernel, Message, OpId, ProgramBuilder, RankId, Unit};
 
@@ -255,6 +258,13 @@ fn deps_of(ops: &[&[OpId]]) -> Vec<OpId> {
     v
 }
 
+/// `front` sorted, each operation once (in place: no list is allocated per operation).
+fn sorted(front: &mut Vec<OpId>) -> &[OpId] {
+    front.sort_unstable();
+    front.dedup();
+    front
+}
+
 /// Index of a request (a send or a receive) in [`Exec::reqs`].
 type ReqId = usize;
 
@@ -275,6 +285,16 @@ enum Posted {
     At(Vec<OpId>),
     /// A receive posted by a probe once past this gate.
     Probe(Vec<OpId>),
+}
+
+/// Sends and receives match by (source rank, destination rank, tag).
+type Key = (u32, u32, Tag);
+
+/// What waits to be matched on one key.
+#[derive(Debug)]
+enum Waiting {
+    Sends(VecDeque<SendRec>),
+    Recvs(VecDeque<RecvRec>),
 }
 
 #[derive(Debug)]
@@ -304,10 +324,12 @@ pub(super) struct Exec {
     /// for everything its thread waited for when it posted it.
     reqs: Vec<Option<(Vec<OpId>, bool)>>,
     req_owner: Vec<usize>,
-    sends: HashMap<(u32, u32, Tag), VecDeque<SendRec>>,
-    recvs: HashMap<(u32, u32, Tag), VecDeque<RecvRec>>,
-    slots: HashMap<Slot, Vec<OpId>>,
-    slot_waiters: HashMap<Slot, Vec<usize>>,
+    /// Per (source, destination, tag), the sends or the receives posted and not matched yet
+    /// (never both: one matches the other as it is posted); a key with none has no entry, so
+    /// the map holds only what is outstanding.
+    waiting: FxHashMap<Key, Waiting>,
+    slots: FxHashMap<Slot, Vec<OpId>>,
+    slot_waiters: FxHashMap<Slot, Vec<usize>>,
     queue: VecDeque<usize>,
     queued: Vec<bool>,
 }
@@ -326,10 +348,9 @@ impl Exec {
             blocked: vec![None; threads],
             reqs: Vec::new(),
             req_owner: Vec::new(),
-            sends: HashMap::new(),
-            recvs: HashMap::new(),
-            slots: HashMap::new(),
-            slot_waiters: HashMap::new(),
+            waiting: FxHashMap::default(),
+            slots: FxHashMap::default(),
+            slot_waiters: FxHashMap::default(),
             queue: VecDeque::new(),
             queued: vec![false; threads],
         }
@@ -372,10 +393,8 @@ impl Exec {
             self.scripts[t].0.clear();
             self.pc[t] = 0;
         }
-        debug_assert!(self.sends.values().all(VecDeque::is_empty));
-        debug_assert!(self.recvs.values().all(VecDeque::is_empty));
-        self.sends.clear();
-        self.recvs.clear();
+        debug_assert!(self.waiting.is_empty(), "unmatched sends or receives");
+        self.waiting.clear();
         self.slots.clear();
         self.slot_waiters.clear();
         self.reqs.clear();
@@ -456,7 +475,8 @@ impl Exec {
             f.dedup();
             if f.len() > FRONT_MAX {
                 let j = self.b.join(f);
-                *f = vec![j];
+                f.clear();
+                f.push(j);
             }
         }
     }
@@ -478,19 +498,17 @@ impl Exec {
                     secs,
                     flops,
                 } => {
-                    let deps = deps_of(&[&self.front[t]]);
-                    let k = self
-                        .b
-                        .kernel(Kernel::new(rank, unit, name, secs, flops), &deps);
-                    self.front[t] = vec![k];
+                    let k = self.b.kernel(
+                        Kernel::new(rank, unit, name, secs, flops),
+                        sorted(&mut self.front[t]),
+                    );
+                    self.set_front(t, k);
                 }
                 Act::Delay(secs) => {
-                    let deps = deps_of(&[&self.front[t]]);
-                    let d = self.b.delay(rank, secs, &deps);
-                    self.front[t] = vec![d];
+                    let d = self.b.delay(rank, secs, sorted(&mut self.front[t]));
+                    self.set_front(t, d);
                 }
                 Act::Copy { bytes, from, to } => {
-                    let deps = deps_of(&[&self.front[t]]);
                     let m = self.b.message(
                         Message {
                             src: rank,
@@ -499,9 +517,9 @@ impl Exec {
                             from,
                             to,
                         },
-                        &deps,
+                        sorted(&mut self.front[t]),
                     );
-                    self.front[t] = vec![m];
+                    self.set_front(t, m);
                 }
                 Act::Send {
                     to,
@@ -522,13 +540,15 @@ impl Exec {
                         None
                     };
                     let key = (rank.0, to.0, tag);
-                    self.sends.entry(key).or_default().push_back(SendRec {
-                        posted,
-                        bytes,
-                        eager,
-                        req,
-                    });
-                    self.try_match(key);
+                    self.post_send(
+                        key,
+                        SendRec {
+                            posted,
+                            bytes,
+                            eager,
+                            req,
+                        },
+                    );
                     self.wait_or_keep(t, req, blocking);
                 }
                 Act::Recv {
@@ -538,11 +558,8 @@ impl Exec {
                 } => {
                     let req = self.new_req(t);
                     let key = (from.0, rank.0, tag);
-                    self.recvs.entry(key).or_default().push_back(RecvRec {
-                        posted: Posted::At(self.front[t].clone()),
-                        req,
-                    });
-                    self.try_match(key);
+                    let posted = Posted::At(self.front[t].clone());
+                    self.post_recv(key, RecvRec { posted, req });
                     self.wait_or_keep(t, req, blocking);
                 }
                 Act::ProbeRecv { from, tag, gate } => {
@@ -555,11 +572,8 @@ impl Exec {
                     };
                     let req = self.new_req(t);
                     let key = (from.0, rank.0, tag);
-                    self.recvs.entry(key).or_default().push_back(RecvRec {
-                        posted: Posted::Probe(g),
-                        req,
-                    });
-                    self.try_match(key);
+                    let posted = Posted::Probe(g);
+                    self.post_recv(key, RecvRec { posted, req });
                     self.wait_or_keep(t, req, true);
                 }
                 Act::WaitAll => {
@@ -581,6 +595,13 @@ impl Exec {
         }
     }
 
+    /// Thread `t` is now just past `op`.
+    fn set_front(&mut self, t: usize, op: OpId) {
+        let f = &mut self.front[t];
+        f.clear();
+        f.push(op);
+    }
+
     fn wait_or_keep(&mut self, t: usize, req: ReqId, blocking: bool) {
         if blocking {
             self.blocked[t] = Some(Block::Req(req));
@@ -589,60 +610,77 @@ impl Exec {
         }
     }
 
-    /// Match the oldest send and receive of `key` while both exist.
-    fn try_match(&mut self, key: (u32, u32, Tag)) {
-        loop {
-            let ready = self.sends.get(&key).is_some_and(|q| !q.is_empty())
-                && self.recvs.get(&key).is_some_and(|q| !q.is_empty());
-            if !ready {
-                return;
+    /// Post send `s`: it matches the oldest receive waiting on `key`, or waits.
+    fn post_send(&mut self, key: Key, s: SendRec) {
+        match self.waiting.entry(key) {
+            Entry::Occupied(mut e) => match e.get_mut() {
+                Waiting::Recvs(q) => {
+                    let r = q.pop_front().expect("a waiting list is never empty");
+                    if q.is_empty() {
+                        e.remove();
+                    }
+                    self.matched(key, s, r);
+                }
+                Waiting::Sends(q) => q.push_back(s),
+            },
+            Entry::Vacant(e) => {
+                e.insert(Waiting::Sends(VecDeque::from([s])));
             }
-            let s = self.sends.get_mut(&key).and_then(VecDeque::pop_front);
-            let r = self.recvs.get_mut(&key).and_then(VecDeque::pop_front);
-            let (Some(s), Some(r)) = (s, r) else {
-                return;
-            };
-            let (src, dst) = (RankId(key.0), RankId(key.1));
-            // The probe that posts a probed receive: on the receiver's GPU, once the send is
-            // posted and the receiver is past its gate.
-            let probe = match &r.posted {
-                Posted::Probe(gate) => {
-                    let deps = deps_of(&[&s.posted, gate]);
-                    Some(
-                        self.b.kernel(
-                            Kernel::new(dst, Unit::Gpu, "probe", 0.0, 0.0)
-                                .with_priority(PROBE_PRIORITY),
-                            &deps,
-                        ),
-                    )
-                }
-                Posted::At(_) => None,
-            };
-            // Where the receive is posted: a probe, or the receiver's position.
-            let posted: Vec<OpId> = match (&r.posted, probe) {
-                (_, Some(p)) => vec![p],
-                (Posted::At(at), None) => at.clone(),
-                (Posted::Probe(_), None) => unreachable!("a probed receive has a probe"),
-            };
-            // Whether what completes the receive waits for the receiving thread's position.
-            let covers = matches!(r.posted, Posted::At(_));
-            let recv_done = match s.eager {
-                // The bytes left at the send; the receive completes when they are there and it
-                // is posted.
-                Some(m) => {
-                    let mut done = posted;
-                    done.push(m);
-                    done
-                }
-                None => {
-                    let deps = deps_of(&[&s.posted, &posted]);
-                    let m = self.b.message(Message::device(src, dst, s.bytes), &deps);
-                    self.fill(s.req, vec![m], true);
-                    vec![m]
-                }
-            };
-            self.fill(r.req, recv_done, covers);
         }
+    }
+
+    /// Post receive `r`: it matches the oldest send waiting on `key`, or waits.
+    fn post_recv(&mut self, key: Key, r: RecvRec) {
+        match self.waiting.entry(key) {
+            Entry::Occupied(mut e) => match e.get_mut() {
+                Waiting::Sends(q) => {
+                    let s = q.pop_front().expect("a waiting list is never empty");
+                    if q.is_empty() {
+                        e.remove();
+                    }
+                    self.matched(key, s, r);
+                }
+                Waiting::Recvs(q) => q.push_back(r),
+            },
+            Entry::Vacant(e) => {
+                e.insert(Waiting::Recvs(VecDeque::from([r])));
+            }
+        }
+    }
+
+    /// Send `s` and receive `r` of `key` match: the message and what completes each side.
+    fn matched(&mut self, key: Key, s: SendRec, r: RecvRec) {
+        let (src, dst) = (RankId(key.0), RankId(key.1));
+        // Whether what completes the receive waits for the receiving thread's position.
+        let covers = matches!(r.posted, Posted::At(_));
+        // Where the receive is posted: the receiver's position, or a probe on the receiver's
+        // GPU once the send is posted and the receiver is past its gate.
+        let posted: Vec<OpId> = match r.posted {
+            Posted::At(at) => at,
+            Posted::Probe(gate) => {
+                let deps = deps_of(&[&s.posted, &gate]);
+                vec![self.b.kernel(
+                    Kernel::new(dst, Unit::Gpu, "probe", 0.0, 0.0).with_priority(PROBE_PRIORITY),
+                    &deps,
+                )]
+            }
+        };
+        let recv_done = match s.eager {
+            // The bytes left at the send; the receive completes when they are there and it is
+            // posted.
+            Some(m) => {
+                let mut done = posted;
+                done.push(m);
+                done
+            }
+            None => {
+                let deps = deps_of(&[&s.posted, &posted]);
+                let m = self.b.message(Message::device(src, dst, s.bytes), &deps);
+                self.fill(s.req, vec![m], true);
+                vec![m]
+            }
+        };
+        self.fill(r.req, recv_done, covers);
     }
 
     /// The finished builder, once every run is over.
