@@ -14,10 +14,10 @@
 use std::time::Instant;
 
 use hetsim::programs::simulate_program_graph_default as run;
-use hetsim::workload::{HplSpec, PivotSearch, ProgramGenerator};
+use hetsim::workload::{PivotSearch, ProgramGenerator};
 
 mod common;
-use common::vm_hwm_kb;
+use common::{hpl_case, vm_hwm_kb};
 
 fn main() {
     // `cargo bench` passes `--bench`; keep only numbers.
@@ -32,29 +32,7 @@ fn main() {
     } else {
         ("collapsed", PivotSearch::Collapsed)
     };
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../calibration/hdpex-p100-cluster.toml"
-    );
-    let cluster = hetsim::cluster::load(path)
-        .and_then(|c| c.with_shape(nodes as u32, gpus as u32))
-        .expect("the HD-PEX cluster file loads");
-    // The scenario's workload table (its calibrated DGEMM models), with N and NB replaced.
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../scenarios/hpl-hdpex-p100.toml"
-    ))
-    .expect("the scenario reads");
-    let mut doc: toml::Table = toml::from_str(&text).expect("the scenario parses");
-    let mut w = doc
-        .remove("workload")
-        .and_then(|w| w.as_table().cloned())
-        .expect("a [workload] table");
-    w.remove("kind");
-    w.insert("n".into(), toml::Value::Integer(n as i64));
-    w.insert("nb".into(), toml::Value::Integer(nb as i64));
-    let mut spec: HplSpec = w.try_into().expect("an hpl workload");
-    spec.pivot_search = mode.1;
+    let (cluster, spec) = hpl_case(nodes, gpus, n, nb, mode.1);
     let t0 = Instant::now();
     let program = spec.generate(&cluster).expect("program");
     let (ops, edges, program_bytes) = (program.ops().len(), program.edges(), program.heap_bytes());

@@ -19,7 +19,8 @@
 //! random routes (seeded splitmix64, so every run does the same work), with random sizes. The
 //! figure of merit is flow events (activations + completions) per second of wall time, and the
 //! mean size of the component re-solved per solve, to show that the cost follows the part of the
-//! network an event touches, not the number of live flows.
+//! network an event touches, not the number of live flows. Its last column is the growth
+//! exponent of the cost per event in K from the previous row (0: independent of K; 1: linear).
 //!
 //! Topologies:
 //! - `node8`: one node, 8 GPUs behind two PCIe switches and a host bridge, NVLink peer links;
@@ -687,6 +688,7 @@ fn main() {
 
     let mut header = false;
     for topo_name in ["node8", "fattree64", "disjoint"] {
+        let mut prev = None;
         for k in [10usize, 100, 1000, 10_000] {
             if !keep(&format!("hold {topo_name} {k}")) {
                 continue;
@@ -694,9 +696,9 @@ fn main() {
             if !header {
                 println!(
                     "| topology | K | events | wall s | flow events/s | ns/event | \
-                     events/advance | flows/solve | links/solve | retimes/event | sim s |"
+                     events/advance | flows/solve | links/solve | retimes/event | sim s | growth |"
                 );
-                println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+                println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
                 header = true;
             }
             let mut topo: Box<dyn Topology> = match topo_name {
@@ -706,20 +708,23 @@ fn main() {
             };
             let r = run(topo.as_mut(), k, max_events, budget);
             let per_solve = |x: u64| x as f64 / r.solves.max(1) as f64;
+            let ns_per_event = r.secs * 1e9 / r.events as f64;
             println!(
-                "| {} | {} | {} | {:.2} | {:.0} | {:.0} | {:.2} | {:.1} | {:.1} | {:.2} | {:.3e} |",
+                "| {} | {} | {} | {:.2} | {:.0} | {:.0} | {:.2} | {:.1} | {:.1} | {:.2} | {:.3e} | {} |",
                 r.topo,
                 r.k,
                 r.events,
                 r.secs,
                 r.events as f64 / r.secs,
-                r.secs * 1e9 / r.events as f64,
+                ns_per_event,
                 r.events as f64 / r.advances as f64,
                 per_solve(r.flows_solved),
                 per_solve(r.links_solved),
                 r.retimes as f64 / r.events as f64,
                 r.sim_s,
+                common::growth(prev, k as f64, ns_per_event),
             );
+            prev = Some((k as f64, ns_per_event));
         }
     }
 }

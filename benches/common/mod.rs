@@ -44,3 +44,50 @@ pub fn vm_hwm_kb() -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// HPL on `nodes` × `gpus` P100 of the HD-PEX cluster file with the workload table of
+/// `scenarios/hpl-hdpex-p100.toml` (its calibrated DGEMM models), N and NB replaced, and the
+/// pivot searches as `pivot_search` says.
+#[allow(dead_code)] // only the HPL benchmarks use it
+pub fn hpl_case(
+    nodes: u64,
+    gpus: u64,
+    n: u64,
+    nb: u64,
+    pivot_search: hetsim::workload::PivotSearch,
+) -> (hetsim::cluster::Cluster, hetsim::workload::HplSpec) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../calibration/hdpex-p100-cluster.toml"
+    );
+    let cluster = hetsim::cluster::load(path)
+        .and_then(|c| c.with_shape(nodes as u32, gpus as u32))
+        .expect("the HD-PEX cluster file loads");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/hpl-hdpex-p100.toml"
+    ))
+    .expect("the scenario reads");
+    let mut doc: toml::Table = toml::from_str(&text).expect("the scenario parses");
+    let mut w = doc
+        .remove("workload")
+        .and_then(|w| w.as_table().cloned())
+        .expect("a [workload] table");
+    w.remove("kind");
+    w.insert("n".into(), toml::Value::Integer(n as i64));
+    w.insert("nb".into(), toml::Value::Integer(nb as i64));
+    let mut spec: hetsim::workload::HplSpec = w.try_into().expect("an hpl workload");
+    spec.pivot_search = pivot_search;
+    (cluster, spec)
+}
+
+/// Growth exponent of `y` in `x` between two measurements: ln(y₂/y₁) / ln(x₂/x₁).
+#[allow(dead_code)] // not every benchmark reports growth
+pub fn growth(prev: Option<(f64, f64)>, x: f64, y: f64) -> String {
+    match prev {
+        Some((x1, y1)) if x > x1 && y1 > 0.0 && y > 0.0 => {
+            format!("{:.2}", (y / y1).ln() / (x / x1).ln())
+        }
+        _ => "".into(),
+    }
+}
