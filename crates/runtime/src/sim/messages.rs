@@ -45,7 +45,7 @@
 //!   thread pays o_r; then a data message's copy is valid in the receiver's RAM (a new version:
 //!   a write) and the sender's copy is released; the message's successors go on.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -127,7 +127,8 @@ fn on_send_side(graph: &TaskGraph, m: TaskId, t: TaskId) -> bool {
 
 impl Messages {
     pub fn new(graph: &TaskGraph) -> Self {
-        let mut state = Vec::new();
+        let count = graph.tasks().iter().filter(|t| t.is_message()).count();
+        let mut state = Vec::with_capacity(count);
         let mut slot = Vec::new();
         for m in graph.task_ids() {
             let TaskKind::Message { from, to, src, dst } = graph.task(m).kind else {
@@ -221,14 +222,17 @@ impl Messages {
     /// The distinct (sending rank, source place, receiving rank, destination place) of the
     /// payload messages, to check their routes before the run.
     pub fn payload_routes(&self) -> Vec<(u32, Place, u32, Place)> {
-        let mut v: Vec<_> = self
-            .state
-            .iter()
-            .filter_map(|m| m.payload.map(|(s, d)| (m.from, s, m.to, d)))
-            .collect();
-        v.sort_unstable_by_key(|&(f, s, t, d)| (f, place_key(s), t, place_key(d)));
-        v.dedup();
-        v
+        // Deduplicated as they are met: a cluster program has far fewer distinct routes than
+        // messages.
+        let mut routes = BTreeMap::new();
+        for m in &self.state {
+            if let Some((s, d)) = m.payload {
+                routes
+                    .entry((m.from, place_key(s), m.to, place_key(d)))
+                    .or_insert((m.from, s, m.to, d));
+            }
+        }
+        routes.into_values().collect()
     }
 
     fn get(&mut self, m: TaskId) -> &mut Msg {
