@@ -64,14 +64,10 @@ use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
 /// the eager and rendezvous protocols (64 KiB).
 pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
 
-/// One message's progress.
+/// One message's progress (what it is, the graph says: [`info`]). Kept small: a cluster
+/// program is mostly messages.
 #[derive(Debug, Clone, Copy)]
 struct Msg {
-    from: u32,
-    to: u32,
-    bytes: f64,
-    /// A payload message's places on each side; `None` for a data message.
-    payload: Option<(Place, Place)>,
     send_left: u32,
     recv_left: u32,
     /// The sender's memory node the bytes leave from, once the send started.
@@ -83,6 +79,36 @@ struct Msg {
     /// Its route in [`Messages::routes`], and how many of its steps are done, once it moves.
     route: u32,
     done_steps: u32,
+}
+
+/// What the graph says of a message.
+#[derive(Debug, Clone, Copy)]
+struct MsgInfo {
+    from: u32,
+    to: u32,
+    bytes: f64,
+    /// A payload message's places on each side; `None` for a data message.
+    payload: Option<(Place, Place)>,
+}
+
+/// Message `m`'s ranks, size and places.
+fn info(graph: &TaskGraph, m: TaskId) -> MsgInfo {
+    let TaskKind::Message { from, to, src, dst } = graph.task(m).kind else {
+        unreachable!("task {m} is a message")
+    };
+    let (bytes, payload) = match graph.payload_bytes(m) {
+        Some(bytes) => (bytes, Some((src, dst))),
+        None => {
+            let sent = graph.accesses(m)[0].handle;
+            (graph.handle(sent).size_bytes as f64, None)
+        }
+    };
+    MsgInfo {
+        from: from.0,
+        to: to.0,
+        bytes,
+        payload,
+    }
 }
 
 /// A route's key: sending rank, source memory node, receiving rank, destination memory node.
@@ -131,16 +157,13 @@ impl Messages {
         let mut state = Vec::with_capacity(count);
         let mut slot = Vec::new();
         for m in graph.task_ids() {
-            let TaskKind::Message { from, to, src, dst } = graph.task(m).kind else {
+            if !graph.task(m).is_message() {
                 continue;
-            };
+            }
             if slot.is_empty() {
                 slot = vec![u32::MAX; graph.num_tasks()];
             }
             slot[m.index()] = state.len() as u32;
-            let payload = graph.payload_bytes(m);
-            let bytes = payload
-                .unwrap_or_else(|| graph.handle(graph.accesses(m)[0].handle).size_bytes as f64);
             let (mut send_left, mut recv_left) = (0, 0);
             for &p in graph.predecessors(m) {
                 if on_send_side(graph, m, p) {
@@ -150,15 +173,12 @@ impl Messages {
                 }
             }
             state.push(Msg {
-                from: from.0,
-                to: to.0,
-                bytes,
-                payload: payload.map(|_| (src, dst)),
                 send_left,
                 recv_left,
                 src: None,
                 sent: false,
-                posted: payload.is_some(),
+                // A payload message has no receive buffer to wait for.
+                posted: graph.payload_bytes(m).is_some(),
                 moving: false,
                 arrived: false,
                 route: u32::MAX,
@@ -214,18 +234,18 @@ impl Messages {
 
     /// For a data message whose send started: the sending rank and the memory node its bytes
     /// leave from.
-    pub fn source(&self, t: TaskId) -> Option<(usize, MemNodeId)> {
-        let m = self.find(t)?;
-        Some((m.from as usize, m.src?))
+    pub fn source(&self, graph: &TaskGraph, t: TaskId) -> Option<(usize, MemNodeId)> {
+        let src = self.find(t)?.src?;
+        Some((info(graph, t).from as usize, src))
     }
 
     /// The distinct (sending rank, source place, receiving rank, destination place) of the
     /// payload messages, to check their routes before the run.
-    pub fn payload_routes(&self) -> Vec<(u32, Place, u32, Place)> {
+    pub fn payload_routes(&self, graph: &TaskGraph) -> Vec<(u32, Place, u32, Place)> {
         // Deduplicated as they are met: a cluster program has far fewer distinct routes than
         // messages.
         let mut routes = BTreeMap::new();
-        for m in &self.state {
+        for m in self.ids().map(|t| info(graph, t)) {
             if let Some((s, d)) = m.payload {
                 routes
                     .entry((m.from, place_key(s), m.to, place_key(d)))
@@ -241,12 +261,11 @@ impl Messages {
     }
 
     /// The messages still waiting, for a deadlock diagnosis.
-    pub fn diagnosis(&self) -> String {
-        let waiting: Vec<(u32, &Msg)> = self
+    pub fn diagnosis(&self, graph: &TaskGraph) -> String {
+        let waiting: Vec<(TaskId, &Msg)> = self
             .ids()
             .zip(&self.state)
             .filter(|(_, m)| !(m.sent && m.posted && m.arrived))
-            .map(|(t, m)| (t.0, m))
             .collect();
         if waiting.is_empty() {
             return String::new();
@@ -254,12 +273,13 @@ impl Messages {
         let list: Vec<String> = waiting
             .iter()
             .take(8)
-            .map(|(t, m)| {
+            .map(|&(t, m)| {
+                let i = info(graph, t);
                 format!(
                     "message {t} ({} bytes) from rank {} to rank {}: {}",
-                    m.bytes,
-                    m.from,
-                    m.to,
+                    i.bytes,
+                    i.from,
+                    i.to,
                     match (m.src.is_some(), m.sent, m.posted) {
                         (false, _, _) => "send waits for its predecessors",
                         (true, false, _) => "send waits for its data",
@@ -301,7 +321,7 @@ impl Sim<'_> {
 
     /// Check, before the run, that every payload message has a route.
     pub(super) fn check_message_routes(&self) -> Result<(), InputError> {
-        for (from, src, to, dst) in self.messages.payload_routes() {
+        for (from, src, to, dst) in self.messages.payload_routes(self.graph) {
             let (f, t) = (from as usize, to as usize);
             let (s, d) = (self.place_mem(f, src)?, self.place_mem(t, dst)?);
             self.message_route(f, s, t, d).map_err(|e| {
@@ -437,8 +457,8 @@ impl Sim<'_> {
     /// The send side of `m` is done: a payload leaves from its place; a data message acquires
     /// its data where it leaves from.
     fn message_send(&mut self, m: TaskId) {
-        let msg = self.messages.get(m);
-        let (r, payload) = (msg.from as usize, msg.payload);
+        let MsgInfo { from, payload, .. } = info(self.graph, m);
+        let r = from as usize;
         self.mark(r);
         if let Some((src, _)) = payload {
             let src = self.place_mem(r, src).expect("checked before the run");
@@ -463,8 +483,7 @@ impl Sim<'_> {
         if !self.cluster?.gpu_direct() {
             return None;
         }
-        let msg = self.messages.find(m)?;
-        let memory = self.ranks[msg.from as usize].data.memory();
+        let memory = self.ranks[info(self.graph, m).from as usize].data.memory();
         let h = self.graph.accesses(m)[0].handle;
         (0..memory.nnodes() as u32)
             .map(MemNodeId)
@@ -473,10 +492,8 @@ impl Sim<'_> {
 
     /// The data of `m` is in place on the sender: its progress thread pays o_s.
     pub(super) fn message_data_ready(&mut self, m: TaskId) {
-        let (from, bytes) = {
-            let msg = self.messages.get(m);
-            (msg.from as usize, msg.bytes)
-        };
+        let MsgInfo { from, bytes, .. } = info(self.graph, m);
+        let from = from as usize;
         let o_s = self.cluster.map_or(0.0, |c| c.overheads().send_s(bytes));
         let rank = &mut self.ranks[from];
         let end = rank.mpi_free_at.max(self.now) + o_s;
@@ -485,9 +502,10 @@ impl Sim<'_> {
     }
 
     pub(super) fn message_sent(&mut self, m: TaskId) {
+        let bytes = info(self.graph, m).bytes;
         let msg = self.messages.get(m);
         msg.sent = true;
-        if msg.bytes <= EAGER_LIMIT_BYTES || msg.posted {
+        if bytes <= EAGER_LIMIT_BYTES || msg.posted {
             self.message_move(m);
         }
     }
@@ -498,7 +516,7 @@ impl Sim<'_> {
         if let Some(received) = self.graph.accesses(m).get(1).map(|a| a.handle)
             && self.messages.has_buffer.insert(received)
         {
-            let to = self.messages.get(m).to as usize;
+            let to = info(self.graph, m).to as usize;
             let pinned = self.ranks[to]
                 .workers
                 .workers()
@@ -536,7 +554,7 @@ impl Sim<'_> {
             let Some(m) = self.messages.buffers[r].waiting.pop_front() else {
                 break;
             };
-            let bytes = self.messages.get(m).bytes as u64;
+            let bytes = info(self.graph, m).bytes as u64;
             let b = &mut self.messages.buffers[r];
             // A small buffer pays only when it opens a chunk, and then for the whole chunk.
             let paid_bytes = if rt.suballocator && Suballocator::serves(bytes) {
@@ -561,7 +579,7 @@ impl Sim<'_> {
     /// The buffer of `m`'s receive is allocated: the receive is posted, and the worker that
     /// allocated it is free again.
     pub(super) fn recv_buffer_ready(&mut self, m: TaskId) {
-        let to = self.messages.get(m).to as usize;
+        let to = info(self.graph, m).to as usize;
         self.mark(to);
         self.message_posted(m);
     }
@@ -580,9 +598,14 @@ impl Sim<'_> {
 
     /// The bytes of `m` start moving along their route.
     fn message_move(&mut self, m: TaskId) {
+        let MsgInfo {
+            from,
+            to,
+            bytes,
+            payload,
+        } = info(self.graph, m);
         let msg = self.messages.get(m);
         msg.moving = true;
-        let (from, to, bytes, payload) = (msg.from, msg.to, msg.bytes, msg.payload);
         let src = msg.src.expect("sent from somewhere");
         let (f, t) = (from as usize, to as usize);
         let dst = match payload {
@@ -622,7 +645,7 @@ impl Sim<'_> {
     /// Start the next step of `m`'s route, or, if none is left, `m` has arrived.
     fn message_next_step(&mut self, m: TaskId) {
         let msg = *self.messages.get(m);
-        let bytes = msg.bytes;
+        let bytes = info(self.graph, m).bytes;
         let route = &self.messages.routes[msg.route as usize];
         let Some(step) = route.get(msg.done_steps as usize) else {
             self.message_arrived(m);
@@ -659,10 +682,8 @@ impl Sim<'_> {
     /// The bytes of `m` are at the receiver and its receive is posted: its progress thread
     /// pays o_r.
     fn message_deliver(&mut self, m: TaskId) {
-        let (to, bytes) = {
-            let msg = self.messages.get(m);
-            (msg.to as usize, msg.bytes)
-        };
+        let MsgInfo { to, bytes, .. } = info(self.graph, m);
+        let to = to as usize;
         let o_r = self.cluster.map_or(0.0, |c| c.overheads().recv_s(bytes));
         let rank = &mut self.ranks[to];
         let end = rank.mpi_free_at.max(self.now) + o_r;
@@ -673,9 +694,13 @@ impl Sim<'_> {
     /// `m` is received: a data message's copy is valid in the receiver's RAM and the sender's
     /// copy is released; the successors go on.
     pub(super) fn message_received(&mut self, m: TaskId) {
-        let msg = self.messages.get(m);
-        let (from, to, bytes, payload) = (msg.from, msg.to, msg.bytes, msg.payload);
-        let src = msg.src.expect("sent from somewhere");
+        let MsgInfo {
+            from,
+            to,
+            bytes,
+            payload,
+        } = info(self.graph, m);
+        let src = self.messages.get(m).src.expect("sent from somewhere");
         let (f, t) = (from as usize, to as usize);
         let dst = match payload {
             Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),

@@ -1005,7 +1005,7 @@ impl<'a> Sim<'a> {
     /// Where buffer `access` of task `t` is needed: the rank and memory node of the worker
     /// holding it, or for a message the sender's memory node it leaves from.
     fn buffer_place(&self, t: TaskId, access: u32) -> (usize, MemNodeId) {
-        if let Some(place) = self.messages.source(t) {
+        if let Some(place) = self.messages.source(self.graph, t) {
             debug_assert_eq!(access, 0);
             return place;
         }
@@ -1530,7 +1530,7 @@ impl<'a> Sim<'a> {
         for rank in &self.ranks {
             why.push_str(&rank.data.deadlock_diagnosis(self.machine, self.graph));
         }
-        why.push_str(&self.messages.diagnosis());
+        why.push_str(&self.messages.diagnosis(self.graph));
         InputError::new(format!(
             "no task can make progress at t = {} s: {} of {} tasks ran.{why} This is eviction \
              deadlock (StarPU issue #38): reduce the GPU pipeline depth, the tile size, or give \
