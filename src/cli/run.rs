@@ -236,7 +236,8 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
 }
 
 /// A progress bar on stderr (tasks done out of total) for runs that take more than a second;
-/// indicatif draws nothing when stderr is not a terminal.
+/// indicatif draws nothing when stderr is not a terminal. A distributed graph's messages count
+/// as tasks (they are most of an MPI program's); its delays, which no event reports, do not.
 struct Progress {
     enabled: bool,
     start: std::time::Instant,
@@ -289,10 +290,9 @@ impl Observer for Progress {
             return;
         }
         match event {
-            crate::runtime::SimEvent::RunStart { graph, .. } => {
-                self.total = graph.tasks().len() as u64;
-            }
-            crate::runtime::SimEvent::TaskEnd { .. } => self.task_done(),
+            crate::runtime::SimEvent::RunStart { graph, .. } => self.total = counted(graph),
+            crate::runtime::SimEvent::TaskEnd { .. }
+            | crate::runtime::SimEvent::MessageEnd { .. } => self.task_done(),
             crate::runtime::SimEvent::RunEnd { .. } => {
                 if let Some(bar) = self.bar.take() {
                     bar.finish_and_clear();
@@ -301,6 +301,15 @@ impl Observer for Progress {
             _ => {}
         }
     }
+}
+
+/// The tasks whose end the bar counts: computations and messages.
+fn counted(graph: &crate::workload::TaskGraph) -> u64 {
+    graph
+        .tasks()
+        .iter()
+        .filter(|t| t.is_compute() || t.is_message())
+        .count() as u64
 }
 
 /// How much of the text report to print: the summary with `--quiet`.
@@ -353,5 +362,46 @@ mod tests {
         quiet.start = Instant::now() - Duration::from_secs(2);
         end_tasks(&mut quiet, 4096);
         assert!(quiet.bar.is_none());
+    }
+
+    /// An MPI program's graph: its messages are counted and their ends move the bar, so that it
+    /// reaches its total; its delays (no event reports their end) are left out of the total.
+    #[test]
+    fn messages_count_and_delays_do_not() {
+        use crate::workload::{NodeId, Place, TaskGraphBuilder, Unit};
+        let mut b = TaskGraphBuilder::new();
+        let (k, m, d) = (
+            b.codelet("k").unwrap(),
+            b.codelet("message").unwrap(),
+            b.codelet("delay").unwrap(),
+        );
+        let (n0, n1) = (NodeId(0), NodeId(1));
+        let a = b.submit_fixed(k, n0, Unit::Gpu, 1.0, 0.0, 0, &[]).unwrap();
+        let msg = b
+            .submit_payload(m, (n0, Place::Host), (n1, Place::Host), 8.0, 0, &[a])
+            .unwrap();
+        let wait = b.submit_delay(d, n1, 0.5, &[msg]).unwrap();
+        b.submit_fixed(k, n1, Unit::Gpu, 1.0, 0.0, 0, &[wait])
+            .unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(g.num_tasks(), 4);
+        assert_eq!(counted(&g), 3, "two computations and one message");
+
+        let mut p = Progress::new(true);
+        p.start = Instant::now() - Duration::from_secs(2);
+        p.total = counted(&g);
+        end_tasks(&mut p, 1023);
+        p.event(
+            0.0,
+            &SimEvent::MessageEnd {
+                task: msg,
+                from_rank: 0,
+                to_rank: 1,
+                src: MemNodeId(0),
+                dst: MemNodeId(1),
+                bytes: 8.0,
+            },
+        );
+        assert_eq!(p.bar.as_ref().map(|b| b.position()), Some(1024));
     }
 }
