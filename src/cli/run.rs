@@ -34,10 +34,12 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Print one JSON object (the run report plus scenario, workload, overrides, run,
-    /// hetsim_version) instead of the text report.
+    /// hetsim_version) instead of the text report, and no progress on stderr.
     #[arg(long)]
     pub json: bool,
-    /// Text report: print only the header and headline figures, no tables.
+    /// Text report: print only the header and headline figures, no tables; no progress on
+    /// stderr (otherwise, on a terminal, a spinner while the workload is built and a bar of
+    /// tasks done, each once it has lasted a second).
     #[arg(long, short)]
     pub quiet: bool,
     /// The traces asked for: `--NAME FILE` per registered format, `--NAME-OPTION VALUE` per
@@ -244,6 +246,76 @@ struct Progress {
     total: u64,
     done: u64,
     bar: Option<indicatif::ProgressBar>,
+    /// Until the run starts: the workload is being loaded and built.
+    preparing: Preparing,
+}
+
+/// A spinner on stderr while the scenario's workload is loaded and its task graph built, shown
+/// once that has lasted a second (a large cluster program takes minutes to build), gone when
+/// the run starts. It ticks on a thread of its own, since the building reports nothing.
+struct Preparing {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Preparing {
+    const SHOW_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+    const TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
+    fn start(enabled: bool) -> Self {
+        if !enabled {
+            return Preparing {
+                stop: None,
+                thread: None,
+            };
+        }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let waiting = move |d| {
+            matches!(
+                stopped.recv_timeout(d),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            )
+        };
+        let thread = std::thread::spawn(move || {
+            if !waiting(Self::SHOW_AFTER) {
+                return;
+            }
+            let spinner = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::stderr(),
+            )
+            .with_elapsed(Self::SHOW_AFTER);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} {spinner} building the workload",
+            ) {
+                spinner.set_style(style);
+            }
+            while waiting(Self::TICK) {
+                spinner.tick();
+            }
+            spinner.finish_and_clear();
+        });
+        Preparing {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Take the spinner down (if it is up) and wait for its thread.
+    fn finish(&mut self) {
+        // Dropping the sender wakes the thread.
+        self.stop = None;
+        if let Some(t) = self.thread.take() {
+            // A spinner that panicked only loses its drawing.
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Preparing {
+    fn drop(&mut self) {
+        self.finish();
+    }
 }
 
 impl Progress {
@@ -258,6 +330,7 @@ impl Progress {
             total: 0,
             done: 0,
             bar: None,
+            preparing: Preparing::start(enabled),
         }
     }
 
@@ -290,7 +363,10 @@ impl Observer for Progress {
             return;
         }
         match event {
-            crate::runtime::SimEvent::RunStart { graph, .. } => self.total = counted(graph),
+            crate::runtime::SimEvent::RunStart { graph, .. } => {
+                self.preparing.finish();
+                self.total = counted(graph);
+            }
             crate::runtime::SimEvent::TaskEnd { .. }
             | crate::runtime::SimEvent::MessageEnd { .. } => self.task_done(),
             crate::runtime::SimEvent::RunEnd { .. } => {
@@ -362,6 +438,17 @@ mod tests {
         quiet.start = Instant::now() - Duration::from_secs(2);
         end_tasks(&mut quiet, 4096);
         assert!(quiet.bar.is_none());
+    }
+
+    /// The spinner's thread ends when the run starts (it would otherwise keep the process's
+    /// stderr busy and be joined only at exit); `--quiet` and `--json` start none.
+    #[test]
+    fn the_spinner_thread_ends_when_the_run_starts() {
+        let mut p = Preparing::start(true);
+        assert!(p.thread.is_some());
+        p.finish();
+        assert!(p.thread.is_none() && p.stop.is_none());
+        assert!(Preparing::start(false).thread.is_none());
     }
 
     /// An MPI program's graph: its messages are counted and their ends move the bar, so that it
