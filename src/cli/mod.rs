@@ -16,6 +16,7 @@ mod crosscheck;
 mod export_graph;
 pub mod model;
 mod net;
+mod progress;
 mod run;
 mod sweep;
 

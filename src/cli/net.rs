@@ -1,10 +1,11 @@
-//! `hetsim net CASE.json [--sharing plain|simgrid]`: finish times of a flow set on a fluid
+//! `hetsim net CASE.json [--sharing plain|simgrid] [--quiet]`: finish times of a flow set on a fluid
 //! network, printed as `{"flow_id": finish_time_s, ...}`.
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use super::progress::CountBar;
 use crate::fluid::SharingMode;
 use crate::netcase;
 
@@ -18,6 +19,10 @@ pub struct NetArgs {
     /// latency, then shares); `simgrid` weights each flow by 1/route latency, as SimGrid CM02.
     #[arg(long, value_enum, default_value_t = SharingArg::Plain)]
     pub sharing: SharingArg,
+    /// No progress on stderr (otherwise, on a terminal, a bar of flows finished once the run
+    /// has lasted a second).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Sharing mode on the command line.
@@ -40,6 +45,9 @@ impl From<SharingArg> for SharingMode {
 
 pub fn run(args: &NetArgs) -> crate::Result<()> {
     let case = netcase::load(&args.case)?;
-    let results = case.run(args.sharing.into());
+    let mut bar = CountBar::new(!args.quiet, "flows");
+    bar.set_total(case.flows().len() as u64);
+    let results = case.run_observed(args.sharing.into(), &mut |n| bar.advance(n as u64));
+    bar.finish();
     super::print(&format!("{}\n", netcase::finish_times_json(&results)))
 }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::json_line;
+use super::progress::{CountBar, Spinner};
 use crate::files::{FileRole, OutputFile, RoleFile, check_distinct};
 use crate::report_text::{self, Detail, Links};
 use crate::runtime::Observer;
@@ -237,122 +238,23 @@ pub fn run(args: &RunArgs) -> crate::Result<()> {
     super::print(&text)
 }
 
-/// A progress bar on stderr (tasks done out of total) for runs that take more than a second;
-/// indicatif draws nothing when stderr is not a terminal. A distributed graph's messages count
-/// as tasks (they are most of an MPI program's); its delays, which no event reports, do not.
+/// The run's progress on stderr: a spinner while the workload is built, then a bar of tasks
+/// done (see [`super::progress`]). A distributed graph's messages count as tasks (they are most
+/// of an MPI program's); its delays, which no event reports, do not.
 struct Progress {
     enabled: bool,
-    start: std::time::Instant,
-    total: u64,
-    done: u64,
-    bar: Option<indicatif::ProgressBar>,
-    /// Until the run starts: the workload is being loaded and built.
-    preparing: Preparing,
-}
-
-/// A spinner on stderr while the scenario's workload is loaded and its task graph built, shown
-/// once that has lasted a second (a large cluster program takes minutes to build), gone when
-/// the run starts. It ticks on a thread of its own, since the building reports nothing.
-struct Preparing {
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Preparing {
-    const SHOW_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
-    const TICK: std::time::Duration = std::time::Duration::from_millis(100);
-
-    fn start(enabled: bool) -> Self {
-        if !enabled {
-            return Preparing {
-                stop: None,
-                thread: None,
-            };
-        }
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let waiting = move |d| {
-            matches!(
-                stopped.recv_timeout(d),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-            )
-        };
-        let thread = std::thread::spawn(move || {
-            if !waiting(Self::SHOW_AFTER) {
-                return;
-            }
-            let spinner = indicatif::ProgressBar::with_draw_target(
-                None,
-                indicatif::ProgressDrawTarget::stderr(),
-            )
-            .with_elapsed(Self::SHOW_AFTER);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} {spinner} building the workload",
-            ) {
-                spinner.set_style(style);
-            }
-            while waiting(Self::TICK) {
-                spinner.tick();
-            }
-            spinner.finish_and_clear();
-        });
-        Preparing {
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-
-    /// Take the spinner down (if it is up) and wait for its thread.
-    fn finish(&mut self) {
-        // Dropping the sender wakes the thread.
-        self.stop = None;
-        if let Some(t) = self.thread.take() {
-            // A spinner that panicked only loses its drawing.
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Preparing {
-    fn drop(&mut self) {
-        self.finish();
-    }
+    bar: CountBar,
+    /// Until the run starts: the workload is being loaded and built (a large cluster program
+    /// takes minutes).
+    preparing: Spinner,
 }
 
 impl Progress {
-    /// Events between two looks at the clock: reading it per event would cost more than the
-    /// event.
-    const CHECK_EVERY: u64 = 1024;
-
     fn new(enabled: bool) -> Self {
         Progress {
             enabled,
-            start: std::time::Instant::now(),
-            total: 0,
-            done: 0,
-            bar: None,
-            preparing: Preparing::start(enabled),
-        }
-    }
-
-    fn task_done(&mut self) {
-        self.done += 1;
-        if let Some(bar) = &self.bar {
-            bar.set_position(self.done);
-        } else if self.done.is_multiple_of(Self::CHECK_EVERY)
-            && self.start.elapsed() >= std::time::Duration::from_secs(1)
-        {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(self.total),
-                indicatif::ProgressDrawTarget::stderr(),
-            )
-            .with_elapsed(self.start.elapsed());
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:40}] {pos}/{len} tasks, eta {eta}",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar.set_position(self.done);
-            self.bar = Some(bar);
+            bar: CountBar::new(enabled, "tasks"),
+            preparing: Spinner::start(enabled, "building the workload"),
         }
     }
 }
@@ -365,15 +267,11 @@ impl Observer for Progress {
         match event {
             crate::runtime::SimEvent::RunStart { graph, .. } => {
                 self.preparing.finish();
-                self.total = counted(graph);
+                self.bar.set_total(counted(graph));
             }
             crate::runtime::SimEvent::TaskEnd { .. }
-            | crate::runtime::SimEvent::MessageEnd { .. } => self.task_done(),
-            crate::runtime::SimEvent::RunEnd { .. } => {
-                if let Some(bar) = self.bar.take() {
-                    bar.finish_and_clear();
-                }
-            }
+            | crate::runtime::SimEvent::MessageEnd { .. } => self.bar.advance(1),
+            crate::runtime::SimEvent::RunEnd { .. } => self.bar.finish(),
             _ => {}
         }
     }
@@ -416,41 +314,6 @@ mod tests {
         }
     }
 
-    /// The bar appears once the run has lasted a second, at the first clock check after it
-    /// (every 1024 task ends), and follows the count; a quick run, or `--quiet`/`--json`,
-    /// gets none.
-    #[test]
-    fn the_bar_appears_after_a_second_and_counts_tasks() {
-        let mut quick = Progress::new(true);
-        end_tasks(&mut quick, 2048);
-        assert!(quick.bar.is_none(), "under a second: no bar");
-
-        let mut slow = Progress::new(true);
-        slow.start = Instant::now() - Duration::from_secs(2);
-        end_tasks(&mut slow, 1023);
-        assert!(slow.bar.is_none(), "the clock is read every 1024 tasks");
-        end_tasks(&mut slow, 1);
-        assert_eq!(slow.bar.as_ref().map(|b| b.position()), Some(1024));
-        end_tasks(&mut slow, 5);
-        assert_eq!(slow.bar.as_ref().map(|b| b.position()), Some(1029));
-
-        let mut quiet = Progress::new(false);
-        quiet.start = Instant::now() - Duration::from_secs(2);
-        end_tasks(&mut quiet, 4096);
-        assert!(quiet.bar.is_none());
-    }
-
-    /// The spinner's thread ends when the run starts (it would otherwise keep the process's
-    /// stderr busy and be joined only at exit); `--quiet` and `--json` start none.
-    #[test]
-    fn the_spinner_thread_ends_when_the_run_starts() {
-        let mut p = Preparing::start(true);
-        assert!(p.thread.is_some());
-        p.finish();
-        assert!(p.thread.is_none() && p.stop.is_none());
-        assert!(Preparing::start(false).thread.is_none());
-    }
-
     /// An MPI program's graph: its messages are counted and their ends move the bar, so that it
     /// reaches its total; its delays (no event reports their end) are left out of the total.
     #[test]
@@ -475,8 +338,8 @@ mod tests {
         assert_eq!(counted(&g), 3, "two computations and one message");
 
         let mut p = Progress::new(true);
-        p.start = Instant::now() - Duration::from_secs(2);
-        p.total = counted(&g);
+        p.bar.start = Instant::now() - Duration::from_secs(2);
+        p.bar.set_total(counted(&g));
         end_tasks(&mut p, 1023);
         p.event(
             0.0,
@@ -489,6 +352,6 @@ mod tests {
                 bytes: 8.0,
             },
         );
-        assert_eq!(p.bar.as_ref().map(|b| b.position()), Some(1024));
+        assert_eq!(p.bar.shown_at(), Some(1024));
     }
 }

@@ -18,7 +18,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use hetsim_core::error::{InputError, line_of_offset, read_input};
-use hetsim_core::fluid::{FlowSpec, FluidNetwork, LinkId, Sharing, SharingMode, run_flow_set};
+use hetsim_core::fluid::{
+    FlowSpec, FluidNetwork, LinkId, Sharing, SharingMode, run_flow_set_observed,
+};
 use hetsim_core::units::{self, Kind};
 
 #[derive(Debug, Deserialize)]
@@ -296,6 +298,15 @@ impl NetCase {
 
     /// Simulate every flow and return `(id, finish date in seconds)` in file order.
     pub fn run(&self, mode: SharingMode) -> Vec<(String, f64)> {
+        self.run_observed(mode, &mut |_| {})
+    }
+
+    /// [`NetCase::run`], telling `finished` how many flows ended at each date flows end.
+    pub fn run_observed(
+        &self,
+        mode: SharingMode,
+        finished: &mut dyn FnMut(usize),
+    ) -> Vec<(String, f64)> {
         let mut net = FluidNetwork::new(mode);
         for l in &self.links {
             net.add_link(l.bandwidth_bytes_per_sec, l.latency_s, l.sharing);
@@ -305,7 +316,7 @@ impl NetCase {
             .iter()
             .map(|f| (f.start_s, FlowSpec::new(f.route.clone(), f.bytes)))
             .collect();
-        let finish = run_flow_set(&mut net, specs);
+        let finish = run_flow_set_observed(&mut net, specs, finished);
         self.flows
             .iter()
             .map(|f| f.id.clone())

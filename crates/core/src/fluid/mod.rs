@@ -1213,6 +1213,16 @@ impl FluidNetwork {
 /// flow's finish date, in input order. Starts at a date are handled before the network's own
 /// events at that date, so flows activating together are shared in one re-solve.
 pub fn run_flow_set(net: &mut FluidNetwork, flows: Vec<(f64, FlowSpec)>) -> Vec<f64> {
+    run_flow_set_observed(net, flows, &mut |_| {})
+}
+
+/// [`run_flow_set`], telling `finished` how many flows ended at each date flows end (for a
+/// progress report).
+pub fn run_flow_set_observed(
+    net: &mut FluidNetwork,
+    flows: Vec<(f64, FlowSpec)>,
+    finished: &mut dyn FnMut(usize),
+) -> Vec<f64> {
     let mut starts = Calendar::new();
     let n = flows.len();
     for (i, (start_s, spec)) in flows.into_iter().enumerate() {
@@ -1236,6 +1246,9 @@ pub fn run_flow_set(net: &mut FluidNetwork, flows: Vec<(f64, FlowSpec)>) -> Vec<
             }
             (_, Some(t)) => {
                 net.advance(t, &mut done);
+                if !done.is_empty() {
+                    finished(done.len());
+                }
                 for id in done.drain(..) {
                     finish_s[owner[id.0 as usize]] = t;
                 }
