@@ -12,6 +12,16 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How long work lasts before its progress is shown.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 
+/// A bar on stderr of `total` `unit` (shown at once: [`CountBar`] waits before making one).
+pub(super) fn count_bar(total: u64, unit: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let template = format!("{{elapsed_precise}} [{{bar:40}}] {{pos}}/{{len}} {unit}, eta {{eta}}");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
 /// A bar of items done out of a total, shown once the work has lasted [`SHOW_AFTER`].
 pub(super) struct CountBar {
     enabled: bool,
@@ -56,15 +66,7 @@ impl CountBar {
         } else if before / Self::CHECK_EVERY != self.done / Self::CHECK_EVERY
             && self.start.elapsed() >= SHOW_AFTER
         {
-            let bar = ProgressBar::with_draw_target(Some(self.total), ProgressDrawTarget::stderr())
-                .with_elapsed(self.start.elapsed());
-            let template = format!(
-                "{{elapsed_precise}} [{{bar:40}}] {{pos}}/{{len}} {}, eta {{eta}}",
-                self.unit
-            );
-            if let Ok(style) = ProgressStyle::with_template(&template) {
-                bar.set_style(style.progress_chars("=> "));
-            }
+            let bar = count_bar(self.total, self.unit).with_elapsed(self.start.elapsed());
             bar.set_position(self.done);
             self.bar = Some(bar);
         }

@@ -153,16 +153,7 @@ pub fn run(args: &SweepArgs) -> crate::Result<()> {
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
     } else {
-        let bar = indicatif::ProgressBar::with_draw_target(
-            Some(n),
-            indicatif::ProgressDrawTarget::stderr(),
-        );
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}",
-        ) {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar
+        super::progress::count_bar(n, "runs")
     };
     let start = std::time::Instant::now();
     let rows = crate::parallel::run_shard(&sw, shard, threads, &|| bar.inc(1))?;

@@ -64,8 +64,8 @@ use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
 /// the eager and rendezvous protocols (64 KiB).
 pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
 
-/// One message's progress (what it is, the graph says: [`info`]). Kept small: a cluster
-/// program is mostly messages.
+/// One message's progress. What the message is (ranks, size, places) is read from the graph
+/// ([`info`]), so that this stays small: a cluster program is mostly messages.
 #[derive(Debug, Clone, Copy)]
 struct Msg {
     send_left: u32,
@@ -596,22 +596,27 @@ impl Sim<'_> {
         }
     }
 
-    /// The bytes of `m` start moving along their route.
-    fn message_move(&mut self, m: TaskId) {
-        let MsgInfo {
-            from,
-            to,
-            bytes,
-            payload,
-        } = info(self.graph, m);
-        let msg = self.messages.get(m);
-        msg.moving = true;
-        let src = msg.src.expect("sent from somewhere");
-        let (f, t) = (from as usize, to as usize);
+    /// Where the bytes of `m`, whose send started, leave from (the node its send chose) and go
+    /// to (a payload's place, or the receiver's RAM).
+    fn message_places(&self, m: TaskId) -> (MemNodeId, MemNodeId) {
+        let src = self.messages.find(m).and_then(|msg| msg.src);
+        let MsgInfo { to, payload, .. } = info(self.graph, m);
+        let t = to as usize;
         let dst = match payload {
             Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
             None => self.ranks[t].data.memory().ram(),
         };
+        (src.expect("sent from somewhere"), dst)
+    }
+
+    /// The bytes of `m` start moving along their route.
+    fn message_move(&mut self, m: TaskId) {
+        let MsgInfo {
+            from, to, bytes, ..
+        } = info(self.graph, m);
+        self.messages.get(m).moving = true;
+        let (src, dst) = self.message_places(m);
+        let (f, t) = (from as usize, to as usize);
         let key = (from, src, to, dst);
         let route = match self.messages.route_ids.get(&key) {
             Some(&id) => id,
@@ -700,19 +705,14 @@ impl Sim<'_> {
             bytes,
             payload,
         } = info(self.graph, m);
-        let src = self.messages.get(m).src.expect("sent from somewhere");
+        let (src, dst) = self.message_places(m);
         let (f, t) = (from as usize, to as usize);
-        let dst = match payload {
-            Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
-            None => {
-                let sent = self.graph.accesses(m)[0].handle;
-                let received = self.graph.accesses(m)[1].handle;
-                let ram = self.ranks[t].data.memory().ram();
-                self.ranks[t].data.receive(received, ram);
-                self.ranks[f].data.release(sent, src);
-                ram
-            }
-        };
+        if payload.is_none() {
+            let sent = self.graph.accesses(m)[0].handle;
+            let received = self.graph.accesses(m)[1].handle;
+            self.ranks[t].data.receive(received, dst);
+            self.ranks[f].data.release(sent, src);
+        }
         let (gsrc, gdst) = (self.global_mem(f, src), self.global_mem(t, dst));
         self.note(&SimEvent::MessageEnd {
             task: m,

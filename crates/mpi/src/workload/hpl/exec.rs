@@ -290,11 +290,26 @@ enum Posted {
 /// Sends and receives match by (source rank, destination rank, tag).
 type Key = (u32, u32, Tag);
 
+/// A send or a receive being posted.
+enum Posting {
+    Send(SendRec),
+    Recv(RecvRec),
+}
+
 /// What waits to be matched on one key.
 #[derive(Debug)]
 enum Waiting {
     Sends(VecDeque<SendRec>),
     Recvs(VecDeque<RecvRec>),
+}
+
+impl Waiting {
+    fn is_empty(&self) -> bool {
+        match self {
+            Waiting::Sends(q) => q.is_empty(),
+            Waiting::Recvs(q) => q.is_empty(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -540,15 +555,13 @@ impl Exec {
                         None
                     };
                     let key = (rank.0, to.0, tag);
-                    self.post_send(
-                        key,
-                        SendRec {
-                            posted,
-                            bytes,
-                            eager,
-                            req,
-                        },
-                    );
+                    let send = SendRec {
+                        posted,
+                        bytes,
+                        eager,
+                        req,
+                    };
+                    self.post(key, Posting::Send(send));
                     self.wait_or_keep(t, req, blocking);
                 }
                 Act::Recv {
@@ -559,7 +572,7 @@ impl Exec {
                     let req = self.new_req(t);
                     let key = (from.0, rank.0, tag);
                     let posted = Posted::At(self.front[t].clone());
-                    self.post_recv(key, RecvRec { posted, req });
+                    self.post(key, Posting::Recv(RecvRec { posted, req }));
                     self.wait_or_keep(t, req, blocking);
                 }
                 Act::ProbeRecv { from, tag, gate } => {
@@ -573,7 +586,7 @@ impl Exec {
                     let req = self.new_req(t);
                     let key = (from.0, rank.0, tag);
                     let posted = Posted::Probe(g);
-                    self.post_recv(key, RecvRec { posted, req });
+                    self.post(key, Posting::Recv(RecvRec { posted, req }));
                     self.wait_or_keep(t, req, true);
                 }
                 Act::WaitAll => {
@@ -610,41 +623,43 @@ impl Exec {
         }
     }
 
-    /// Post send `s`: it matches the oldest receive waiting on `key`, or waits.
-    fn post_send(&mut self, key: Key, s: SendRec) {
-        match self.waiting.entry(key) {
-            Entry::Occupied(mut e) => match e.get_mut() {
-                Waiting::Recvs(q) => {
-                    let r = q.pop_front().expect("a waiting list is never empty");
-                    if q.is_empty() {
-                        e.remove();
-                    }
-                    self.matched(key, s, r);
-                }
-                Waiting::Sends(q) => q.push_back(s),
-            },
+    /// Post a send or a receive on `key`: it matches the oldest of the other kind waiting
+    /// there (MPI's non-overtaking order), or waits.
+    fn post(&mut self, key: Key, posting: Posting) {
+        const NEVER_EMPTY: &str = "a waiting list is never empty";
+        let matched = match self.waiting.entry(key) {
             Entry::Vacant(e) => {
-                e.insert(Waiting::Sends(VecDeque::from([s])));
+                e.insert(match posting {
+                    Posting::Send(s) => Waiting::Sends(VecDeque::from([s])),
+                    Posting::Recv(r) => Waiting::Recvs(VecDeque::from([r])),
+                });
+                None
             }
-        }
-    }
-
-    /// Post receive `r`: it matches the oldest send waiting on `key`, or waits.
-    fn post_recv(&mut self, key: Key, r: RecvRec) {
-        match self.waiting.entry(key) {
-            Entry::Occupied(mut e) => match e.get_mut() {
-                Waiting::Sends(q) => {
-                    let s = q.pop_front().expect("a waiting list is never empty");
-                    if q.is_empty() {
-                        e.remove();
+            Entry::Occupied(mut e) => {
+                let matched = match (e.get_mut(), posting) {
+                    (Waiting::Recvs(q), Posting::Send(s)) => {
+                        Some((s, q.pop_front().expect(NEVER_EMPTY)))
                     }
-                    self.matched(key, s, r);
+                    (Waiting::Sends(q), Posting::Recv(r)) => {
+                        Some((q.pop_front().expect(NEVER_EMPTY), r))
+                    }
+                    (Waiting::Sends(q), Posting::Send(s)) => {
+                        q.push_back(s);
+                        None
+                    }
+                    (Waiting::Recvs(q), Posting::Recv(r)) => {
+                        q.push_back(r);
+                        None
+                    }
+                };
+                if e.get().is_empty() {
+                    e.remove();
                 }
-                Waiting::Recvs(q) => q.push_back(r),
-            },
-            Entry::Vacant(e) => {
-                e.insert(Waiting::Recvs(VecDeque::from([r])));
+                matched
             }
+        };
+        if let Some((s, r)) = matched {
+            self.matched(key, s, r);
         }
     }
 
