@@ -45,7 +45,7 @@
 //!   thread pays o_r; then a data message's copy is valid in the receiver's RAM (a new version:
 //!   a write) and the sender's copy is released; the message's successors go on.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -244,15 +244,18 @@ impl Messages {
     pub fn payload_routes(&self, graph: &TaskGraph) -> Vec<(u32, Place, u32, Place)> {
         // Deduplicated as they are met: a cluster program has far fewer distinct routes than
         // messages.
-        let mut routes = BTreeMap::new();
+        let mut seen = FxHashSet::default();
+        let mut routes = Vec::new();
         for m in self.ids().map(|t| info(graph, t)) {
             if let Some((s, d)) = m.payload {
-                routes
-                    .entry((m.from, place_key(s), m.to, place_key(d)))
-                    .or_insert((m.from, s, m.to, d));
+                let key = (m.from, place_key(s), m.to, place_key(d));
+                if seen.insert(key) {
+                    routes.push((key, (m.from, s, m.to, d)));
+                }
             }
         }
-        routes.into_values().collect()
+        routes.sort_unstable_by_key(|&(key, _)| key);
+        routes.into_iter().map(|(_, route)| route).collect()
     }
 
     fn get(&mut self, m: TaskId) -> &mut Msg {
