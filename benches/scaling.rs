@@ -1,6 +1,6 @@
-//! How hetsim's cost grows with what it simulates: one table per part, each row with the growth
-//! exponent of the wall time from the previous row of its group, ln(t₂/t₁) / ln(x₂/x₁) (1: the
-//! cost per unit of work stays the same).
+//! How hetsim's cost grows with what it simulates: one table per part, each row with the
+//! growth exponent of the wall time from the previous row of its group, ln(t₂/t₁) / ln(x₂/x₁)
+//! (1: the cost per unit of work stays the same).
 //!
 //! - **Runtime**: tiled Cholesky on mirage (StarPU's calibrated kernels, 960 × 960 single
 //!   precision tiles), 20, 40, 80 and 120 tiles per side (1 540 to 295 240 tasks), one run per
