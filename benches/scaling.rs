@@ -73,9 +73,14 @@ fn runtime_child(tiles: u64, sched: &str, roomy: bool) {
     );
 }
 
+/// HPL's N on `nodes` nodes: 100 000 on 16, growing as the square root of the GPUs.
+fn hpl_n(nodes: u64) -> u64 {
+    (100_000.0 * (nodes as f64 / 16.0).sqrt()).round() as u64
+}
+
 /// One HPL run; prints `ops build_s sim_s peak_kb makespan_s`.
 fn hpl_child(nodes: u64) {
-    let n = (100_000.0 * (nodes as f64 / 16.0).sqrt()).round() as u64;
+    let n = hpl_n(nodes);
     let (cluster, spec) = hpl_case(nodes, 4, n, 384, PivotSearch::Collapsed);
     let t0 = Instant::now();
     let program = spec.generate(&cluster).expect("program");
@@ -176,7 +181,7 @@ fn main() {
         }
         let v = child(&format!("hpl,{nodes}"));
         let (ops, build_s, sim_s, peak_kb, makespan_s) = (v[0], v[1], v[2], v[3], v[4]);
-        let n = (100_000.0 * (nodes as f64 / 16.0).sqrt()).round();
+        let n = hpl_n(nodes);
         let total_s = build_s + sim_s;
         println!(
             "| {nodes} × 4 | {n} | {ops} | {build_s:.2} | {sim_s:.2} | {:.0} | {:.1} | {:.0} | \

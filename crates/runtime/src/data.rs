@@ -200,9 +200,6 @@ impl DataManager {
 
     // --- Buffers of popped tasks ------------------------------------------------------------
 
-    /// A popped task's buffer `access` of `h` is needed in `node`: pin it there. Returns
-    /// whether it is allocated already; if not, it waits for room
-    /// ([`DataManager::next_allocation`]).
     /// Worker-side start of task `t`'s input fetch on `node`: if its inputs were prefetched,
     /// the replicas it reads are no longer kept for it (StarPU's `_starpu_fetch_task_input`
     /// for a `task->prefetched` task).
@@ -217,6 +214,9 @@ impl DataManager {
         }
     }
 
+    /// A popped task's buffer `access` of `h` is needed in `node`: pin it there. Returns
+    /// whether it is allocated already; if not, it waits for room
+    /// ([`DataManager::next_allocation`]).
     pub fn pin_buffer(&mut self, t: TaskId, access: u32, h: HandleId, node: MemNodeId) -> bool {
         self.memory.pin_for_task(h, node);
         if self.memory.is_allocated(h, node) {

@@ -599,13 +599,12 @@ impl Sim<'_> {
         }
     }
 
-    /// Where the bytes of `m`, whose send started, leave from (the node its send chose) and go
-    /// to (a payload's place, or the receiver's RAM).
-    fn message_places(&self, m: TaskId) -> (MemNodeId, MemNodeId) {
+    /// Where the bytes of `m` (described by `i`), whose send started, leave from (the node its
+    /// send chose) and go to (a payload's place, or the receiver's RAM).
+    fn message_places(&self, m: TaskId, i: MsgInfo) -> (MemNodeId, MemNodeId) {
         let src = self.messages.find(m).and_then(|msg| msg.src);
-        let MsgInfo { to, payload, .. } = info(self.graph, m);
-        let t = to as usize;
-        let dst = match payload {
+        let t = i.to as usize;
+        let dst = match i.payload {
             Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
             None => self.ranks[t].data.memory().ram(),
         };
@@ -614,11 +613,12 @@ impl Sim<'_> {
 
     /// The bytes of `m` start moving along their route.
     fn message_move(&mut self, m: TaskId) {
+        let i = info(self.graph, m);
         let MsgInfo {
             from, to, bytes, ..
-        } = info(self.graph, m);
+        } = i;
         self.messages.get(m).moving = true;
-        let (src, dst) = self.message_places(m);
+        let (src, dst) = self.message_places(m, i);
         let (f, t) = (from as usize, to as usize);
         let key = (from, src, to, dst);
         let route = match self.messages.route_ids.get(&key) {
@@ -702,13 +702,14 @@ impl Sim<'_> {
     /// `m` is received: a data message's copy is valid in the receiver's RAM and the sender's
     /// copy is released; the successors go on.
     pub(super) fn message_received(&mut self, m: TaskId) {
+        let i = info(self.graph, m);
         let MsgInfo {
             from,
             to,
             bytes,
             payload,
-        } = info(self.graph, m);
-        let (src, dst) = self.message_places(m);
+        } = i;
+        let (src, dst) = self.message_places(m, i);
         let (f, t) = (from as usize, to as usize);
         if payload.is_none() {
             let sent = self.graph.accesses(m)[0].handle;

@@ -544,10 +544,9 @@ impl Exec {
                     blocking,
                 } => {
                     let req = self.new_req(t);
-                    let posted = self.front[t].clone();
+                    let posted = sorted(&mut self.front[t]).to_vec();
                     let eager = if !sync && bytes < EAGER_LIMIT_BYTES {
-                        let deps = deps_of(&[&posted]);
-                        let m = self.b.message(Message::device(rank, to, bytes), &deps);
+                        let m = self.b.message(Message::device(rank, to, bytes), &posted);
                         // A detached send is complete for the sender at once.
                         self.reqs[req] = Some((Vec::new(), false));
                         Some(m)
