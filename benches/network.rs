@@ -32,6 +32,11 @@
 //! `shared3 10000`) contains every word given. Without `--bench` (as `cargo test --benches` runs
 //! it) every configuration is small or runs a few hundred events only.
 //!
+//! `--reshare` runs the all-to-all (64, 128, 256 and 1 024 hosts) with the re-share after
+//! completions put off by 0 (exact), 10 µs, 100 µs and 1 ms
+//! ([`FluidNetwork::set_reshare_delay_s`]): wall time, re-solves, and the finish dates against
+//! the exact run's where that run fits the budget (`-- --reshare 1024 0.001` keeps one row).
+//!
 //! `--census` instead counts, per event, the flows active before and after it whose rate did not
 //! change, changed by floating-point noise only, or really changed, beside the flows the solver
 //! re-solved (hold node8 and fattree64 at K = 100, 1000, 10 000; alltoall 32, 64, 128): what any
@@ -39,7 +44,9 @@
 
 use std::time::{Duration, Instant};
 
-use hetsim::fluid::{FlowId, FlowPhase, FlowSpec, FluidNetwork, LinkId, Sharing, SharingMode};
+use hetsim::fluid::{
+    FlowId, FlowPhase, FlowSpec, FluidNetwork, LinkId, Sharing, SharingMode, run_flow_set,
+};
 
 const GB: f64 = 1e9;
 const US: f64 = 1e-6;
@@ -620,6 +627,68 @@ fn batch_suite(
     }
 }
 
+/// The delays `--reshare` tries, in seconds (0: exact).
+const RESHARE_DELAYS_S: [f64; 4] = [0.0, 1e-5, 1e-4, 1e-3];
+
+/// `--reshare`: the all-to-all with the re-share after completions put off by each delay of
+/// [`RESHARE_DELAYS_S`]: wall time, re-solves, and each flow's finish date against the exact
+/// run's (when the exact run finished within the budget).
+fn reshare_suite(hosts: &[usize], keep: &dyn Fn(&str) -> bool, budget: Duration) {
+    println!(
+        "| case | flows | delay s | wall s | re-solves | makespan s | makespan vs exact | \
+         mean finish shift | max finish shift (s) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for &n in hosts {
+        let mut exact: Option<Vec<f64>> = None;
+        for delay_s in RESHARE_DELAYS_S {
+            let case = format!("alltoall {n} delay {delay_s}");
+            if !keep(&case) {
+                continue;
+            }
+            let (mut net, flows) = alltoall(n, &mut Rng(0x5eed_0a11 + n as u64));
+            if delay_s == 0.0
+                && flows.len() as f64 * flows.len() as f64 > 5e9 * budget.as_secs_f64()
+            {
+                // Exact is about 0.2 F² flow updates: beyond the budget.
+                println!(
+                    "| alltoall {n} | {} | 0 (exact) | skipped | | | | | |",
+                    flows.len()
+                );
+                continue;
+            }
+            net.set_reshare_delay_s(delay_s);
+            let begin = Instant::now();
+            let done = run_flow_set(&mut net, flows.into_iter().map(|f| (0.0, f)).collect());
+            let secs = begin.elapsed().as_secs_f64();
+            let makespan = done.iter().copied().fold(0.0, f64::max);
+            let solves = net.solve_stats().solves;
+            let versus = |exact: &[f64]| {
+                let ref_makespan = exact.iter().copied().fold(0.0, f64::max);
+                let shifts: Vec<f64> = done.iter().zip(exact).map(|(d, e)| d - e).collect();
+                let mean = shifts.iter().sum::<f64>() / shifts.len() as f64;
+                let max = shifts.iter().copied().fold(0.0, |m: f64, s| m.max(s.abs()));
+                (
+                    format!("{:+.3} %", 100.0 * (makespan / ref_makespan - 1.0)),
+                    format!("{:+.3} %", 100.0 * mean / ref_makespan),
+                    format!("{max:.2e}"),
+                )
+            };
+            let (m, mean, max) = exact
+                .as_deref()
+                .map_or_else(|| ("–".into(), "–".into(), "–".into()), versus);
+            println!(
+                "| alltoall {n} | {} | {delay_s:e} | {secs:.3} | {solves} | {makespan:.6} | {m} | \
+                 {mean} | {max} |",
+                done.len()
+            );
+            if delay_s == 0.0 {
+                exact = Some(done);
+            }
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let bench = args.iter().any(|a| a == "--bench");
@@ -678,6 +747,15 @@ fn main() {
         .map_or(Duration::from_secs(600), |s| {
             Duration::from_secs_f64(s.parse().expect("--budget takes a number of seconds"))
         });
+    if args.iter().any(|a| a == "--reshare") {
+        let hosts: &[usize] = if bench {
+            &[64, 128, 256, 1024]
+        } else {
+            &[8, 16]
+        };
+        reshare_suite(hosts, &keep, batch_budget);
+        return;
+    }
     let (hosts, shared): (&[usize], &[usize]) = if bench {
         (&[64, 128, 256, 1024], &[10_000, 20_000, 50_000])
     } else {

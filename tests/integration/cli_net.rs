@@ -267,3 +267,38 @@ fn single_flow_sanity_check() {
         );
     }
 }
+
+/// Two flows of 1 GB and 3 GB on one 1 GB/s link without latency: the first ends at 2 s; the
+/// second, alone from then, ends at 4 s, or at 4.25 s when the re-share waits 0.5 s (it stays
+/// at 0.5 GB/s until 2.5 s, 1.75 GB left at 1 GB/s).
+#[test]
+fn reshare_delay_puts_off_the_reshare_after_a_completion() {
+    let mut case = base_case();
+    case["links"][0]["latency"] = json!(0.0);
+    case["flows"] = json!([
+        {"id": "short", "src": "a", "dst": "b", "bytes": 1_000_000_000u64, "start": 0.0},
+        {"id": "long", "src": "a", "dst": "b", "bytes": 3_000_000_000u64, "start": 0.0}
+    ]);
+    let path = fixture("c14.json", &pretty(&case));
+    for (extra, long_s) in [(&[][..], 4.0), (&["--reshare-delay", "500 ms"][..], 4.25)] {
+        let out = hetsim_net(&path, extra);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{extra:?}: status {}", out.status);
+        let v: Value = serde_json::from_str(&stdout).expect("stdout is JSON");
+        assert_eq!(v["short"].as_f64(), Some(2.0), "{extra:?}: {stdout}");
+        assert_eq!(v["long"].as_f64(), Some(long_s), "{extra:?}: {stdout}");
+    }
+}
+
+#[test]
+fn reshare_delay_without_a_unit_or_negative() {
+    let path = fixture("c15.json", &pretty(&base_case()));
+    for (bad, words) in [
+        ("5", &["no unit"][..]),
+        ("-1 us", &["negative"][..]),
+        ("soon", &["does not start with a number"][..]),
+    ] {
+        let out = hetsim_net(&path, &[&format!("--reshare-delay={bad}")]);
+        assert_rejected(&format!("--reshare-delay {bad}"), &path, &out, words);
+    }
+}

@@ -802,3 +802,30 @@ fn runtime_overrides_reach_the_machine() {
         stderr(&out)
     );
 }
+
+#[test]
+fn reshare_delay_is_a_duration_reported_in_the_run() {
+    let exact = json(&run(&scenario(), &["--json"]));
+    assert_eq!(exact["run"]["reshare_delay_s"], 0.0);
+    let zero = json(&run(
+        &scenario(),
+        &["--json", "--set", "run.reshare_delay=0"],
+    ));
+    assert_eq!(zero["makespan_s"], exact["makespan_s"]);
+    let delayed = json(&run(
+        &scenario(),
+        &["--json", "--set", "run.reshare_delay=\"250 us\""],
+    ));
+    let delay_s = delayed["run"]["reshare_delay_s"]
+        .as_f64()
+        .expect("a number");
+    assert!((delay_s - 250e-6).abs() < 1e-18, "{delay_s}");
+    for (bad, words) in [
+        ("5", &["run.reshare_delay", "no unit"][..]),
+        ("\"-1 us\"", &["run.reshare_delay", "negative"][..]),
+        ("\"soon\"", &["run.reshare_delay", "soon"][..]),
+    ] {
+        let set = format!("run.reshare_delay={bad}");
+        assert_rejected(&set, &run(&scenario(), &["--set", &set]), words);
+    }
+}

@@ -298,16 +298,20 @@ impl NetCase {
 
     /// Simulate every flow and return `(id, finish date in seconds)` in file order.
     pub fn run(&self, mode: SharingMode) -> Vec<(String, f64)> {
-        self.run_observed(mode, &mut |_| {})
+        self.run_observed(mode, 0.0, &mut |_| {})
     }
 
-    /// [`NetCase::run`], telling `finished` how many flows ended at each date flows end.
+    /// [`NetCase::run`] with the re-share after completions put off by up to `reshare_delay_s`
+    /// ([`FluidNetwork::set_reshare_delay_s`]; 0: exact), telling `finished` how many flows
+    /// ended at each date flows end.
     pub fn run_observed(
         &self,
         mode: SharingMode,
+        reshare_delay_s: f64,
         finished: &mut dyn FnMut(usize),
     ) -> Vec<(String, f64)> {
         let mut net = FluidNetwork::new(mode);
+        net.set_reshare_delay_s(reshare_delay_s);
         for l in &self.links {
             net.add_link(l.bandwidth_bytes_per_sec, l.latency_s, l.sharing);
         }

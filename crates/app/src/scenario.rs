@@ -820,6 +820,8 @@ struct RawRun {
     #[serde(default)]
     sharing: Option<Spanned<String>>,
     #[serde(default)]
+    reshare_delay: Option<Spanned<hetsim_core::units::RawQuantity>>,
+    #[serde(default)]
     prefetch: Option<Spanned<bool>>,
     #[serde(default)]
     wont_use: Option<Spanned<bool>>,
@@ -990,6 +992,13 @@ fn build(
                     ));
                 }
             };
+        }
+        if let Some(v) = &r.reshare_delay {
+            note!("run.reshare_delay", &v.span());
+            run.reshare_delay_s = v
+                .get_ref()
+                .read(hetsim_core::units::Kind::Seconds)
+                .map_err(|e| src.err(&v.span(), "run.reshare_delay", e.message))?;
         }
         if let Some(v) = &r.prefetch {
             note!("run.prefetch", &v.span());
@@ -1532,6 +1541,7 @@ impl Scenario {
                 "ncpu": self.run.ncpu,
                 "ncuda": self.run.ncuda,
                 "sharing": sharing_name(self.run.sharing),
+                "reshare_delay_s": self.run.reshare_delay_s,
                 "prefetch": self.run.prefetch,
                 "wont_use": self.run.wont_use,
                 "gpu_sync": self.run.gpu_sync,

@@ -147,6 +147,7 @@ fn core_share(cores: u32, ranks: u32, k: u32) -> Range<u32> {
 /// One machine: one rank with all of it.
 pub(crate) fn machine_setup(machine: &Machine, config: &RunConfig) -> Result<Setup, InputError> {
     let mut net = FluidNetwork::new(config.sharing);
+    net.set_reshare_delay_s(config.reshare_delay_s);
     let paths = Paths::new(machine, &mut net);
     let workers = super::runnable::workers_of(machine, config)?;
     let layout = Layout::of_machine(machine, &workers, &paths.link_names);
@@ -268,7 +269,8 @@ pub(crate) fn cluster_setup(
         link_nodes,
     };
     // The engine runs the network; the cluster's copy keeps only its routes.
-    let net = std::mem::replace(&mut cnet.net, FluidNetwork::new(config.sharing));
+    let mut net = std::mem::replace(&mut cnet.net, FluidNetwork::new(config.sharing));
+    net.set_reshare_delay_s(config.reshare_delay_s);
     Ok(Setup {
         net,
         cluster_net: Some(cnet),

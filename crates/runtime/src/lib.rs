@@ -221,6 +221,9 @@ pub struct RunConfig {
     pub ncuda: Option<u32>,
     /// How flows share links.
     pub sharing: hetsim_core::fluid::SharingMode,
+    /// How long the network's re-share after completions may wait, in seconds
+    /// ([`hetsim_core::fluid::FluidNetwork::set_reshare_delay_s`]; 0, the default: exact).
+    pub reshare_delay_s: f64,
     /// Whether the scheduler's prefetch decisions are carried out.
     pub prefetch: bool,
     /// Whether the graph's "will not be used" hints act (StarPU's `starpu_data_wont_use`:
@@ -239,6 +242,7 @@ impl Default for RunConfig {
             ncpu: None,
             ncuda: None,
             sharing: hetsim_core::fluid::SharingMode::Plain,
+            reshare_delay_s: 0.0,
             prefetch: true,
             wont_use: true,
             gpu_sync: true,

@@ -41,7 +41,8 @@
 //! What this cannot remove: where most variables share links with most others (an all-to-all
 //! on a crossbar, a fat tree), the variables at level ≥ x₀ are about half of the component, and
 //! about nine in ten of them really change rate (`docs/performance.md`); there a re-solve still
-//! costs in proportion to the component.
+//! costs in proportion to the component. For those, [`FluidNetwork::set_reshare_delay_s`]
+//! trades exactness for fewer re-solves: completions close in time share one.
 //!
 //! The solver is progressive filling (water-filling), as SimGrid's `maxmin.cpp` does it, written
 //! from its description: repeatedly take the lowest level at which a link saturates or a
@@ -386,6 +387,13 @@ pub struct FluidNetwork {
     seeds: Vec<u32>,
     changed: Vec<u32>,
     removed_floor: f64,
+    /// Whether a variable gained members since the last re-solve (its new flows wait at rate 0
+    /// for it, so it is never put off).
+    grew: bool,
+    /// How long a re-share after completions alone may be put off ([`Self::set_reshare_delay_s`]).
+    reshare_delay_s: f64,
+    /// When the re-share put off is due (infinite: none is).
+    reshare_due_s: f64,
     stamp: u32,
     scratch: solver::Scratch,
     stats: SolveStats,
@@ -407,6 +415,7 @@ enum Timer {
     Activation(u32),
     Link(u32),
     Var(u32),
+    Reshare,
 }
 
 impl FluidNetwork {
@@ -437,10 +446,31 @@ impl FluidNetwork {
             seeds: Vec::new(),
             changed: Vec::new(),
             removed_floor: f64::INFINITY,
+            grew: false,
+            reshare_delay_s: 0.0,
+            reshare_due_s: f64::INFINITY,
             stamp: 0,
             scratch: solver::Scratch::default(),
             stats: SolveStats::default(),
         }
+    }
+
+    /// Let the re-share that follows completions wait up to `delay_s` (0, the default: none
+    /// waits). Until it comes the flows left keep their rates, so the capacity the finished
+    /// ones held goes unused; a flow joining the sharing re-shares at once, taking the waiting
+    /// completions with it. Every flow still sends exactly its bytes and no link carries more
+    /// than its capacity. Completions within `delay_s` of the first thus share one re-solve:
+    /// an approximation with at most (span of the run) / `delay_s` re-solves after completions,
+    /// which moves finish dates by up to a few times `delay_s`, mostly later (a flow whose
+    /// exact share would have shrunk as another's grew can end earlier). Worth it where most
+    /// flows share links with most others (an all-to-all): there an exact re-share after each
+    /// completion costs in proportion to the whole set.
+    pub fn set_reshare_delay_s(&mut self, delay_s: f64) {
+        assert!(
+            delay_s.is_finite() && delay_s >= 0.0,
+            "re-share delay of {delay_s} s"
+        );
+        self.reshare_delay_s = delay_s;
     }
 
     /// The sharing mode.
@@ -710,6 +740,9 @@ impl FluidNetwork {
         consider(Timer::Link(head.map_or(0, |h| h.0)), head);
         let head = self.var_timers.peek();
         consider(Timer::Var(head.map_or(0, |h| h.0)), head);
+        if self.reshare_due_s.is_finite() {
+            consider(Timer::Reshare, Some((0, self.reshare_due_s, u64::MAX)));
+        }
         best.map(|(timer, t, _)| (timer, t))
     }
 
@@ -730,6 +763,7 @@ impl FluidNetwork {
         );
         self.now_s = now_s;
         let first_new = finished.len();
+        let mut reshare = false;
         while let Some((timer, t)) = self.next_timer() {
             if t > now_s {
                 break;
@@ -747,13 +781,21 @@ impl FluidNetwork {
                     self.finish_due(v, now_s, finished);
                 }
                 Timer::Var(v) => self.finish_due(v, now_s, finished),
+                Timer::Reshare => {
+                    self.reshare_due_s = f64::INFINITY;
+                    reshare = true;
+                }
             }
         }
         // Flows finishing together: the order must not depend on how the solver grouped them.
         // (The slots of finished flows are not reused before the next `start_flow`.)
         finished[first_new..].sort_by_key(|f| self.flows[f.0 as usize].started);
         if !self.seeds.is_empty() {
-            self.resolve(now_s);
+            if self.grew || self.reshare_delay_s == 0.0 || reshare || self.live_flows == 0 {
+                self.resolve(now_s);
+            } else if self.reshare_due_s.is_infinite() {
+                self.reshare_due_s = now_s + self.reshare_delay_s;
+            }
         }
     }
 
@@ -844,6 +886,7 @@ impl FluidNetwork {
             return;
         }
         self.vars[v as usize].set(GREW, true);
+        self.grew = true;
         self.mark_changed(v);
     }
 
@@ -1041,6 +1084,8 @@ impl FluidNetwork {
 
         self.seeds.clear();
         self.removed_floor = f64::INFINITY;
+        self.grew = false;
+        self.reshare_due_s = f64::INFINITY;
         for i in 0..self.changed.len() {
             let v = self.changed[i];
             let var = &mut self.vars[v as usize];

@@ -622,6 +622,151 @@ proptest::proptest! {
     }
 }
 
+/// With a re-share delay, a completion's re-share waits: the flows left keep their rates until
+/// it comes, and a flow joining the sharing re-shares at once.
+#[test]
+fn a_reshare_delay_keeps_rates_until_it_ends_or_a_flow_joins() {
+    // One 1 GB/s link, flows of 1 GB and 3 GB from 0: 0.5 GB/s each until the first ends at 2 s.
+    // Exact: the second then has 2 GB left at 1 GB/s, done at 4 s. With a 0.5 s delay it stays
+    // at 0.5 GB/s until 2.5 s (1.75 GB left), then 1 GB/s: done at 4.25 s.
+    let (mut n, l) = net(Plain, &[(GB, 0.0, Shared)]);
+    n.set_reshare_delay_s(0.5);
+    let got = run_flow_set(&mut n, vec![flow(&l, GB, 0.0), flow(&l, 3.0 * GB, 0.0)]);
+    assert_close(&got, &[2.0, 4.25]);
+    // At the start, at 2.5 s, and at 4.25 s (the last flow gone: nothing to put off).
+    assert_eq!(n.solve_stats().solves, 3);
+    // A third flow of 1 GB joins at 2.2 s, inside the delay: the re-share comes then, and the
+    // second flow, which sent 1.1 GB at 0.5 GB/s, shares with it (0.5 GB/s each): the third is
+    // done at 4.2 s, and the second, 0.9 GB left, stays at 0.5 GB/s until 4.7 s, then has
+    // 0.65 GB at 1 GB/s: done at 5.35 s. Exact (no delay): the second runs alone at 1 GB/s
+    // from 2 s to 2.2 s, so 0.8 GB are left at 4.2 s, at 1 GB/s from then: 5.0 s.
+    for (delay_s, want) in [(0.5, 5.35), (0.0, 5.0)] {
+        let (mut n, l) = net(Plain, &[(GB, 0.0, Shared)]);
+        n.set_reshare_delay_s(delay_s);
+        let flows = vec![
+            flow(&l, GB, 0.0),
+            flow(&l, 3.0 * GB, 0.0),
+            flow(&l, GB, 2.2),
+        ];
+        let got = run_flow_set(&mut n, flows);
+        assert_close(&got, &[2.0, want, 4.2]);
+        // Exact: at 0, 2, 2.2, 4.2 and 5 s; delayed: at 0, 2.2, 4.7 and 5.35 s.
+        assert_eq!(n.solve_stats().solves, 5 - u64::from(delay_s > 0.0));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+    /// With a re-share delay: a re-solve gives the rates of a from-scratch solve; without one,
+    /// the flows keep their rates; it never comes later than the delay after the first
+    /// completion it follows, nor after a flow joins the sharing; and no shared link carries
+    /// more than its capacity.
+    #[test]
+    fn a_reshare_delay_defers_exact_reshares_and_never_overloads(
+        case in ref_case(6, 30, 0.02),
+        delay_s in proptest::prop_oneof![0.0f64..1e-3, proptest::prelude::Just(1e-4)],
+    ) {
+        let mut n = FluidNetwork::new(case.mode);
+        n.set_reshare_delay_s(delay_s);
+        let ids: Vec<LinkId> = case.links.iter().map(|&(c, l, s)| n.add_link(c, l, s)).collect();
+        let mut order: Vec<usize> = (0..case.flows.len()).collect();
+        order.sort_by(|&a, &b| case.flows[a].start.total_cmp(&case.flows[b].start).then(a.cmp(&b)));
+        let mut next = 0;
+        let mut live: Vec<(FlowId, usize, f64)> = Vec::new();
+        let mut done = Vec::new();
+        // The first completion since the last re-solve.
+        let mut waiting_since = f64::INFINITY;
+        let mut finished_count = 0;
+        loop {
+            let ts = order.get(next).map(|&i| case.flows[i].start);
+            let tn = n.next_event_time();
+            match (ts, tn) {
+                (None, None) => break,
+                (Some(t), tn) if tn.is_none_or(|tn| t <= tn) => {
+                    let i = order[next];
+                    next += 1;
+                    live.push((n.start_flow(t, spec_of(&ids, &case.flows[i])), i, f64::NAN));
+                }
+                (_, Some(t)) => {
+                    let solves = n.solve_stats().solves;
+                    n.advance(t, &mut done);
+                    finished_count += done.len();
+                    // Completions that leave a link (flows with bytes to send on links).
+                    let freeing = live.iter().any(|(id, i, _)| {
+                        let f = &case.flows[*i];
+                        done.contains(id) && f.bytes > 0.0 && !f.loads.is_empty()
+                    });
+                    live.retain(|(id, _, _)| !done.contains(id));
+                    let resolved = n.solve_stats().solves > solves;
+                    if resolved {
+                        waiting_since = f64::INFINITY;
+                        let active: Vec<usize> = live
+                            .iter()
+                            .filter(|&&(id, _, _)| n.flow_phase(id) == FlowPhase::Active)
+                            .map(|l| l.1)
+                            .collect();
+                        let want = case.rates(&active);
+                        let ulps = 1e-12 * case.links.iter().map(|l| l.0).fold(0.0, f64::max);
+                        let mut k = 0;
+                        for (id, i, _) in &live {
+                            if n.flow_phase(*id) != FlowPhase::Active {
+                                continue;
+                            }
+                            let (got, w) = (n.flow_rate_bytes_per_sec(*id), want[k]);
+                            k += 1;
+                            proptest::prop_assert!(
+                                rel_err(w, got) <= 1e-8 || (got - w).abs() <= ulps,
+                                "flow {i} at {t} s: rate {got}, reference {w}"
+                            );
+                        }
+                    } else {
+                        if freeing {
+                            waiting_since = waiting_since.min(t);
+                        }
+                        proptest::prop_assert!(
+                            t <= waiting_since + delay_s * (1.0 + 1e-12),
+                            "at {t} s a re-share due at {} s has not come",
+                            waiting_since + delay_s
+                        );
+                        for (id, i, before) in &live {
+                            if n.flow_phase(*id) != FlowPhase::Active {
+                                continue;
+                            }
+                            let got = n.flow_rate_bytes_per_sec(*id);
+                            // A flow that just joined without a re-solve is limited by nothing
+                            // but its own bound.
+                            let want = if before.is_nan() { case.flows[*i].bound } else { *before };
+                            proptest::prop_assert!(
+                                got == want || case.flows[*i].loads.is_empty() && got == case.flows[*i].bound,
+                                "flow {i} at {t} s: rate {got} changed from {want} without a re-solve"
+                            );
+                        }
+                    }
+                    done.clear();
+                    for (id, _, rate) in &mut live {
+                        if n.flow_phase(*id) == FlowPhase::Active {
+                            *rate = n.flow_rate_bytes_per_sec(*id);
+                        }
+                    }
+                    for (l, &(capacity, _, sharing)) in ids.iter().zip(&case.links) {
+                        if sharing == Shared {
+                            let load = n.link_load_bytes_per_sec(*l);
+                            proptest::prop_assert!(
+                                load <= capacity * (1.0 + 1e-9),
+                                "link {} at {t} s: load {load} over capacity {capacity}",
+                                l.0
+                            );
+                        }
+                    }
+                }
+                (Some(_), None) => unreachable!(),
+            }
+        }
+        proptest::prop_assert_eq!(finished_count, case.flows.len());
+    }
+}
+
 /// Run `case` through the network and compare every finish date with the reference's.
 fn finish_dates_match(case: &RefCase) -> Result<(), proptest::test_runner::TestCaseError> {
     let mut n = FluidNetwork::new(case.mode);
