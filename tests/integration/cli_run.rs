@@ -820,6 +820,13 @@ fn reshare_delay_is_a_duration_reported_in_the_run() {
         .as_f64()
         .expect("a number");
     assert!((delay_s - 250e-6).abs() < 1e-18, "{delay_s}");
+    // The text report says the network is approximate; an exact run's does not.
+    let text = ok(&run(
+        &scenario(),
+        &["--set", "run.reshare_delay=\"250 us\""],
+    ));
+    assert!(text.contains("(re-share delay 250.000 us)"), "{text}");
+    assert!(!ok(&run(&scenario(), &[])).contains("re-share"));
     for (bad, words) in [
         ("5", &["run.reshare_delay", "no unit"][..]),
         ("\"-1 us\"", &["run.reshare_delay", "negative"][..]),

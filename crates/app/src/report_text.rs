@@ -94,9 +94,15 @@ fn write_report(
             r.total_flops / 1e9
         )?;
     }
+    // An approximate network is said where the sharing is.
+    let approx = if sc.run.reshare_delay_s > 0.0 {
+        format!(" (re-share delay {})", secs(sc.run.reshare_delay_s))
+    } else {
+        String::new()
+    };
     writeln!(
         s,
-        "scheduler    {}, seed {}, sharing {}, prefetch {}",
+        "scheduler    {}, seed {}, sharing {}{approx}, prefetch {}",
         r.sched,
         r.seed,
         sharing_name(sc.run.sharing),

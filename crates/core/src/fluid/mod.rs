@@ -5,8 +5,9 @@
 //! - A flow first waits the sum of its route's link latencies; during that phase it uses no
 //!   bandwidth. Latency is per flow, never shared.
 //! - Then it joins the sharing. Rates are the max-min fair allocation over all active flows,
-//!   subject to per-flow rate bounds, recomputed at every activation and completion. Remaining
-//!   bytes fall linearly between those events.
+//!   subject to per-flow rate bounds, recomputed at every activation and completion (or, with a
+//!   re-share delay set, at every activation and at most that long after a completion).
+//!   Remaining bytes fall linearly between those events.
 //! - A [`Sharing::Shared`] link carries at most its capacity in total:
 //!   Σ weightᵢ·rateᵢ ≤ C. A [`Sharing::Fatpipe`] link caps each flow separately
 //!   (max weightᵢ·rateᵢ ≤ C, as SimGrid writes it). Split-duplex links are two shared links, one
@@ -754,7 +755,8 @@ impl FluidNetwork {
     /// Move the clock to `now_s`, which must not be later than
     /// [`next_event_time`](Self::next_event_time): activate the flows whose latency ends by then, finish the
     /// flows whose last byte arrives by then (appending them to `finished` in the order they were
-    /// started), and re-share the links they touch.
+    /// started), and re-share the links they touch (or, after completions alone with a re-share
+    /// delay set, when the delay is over: [`set_reshare_delay_s`](Self::set_reshare_delay_s)).
     pub fn advance(&mut self, now_s: f64, finished: &mut Vec<FlowId>) {
         assert!(now_s >= self.now_s, "time went backwards");
         debug_assert!(
