@@ -265,7 +265,8 @@ impl WorkerPool {
     /// earlier push first, the releaser last), their delays after the event in
     /// [`WorkerPool::lead_pop_s`], then by id the other workers that are awake (a GPU with room
     /// in its pipeline); a sleeping worker no push woke does not pop, unless `all_pop` (every
-    /// other worker, awake or not). Returns how many lead.
+    /// other worker, awake or not). Of those others, a worker whose pipeline is full is left
+    /// out: it could not pop. Returns how many lead.
     pub fn pop_order(
         &mut self,
         releasing: Option<WorkerId>,
@@ -323,10 +324,13 @@ impl WorkerPool {
         self.lead_pop_s.extend(dated.iter().map(|&(at, _)| at));
         self.scratch_dated = dated;
         let leading = order.len();
+        // A worker whose pipeline is full could not pop: left out here, where its hold count
+        // is at hand, rather than asked again for each event.
         order.extend((0..n).filter(|&w| {
             Some(WorkerId(w)) != releasing
                 && !woken[w as usize]
                 && (all_pop || self.rest[w as usize] == Rest::Awake)
+                && self.loads[w as usize].held < self.workers[w as usize].pipeline_depth
         }));
         self.scratch_woken = woken;
         leading
@@ -450,7 +454,9 @@ mod tests {
         assert!(near(p.lead_pop_s(0), 2e-6));
         assert!(near(p.lead_pop_s(1), 11e-6) && near(p.lead_pop_s(2), 11e-6));
         // A worker holding a task is not asleep: no push wakes it, and it pops now, after the
-        // woken ones; nor is one already on its way to a pop.
+        // woken ones, if its pipeline has room (GPU 0 holds 2 here); nor is one already on its
+        // way to a pop.
+        p.workers[0].pipeline_depth = 2;
         p.hold(WorkerId(0), TaskId(0), 0.0);
         p.set_awake(WorkerId(0));
         let one = [(PushWake::FirstAsleep, 1e-6)];
@@ -459,6 +465,10 @@ mod tests {
         p.set_waking(WorkerId(1));
         assert_eq!(p.pop_order(None, &one, 0.0, false, &mut order), 1);
         assert_eq!(order, [2, 0]);
+        // Its pipeline full, it could not pop: it is left out.
+        p.hold(WorkerId(0), TaskId(1), 0.0);
+        assert_eq!(p.pop_order(None, &one, 0.0, false, &mut order), 1);
+        assert_eq!(order, [2]);
     }
 
     /// Time goes to the activity a worker had since its last change: idle 0-1 s, waiting for
