@@ -15,7 +15,8 @@
 # Usage:
 #   scripts/oracle-starpu14.sh --starpu DIR [--sampling DIR] [--gemini-sampling DIR] [--out CSV]
 #       [--jobs 1|2] [--phases "A B C CG D E F"] [--apps "chol lu gemm"] [--machines "mirage ..."]
-#       [--scheds "dmda ..."] [--timeout SECONDS] [--big-timeout SECONDS] [--logs DIR]
+#       [--scheds "dmda ..."] [--random-seeds N] [--cells FILE] [--timeout SECONDS]
+#       [--big-timeout SECONDS] [--logs DIR]
 #       [--config-log FILE] [--provenance TEXT] [--note TEXT]... [--resume | --rewrite-only] [--list]
 #   --starpu DIR     StarPU install prefix (lib/starpu/examples/, bin/) or build tree
 #                    (examples/<dir>/<prog>, tools/); env STARPU14_DIR.
@@ -44,6 +45,9 @@
 #                    F  n = 76800 for dmda, dmdar, dmdas (with --big-timeout)
 #                    G  probes that record which (app, machine) pairs abort (hannibal, hannibal-pitch,
 #                       gemini chol/lu); run first whatever the phase list says
+#   --random-seeds N  random runs STARPU_RAND_SEED = 0..N-1 (default 5)
+#   --cells FILE     keep only the cells listed in FILE, one "app,machine,sched,n,tile,variant" per line
+#                    (with --random-seeds and --resume: more seeds for chosen random cells)
 #   --config-log FILE  StarPU's config.log, for the configure line in the header (found by itself in a build tree)
 #   --provenance TEXT  how the StarPU version is named in the header (e.g. its git tag and commit)
 #   --note TEXT      a header line (repeatable)
@@ -60,7 +64,7 @@
 #                  STARPU_SIMGRID_CUDA_QUEUE_COST=0 STARPU_SIMGRID_CUDA_MALLOC_COST=0
 #                  STARPU_SIMGRID_SCHED_COST=0 (already StarPU's default)
 #   transfers-off  STARPU_SIMGRID_TRANSFER_COST=0
-# random is run with STARPU_RAND_SEED = 0..4 (in SimGrid mode StarPU seeds drand48 with STARPU_RAND_SEED,
+# random is run with STARPU_RAND_SEED = 0..4, or 0..N-1 with --random-seeds N (in SimGrid mode StarPU seeds drand48 with STARPU_RAND_SEED,
 # default 0, instead of time(NULL)); every other row runs with the default seed 0.
 # Columns: app,machine,sched,ncpu,ncuda,n,nblocks,tile,variant,seed,sim_ms,gflops,starpu_wall_s,starpu_maxrss_kb
 #   sim_ms, gflops: what the example prints (simulated ms between submission of the first task and
@@ -85,6 +89,8 @@ logs=""
 config_log=""
 provenance=""
 notes=""
+random_seeds=5
+cells_file=""
 resume=0
 rewrite_only=0
 list=0
@@ -175,6 +181,8 @@ while [ $# -gt 0 ]; do
         --apps) apps_f="$2"; shift 2 ;;
         --machines) machines_f="$2"; shift 2 ;;
         --scheds) scheds_f="$2"; shift 2 ;;
+        --random-seeds) random_seeds="$2"; shift 2 ;;
+        --cells) cells_file="$2"; shift 2 ;;
         --timeout) tmo="$2"; shift 2 ;;
         --big-timeout) bigtmo="$2"; shift 2 ;;
         --logs) logs="$2"; shift 2 ;;
@@ -229,7 +237,7 @@ tiles_of() { # app machine
         { t = 0 }' "$file" | sort -n -u | tr '\n' ' '
 }
 
-seeds_of() { if [ "$1" = random ]; then echo "0 1 2 3 4"; else echo 0; fi; }
+seeds_of() { if [ "$1" = random ]; then seq 0 $((random_seeds - 1)) | tr '\n' ' '; else echo 0; fi; }
 
 plan="$(mktemp)"
 probes="$(mktemp)"
@@ -237,6 +245,7 @@ work=""
 trap 'rm -rf "$plan" "$probes" ${work:+"$work"} ${ex_tmp:+"$ex_tmp"}' EXIT
 add() { # app machine sched n tile variant [timeout]
     in_list "$1" "$apps_f" && in_list "$2" "$machines_f" && in_list "$3" "$scheds_f" || return 0
+    if [ -n "$cells_file" ]; then grep -qxF "$1,$2,$3,$4,$5,$6" "$cells_file" || return 0; fi
     local s; for s in $(seeds_of "$3"); do echo "$1 $2 $3 $4 $5 $6 $s ${7:-$tmo}" >> "$plan"; done
 }
 all_scheds="dmda dmdar dmdas ws lws eager random"
@@ -345,7 +354,7 @@ header() {
 #   STARPU_SIMGRID_TASK_SUBMIT_COST=0 STARPU_SIMGRID_TASK_PUSH_COST=0 STARPU_SIMGRID_FETCHING_INPUT_COST=0
 #   STARPU_SIMGRID_CUDA_QUEUE_COST=0 STARPU_SIMGRID_CUDA_MALLOC_COST=0 STARPU_SIMGRID_SCHED_COST=0 (every switch 1.4 reads;
 #   the 1 us sleeps of each datawizard progress call and of a contended ws/simgrid lock have no switch and stay).
-# seed: STARPU_RAND_SEED (SimGrid mode seeds drand48 with it, default 0); random runs seeds 0..4, other rows the default 0.
+# seed: STARPU_RAND_SEED (SimGrid mode seeds drand48 with it, default 0); random runs seeds 0..$((random_seeds - 1)), other rows the default 0.
 #   Every row is deterministic: rerunning a cell gives the same sim_ms.
 EOF
     [ -n "$notes" ] && printf "# Notes:\n%b" "$notes"

@@ -8,8 +8,8 @@
 //! under the same environment), and the variant's settings as a StarPU user would give them:
 //! `STARPU_SIMGRID_TRANSFER_COST=0` is `runtime.transfer_cost = false`, every cost off is
 //! `run.runtime_costs = false` with it; lws runs with `hwloc = false`, as a SimGrid build of
-//! StarPU has no hwloc. random compares the mean over StarPU's five seeds with
-//! hetsim's mean over five seeds.
+//! StarPU has no hwloc. random compares the mean over StarPU's seeds (twenty) with
+//! hetsim's mean over as many.
 //!
 //! Targets: 5 % for dmda, dmdar, dmdas; 10 % for the others. The cells that miss are listed in
 //! `docs/validation/starpu14-gaps.csv`, each with the rule or overhead that explains it (or
@@ -375,4 +375,4 @@ fn every_cell_of_starpu_1_4_within_target_or_explained() {
 }
 
 /// The mean absolute difference over every cell today plus half a point.
-const MEAN_BOUND_PCT: f64 = 4.0;
+const MEAN_BOUND_PCT: f64 = 3.5;

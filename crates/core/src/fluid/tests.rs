@@ -2,6 +2,8 @@
 //! `semantics_checks.py`), with the expected values worked out by hand there, plus solver
 //! checks on hand-computed allocations.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 const GB: f64 = 1e9;
@@ -564,48 +566,7 @@ proptest::proptest! {
     /// the flows active at that moment.
     #[test]
     fn rates_match_a_from_scratch_solve_after_every_event(case in ref_case(6, 30, 0.02)) {
-        let mut n = FluidNetwork::new(case.mode);
-        let ids: Vec<LinkId> = case.links.iter().map(|&(c, l, s)| n.add_link(c, l, s)).collect();
-        let mut order: Vec<usize> = (0..case.flows.len()).collect();
-        order.sort_by(|&a, &b| case.flows[a].start.total_cmp(&case.flows[b].start).then(a.cmp(&b)));
-        let mut next = 0;
-        let mut live: Vec<(FlowId, usize)> = Vec::new();
-        let mut done = Vec::new();
-        loop {
-            let ts = order.get(next).map(|&i| case.flows[i].start);
-            let tn = n.next_event_time();
-            match (ts, tn) {
-                (None, None) => break,
-                (Some(t), tn) if tn.is_none_or(|tn| t <= tn) => {
-                    let i = order[next];
-                    next += 1;
-                    live.push((n.start_flow(t, spec_of(&ids, &case.flows[i])), i));
-                }
-                (_, Some(t)) => {
-                    n.advance(t, &mut done);
-                    live.retain(|(id, _)| !done.contains(id));
-                    done.clear();
-                    let active: Vec<(FlowId, usize)> = live
-                        .iter()
-                        .copied()
-                        .filter(|&(id, _)| n.flow_phase(id) == FlowPhase::Active)
-                        .collect();
-                    let want = case.rates(&active.iter().map(|a| a.1).collect::<Vec<_>>());
-                    // The two solvers sum in different orders over many events: 1e-8 relative
-                    // (proptest finds cases at 1.02e-9), and a share left over on a nearly full
-                    // link is a difference of capacities, rounded at the capacity's scale.
-                    let ulps = 1e-12 * case.links.iter().map(|l| l.0).fold(0.0, f64::max);
-                    for (&(id, i), &w) in active.iter().zip(&want) {
-                        let got = n.flow_rate_bytes_per_sec(id);
-                        proptest::prop_assert!(
-                            rel_err(w, got) <= 1e-8 || (got - w).abs() <= ulps,
-                            "flow {i} at {t} s: rate {got}, reference {w}"
-                        );
-                    }
-                }
-                (Some(_), None) => unreachable!(),
-            }
-        }
+        replay(&case, 0.0, |n, t, _, live| rates_match_reference(&case, n, t, live))?;
     }
 
     /// Every flow finishes when an event loop that re-solves everything says it does.
@@ -667,104 +628,142 @@ proptest::proptest! {
         case in ref_case(6, 30, 0.02),
         delay_s in proptest::prop_oneof![0.0f64..1e-3, proptest::prelude::Just(1e-4)],
     ) {
-        let mut n = FluidNetwork::new(case.mode);
-        n.set_reshare_delay_s(delay_s);
-        let ids: Vec<LinkId> = case.links.iter().map(|&(c, l, s)| n.add_link(c, l, s)).collect();
-        let mut order: Vec<usize> = (0..case.flows.len()).collect();
-        order.sort_by(|&a, &b| case.flows[a].start.total_cmp(&case.flows[b].start).then(a.cmp(&b)));
-        let mut next = 0;
-        let mut live: Vec<(FlowId, usize, f64)> = Vec::new();
-        let mut done = Vec::new();
-        // The first completion since the last re-solve.
+        // Each live flow's rate after the previous advance (by case index), the re-solves
+        // counted then, and the first completion since the last re-solve.
+        let mut rates: BTreeMap<usize, f64> = BTreeMap::new();
+        let mut solves = 0;
         let mut waiting_since = f64::INFINITY;
-        let mut finished_count = 0;
-        loop {
-            let ts = order.get(next).map(|&i| case.flows[i].start);
-            let tn = n.next_event_time();
-            match (ts, tn) {
-                (None, None) => break,
-                (Some(t), tn) if tn.is_none_or(|tn| t <= tn) => {
-                    let i = order[next];
-                    next += 1;
-                    live.push((n.start_flow(t, spec_of(&ids, &case.flows[i])), i, f64::NAN));
+        replay(&case, delay_s, |n, t, done, live| {
+            // Completions that leave a link (flows with bytes to send on links).
+            let freeing = done.iter().any(|&(_, i)| {
+                case.flows[i].bytes > 0.0 && !case.flows[i].loads.is_empty()
+            });
+            if n.solve_stats().solves > solves {
+                solves = n.solve_stats().solves;
+                waiting_since = f64::INFINITY;
+                rates_match_reference(&case, n, t, live)?;
+            } else {
+                if freeing {
+                    waiting_since = waiting_since.min(t);
                 }
-                (_, Some(t)) => {
-                    let solves = n.solve_stats().solves;
-                    n.advance(t, &mut done);
-                    finished_count += done.len();
-                    // Completions that leave a link (flows with bytes to send on links).
-                    let freeing = live.iter().any(|(id, i, _)| {
-                        let f = &case.flows[*i];
-                        done.contains(id) && f.bytes > 0.0 && !f.loads.is_empty()
-                    });
-                    live.retain(|(id, _, _)| !done.contains(id));
-                    let resolved = n.solve_stats().solves > solves;
-                    if resolved {
-                        waiting_since = f64::INFINITY;
-                        let active: Vec<usize> = live
-                            .iter()
-                            .filter(|&&(id, _, _)| n.flow_phase(id) == FlowPhase::Active)
-                            .map(|l| l.1)
-                            .collect();
-                        let want = case.rates(&active);
-                        let ulps = 1e-12 * case.links.iter().map(|l| l.0).fold(0.0, f64::max);
-                        let mut k = 0;
-                        for (id, i, _) in &live {
-                            if n.flow_phase(*id) != FlowPhase::Active {
-                                continue;
-                            }
-                            let (got, w) = (n.flow_rate_bytes_per_sec(*id), want[k]);
-                            k += 1;
-                            proptest::prop_assert!(
-                                rel_err(w, got) <= 1e-8 || (got - w).abs() <= ulps,
-                                "flow {i} at {t} s: rate {got}, reference {w}"
-                            );
-                        }
-                    } else {
-                        if freeing {
-                            waiting_since = waiting_since.min(t);
-                        }
-                        proptest::prop_assert!(
-                            t <= waiting_since + delay_s * (1.0 + 1e-12),
-                            "at {t} s a re-share due at {} s has not come",
-                            waiting_since + delay_s
-                        );
-                        for (id, i, before) in &live {
-                            if n.flow_phase(*id) != FlowPhase::Active {
-                                continue;
-                            }
-                            let got = n.flow_rate_bytes_per_sec(*id);
-                            // A flow that just joined without a re-solve is limited by nothing
-                            // but its own bound.
-                            let want = if before.is_nan() { case.flows[*i].bound } else { *before };
-                            proptest::prop_assert!(
-                                got == want || case.flows[*i].loads.is_empty() && got == case.flows[*i].bound,
-                                "flow {i} at {t} s: rate {got} changed from {want} without a re-solve"
-                            );
-                        }
+                proptest::prop_assert!(
+                    t <= waiting_since + delay_s * (1.0 + 1e-12),
+                    "at {t} s a re-share due at {} s has not come",
+                    waiting_since + delay_s
+                );
+                for &(id, i) in live {
+                    if n.flow_phase(id) != FlowPhase::Active {
+                        continue;
                     }
-                    done.clear();
-                    for (id, _, rate) in &mut live {
-                        if n.flow_phase(*id) == FlowPhase::Active {
-                            *rate = n.flow_rate_bytes_per_sec(*id);
-                        }
-                    }
-                    for (l, &(capacity, _, sharing)) in ids.iter().zip(&case.links) {
-                        if sharing == Shared {
-                            let load = n.link_load_bytes_per_sec(*l);
-                            proptest::prop_assert!(
-                                load <= capacity * (1.0 + 1e-9),
-                                "link {} at {t} s: load {load} over capacity {capacity}",
-                                l.0
-                            );
-                        }
-                    }
+                    let got = n.flow_rate_bytes_per_sec(id);
+                    // A flow that just joined without a re-solve is limited by nothing but its
+                    // own bound.
+                    let want = rates.get(&i).copied().unwrap_or(case.flows[i].bound);
+                    proptest::prop_assert!(
+                        got == want,
+                        "flow {i} at {t} s: rate {got} changed from {want} without a re-solve"
+                    );
                 }
-                (Some(_), None) => unreachable!(),
             }
-        }
-        proptest::prop_assert_eq!(finished_count, case.flows.len());
+            rates.clear();
+            for &(id, i) in live {
+                if n.flow_phase(id) == FlowPhase::Active {
+                    rates.insert(i, n.flow_rate_bytes_per_sec(id));
+                }
+            }
+            for (l, &(capacity, _, sharing)) in case.links.iter().enumerate() {
+                let load = n.link_load_bytes_per_sec(LinkId(l as u32));
+                proptest::prop_assert!(
+                    sharing == Fatpipe || load <= capacity * (1.0 + 1e-9),
+                    "link {l} at {t} s: load {load} over capacity {capacity}"
+                );
+            }
+            Ok(())
+        })?;
     }
+}
+
+/// Run `case` through a network with a re-share delay of `delay_s`, calling `after` after
+/// every advance with the date, the flows that finished then and the flows still live (each
+/// with its index in the case); checks that every flow finished.
+fn replay(
+    case: &RefCase,
+    delay_s: f64,
+    mut after: impl FnMut(
+        &FluidNetwork,
+        f64,
+        &[(FlowId, usize)],
+        &[(FlowId, usize)],
+    ) -> Result<(), proptest::test_runner::TestCaseError>,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let mut n = FluidNetwork::new(case.mode);
+    n.set_reshare_delay_s(delay_s);
+    let ids: Vec<LinkId> = case
+        .links
+        .iter()
+        .map(|&(c, l, s)| n.add_link(c, l, s))
+        .collect();
+    let mut order: Vec<usize> = (0..case.flows.len()).collect();
+    order.sort_by(|&a, &b| {
+        case.flows[a]
+            .start
+            .total_cmp(&case.flows[b].start)
+            .then(a.cmp(&b))
+    });
+    let mut next = 0;
+    let mut live: Vec<(FlowId, usize)> = Vec::new();
+    let (mut done, mut ended) = (Vec::new(), Vec::new());
+    let mut finished = 0;
+    loop {
+        let ts = order.get(next).map(|&i| case.flows[i].start);
+        match (ts, n.next_event_time()) {
+            (None, None) => break,
+            (Some(t), tn) if tn.is_none_or(|tn| t <= tn) => {
+                let i = order[next];
+                next += 1;
+                live.push((n.start_flow(t, spec_of(&ids, &case.flows[i])), i));
+            }
+            (_, Some(t)) => {
+                n.advance(t, &mut done);
+                ended.clear();
+                ended.extend(live.iter().copied().filter(|(id, _)| done.contains(id)));
+                live.retain(|(id, _)| !done.contains(id));
+                finished += done.len();
+                done.clear();
+                after(&n, t, &ended, &live)?;
+            }
+            (Some(_), None) => unreachable!(),
+        }
+    }
+    proptest::prop_assert_eq!(finished, case.flows.len());
+    Ok(())
+}
+
+/// The active flows among `live` have the rates of a from-scratch max-min solve of them.
+fn rates_match_reference(
+    case: &RefCase,
+    n: &FluidNetwork,
+    t: f64,
+    live: &[(FlowId, usize)],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let active: Vec<(FlowId, usize)> = live
+        .iter()
+        .copied()
+        .filter(|&(id, _)| n.flow_phase(id) == FlowPhase::Active)
+        .collect();
+    let want = case.rates(&active.iter().map(|a| a.1).collect::<Vec<_>>());
+    // The two solvers sum in different orders over many events: 1e-8 relative (proptest finds
+    // cases at 1.02e-9), and a share left over on a nearly full link is a difference of
+    // capacities, rounded at the capacity's scale.
+    let ulps = 1e-12 * case.links.iter().map(|l| l.0).fold(0.0, f64::max);
+    for (&(id, i), &w) in active.iter().zip(&want) {
+        let got = n.flow_rate_bytes_per_sec(id);
+        proptest::prop_assert!(
+            rel_err(w, got) <= 1e-8 || (got - w).abs() <= ulps,
+            "flow {i} at {t} s: rate {got}, reference {w}"
+        );
+    }
+    Ok(())
 }
 
 /// Run `case` through the network and compare every finish date with the reference's.
