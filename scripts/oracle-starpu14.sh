@@ -64,8 +64,9 @@
 #                  STARPU_SIMGRID_CUDA_QUEUE_COST=0 STARPU_SIMGRID_CUDA_MALLOC_COST=0
 #                  STARPU_SIMGRID_SCHED_COST=0 (already StarPU's default)
 #   transfers-off  STARPU_SIMGRID_TRANSFER_COST=0
-# random is run with STARPU_RAND_SEED = 0..4, or 0..N-1 with --random-seeds N (in SimGrid mode StarPU seeds drand48 with STARPU_RAND_SEED,
-# default 0, instead of time(NULL)); every other row runs with the default seed 0.
+# random is run with STARPU_RAND_SEED = 0..4, or 0..N-1 with --random-seeds N (in SimGrid mode
+# StarPU seeds drand48 with STARPU_RAND_SEED, default 0, instead of time(NULL)); every other row
+# runs with the default seed 0.
 # Columns: app,machine,sched,ncpu,ncuda,n,nblocks,tile,variant,seed,sim_ms,gflops,starpu_wall_s,starpu_maxrss_kb
 #   sim_ms, gflops: what the example prints (simulated ms between submission of the first task and
 #   the end of starpu_task_wait_for_all, rounded to 1 ms by the example); ncpu, ncuda: the workers

@@ -1,5 +1,5 @@
-//! `hetsim net CASE.json [--sharing plain|simgrid] [--reshare-delay DURATION] [--quiet]`: finish times of a flow set on a
-//! fluid network, printed as `{"flow_id": finish_time_s, ...}`.
+//! `hetsim net CASE.json [--sharing plain|simgrid] [--reshare-delay DURATION] [--quiet]`: finish
+//! times of a flow set on a fluid network, printed as `{"flow_id": finish_time_s, ...}`.
 
 use std::path::PathBuf;
 
