@@ -271,6 +271,14 @@ impl Net<'_> {
     /// Step 3: progressive filling of the region; sets every region variable's `new_level` and
     /// `new_attach`, and every region link's `new_level` (NaN if it does not saturate).
     pub fn fill(&mut self, bounds: &[VarData], s: &mut Scratch) {
+        match s.vars[..] {
+            [v] => self.fill_one(v, bounds, s),
+            _ => self.fill_many(bounds, s),
+        }
+    }
+
+    /// [`Net::fill`] with the heap of link levels.
+    pub(super) fn fill_many(&mut self, bounds: &[VarData], s: &mut Scratch) {
         s.heap.clear();
         for &l in &s.links {
             let link = &self.links[l as usize];
@@ -346,6 +354,50 @@ impl Net<'_> {
                         next_bounded += 1;
                     }
                 }
+            }
+        }
+    }
+
+    /// [`Net::fill`] of a region with one variable (most re-solves where transfers seldom
+    /// overlap): what the heap would give, without it. The variable's links all saturate when
+    /// it is fixed, so the lowest (level, link) fixes it, and every link within the tie of that
+    /// level saturates with it, unless its bound is lower.
+    pub(super) fn fill_one(&mut self, v: u32, bounds: &[VarData], s: &Scratch) {
+        let mut lowest: Option<(f64, u32)> = None;
+        for &l in &s.links {
+            let link = &self.links[l as usize];
+            if link.unfixed > 0 {
+                let item = (level_of(link), l);
+                if lowest.is_none_or(|b| LevelHeap::before(item, b)) {
+                    lowest = Some(item);
+                }
+            }
+        }
+        let var = &self.vars[v as usize];
+        let bound_level = if var.has(BOUNDED) {
+            bounds[v as usize].bound * var.penalty
+        } else {
+            f64::INFINITY
+        };
+        match lowest {
+            Some((level, l)) if level <= bound_level => {
+                let tied = level * (1.0 + TIE);
+                for &k in &s.links {
+                    let link = &mut self.links[k as usize];
+                    if link.unfixed > 0 && level_of(link) <= tied {
+                        link.new_level = level;
+                    }
+                }
+                let level = level.max(0.0);
+                let rate = level / self.vars[v as usize].penalty;
+                self.fix(v, rate, level, l);
+            }
+            _ => {
+                assert!(
+                    bound_level.is_finite(),
+                    "max-min: 1 variable left with no saturating link or bound"
+                );
+                self.fix(v, bounds[v as usize].bound, bound_level, ATTACH_BOUND);
             }
         }
     }

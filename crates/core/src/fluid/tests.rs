@@ -234,6 +234,66 @@ fn only_the_touched_component_is_resolved() {
     assert_eq!(after.flows_solved - before.flows_solved, 2);
 }
 
+/// A region of one variable is filled without the heap; the result must be the heap's, bit for
+/// bit: its level and the link it follows, and which links saturate (ties within 1e-12 of the
+/// lowest level saturate with it; at equal levels the lower link index is followed; a bound
+/// strictly below the lowest level wins, an equal one loses).
+#[test]
+fn one_variable_is_filled_as_the_heap_fills_it() {
+    let tie = 1.0 + 1e-13;
+    let cases: [(&[f64], f64); 6] = [
+        (&[2.0 * GB, GB, GB * tie], f64::INFINITY),
+        (&[GB * tie, GB, 3.0 * GB], f64::INFINITY),
+        (&[GB, GB, GB], f64::INFINITY),
+        (&[GB, 2.0 * GB], 0.5 * GB),
+        (&[GB, 2.0 * GB], GB),
+        (&[3.0 * GB], 2.0 * GB),
+    ];
+    for (capacities, bound) in cases {
+        let mut n = FluidNetwork::new(Plain);
+        let route: Vec<LinkId> = capacities
+            .iter()
+            .map(|&c| n.add_link(c, 0.0, Shared))
+            .collect();
+        let mut spec = FlowSpec::new(route.clone(), GB);
+        if bound.is_finite() {
+            spec = spec.with_bound(bound);
+        }
+        n.start_flow(0.0, spec);
+        // Activate without re-solving, then collect the region as a re-solve would.
+        let f = n.activations.peek().expect("a pending activation").0;
+        n.activations.remove(&mut n.activation_pos, f);
+        n.activate(f, 0.0, &mut Vec::new());
+        n.stamp += 1;
+        let mut scratch = solver::Scratch::default();
+        let mut net = solver::Net {
+            links: &mut n.links,
+            vars: &mut n.vars,
+            elems: &n.elems,
+            stamp: n.stamp,
+        };
+        let floor = net.floor(&n.changed, n.removed_floor, &n.var_data);
+        net.collect(&n.seeds, &n.changed, floor, &mut scratch);
+        assert_eq!(scratch.vars.len(), 1);
+        let v = scratch.vars[0];
+        let (links0, vars0) = (net.links.to_vec(), net.vars.to_vec());
+        net.fill_one(v, &n.var_data, &scratch);
+        let one = (net.links.to_vec(), net.vars[v as usize]);
+        net.links.clone_from_slice(&links0);
+        net.vars.clone_from_slice(&vars0);
+        net.fill_many(&n.var_data, &mut scratch);
+        let many = (net.links.to_vec(), net.vars[v as usize]);
+        let bits = |x: f64| x.to_bits();
+        let case = format!("{capacities:?}, bound {bound}");
+        assert_eq!(bits(one.1.new_level), bits(many.1.new_level), "{case}");
+        assert_eq!(one.1.new_attach, many.1.new_attach, "{case}");
+        for (l, (a, b)) in one.0.iter().zip(&many.0).enumerate() {
+            assert_eq!(bits(a.new_level), bits(b.new_level), "{case}: link {l}");
+            assert_eq!(bits(a.remaining), bits(b.remaining), "{case}: link {l}");
+        }
+    }
+}
+
 #[test]
 fn zero_byte_flow_finishes_after_its_latency() {
     let (mut n, l) = net(Plain, &[(GB, 2e-3, Shared)]);
