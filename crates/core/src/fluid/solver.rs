@@ -358,8 +358,8 @@ impl Net<'_> {
         }
     }
 
-    /// [`Net::fill`] of a region with one variable (most re-solves where transfers seldom
-    /// overlap): what the heap would give, without it. The variable's links all saturate when
+    /// [`Net::fill`] of a region with one variable (common where transfers seldom overlap):
+    /// what the heap would give, without it. The variable's links all saturate when
     /// it is fixed, so the lowest (level, link) fixes it, and every link within the tie of that
     /// level saturates with it, unless its bound is lower.
     pub(super) fn fill_one(&mut self, v: u32, bounds: &[VarData], s: &Scratch) {
