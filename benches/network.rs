@@ -588,7 +588,7 @@ fn batch_suite(
     budget: Duration,
 ) {
     let mut header = false;
-    let mut prev: Option<(usize, f64)> = None;
+    let mut prev: Option<(f64, f64)> = None;
     for &size in sizes {
         if !keep(&format!("{suite} {size}")) {
             continue;
@@ -603,14 +603,9 @@ fn batch_suite(
         }
         let (net, flows) = build(size, &mut Rng(0x5eed_0a11 + size as u64));
         let r = run_batch(net, flows, budget);
-        let exponent = match prev {
-            Some((f, t)) if r.complete => {
-                format!(
-                    "{:.2}",
-                    (r.secs / t).ln() / (r.flows as f64 / f as f64).ln()
-                )
-            }
-            _ => "–".to_string(),
+        let exponent = match common::growth(prev.filter(|_| r.complete), r.flows as f64, r.secs) {
+            g if g.is_empty() => "–".to_string(),
+            g => g,
         };
         println!(
             "| {suite} {size} | {} | {} | {:.3} | {:.0} | {} | {:.4} | {:.1} | {:.2} | {exponent} |",
@@ -623,7 +618,7 @@ fn batch_suite(
             r.flows_solved as f64 / r.solves.max(1) as f64,
             r.retimes as f64 / r.events.max(1) as f64,
         );
-        prev = r.complete.then_some((r.flows, r.secs));
+        prev = r.complete.then_some((r.flows as f64, r.secs));
     }
 }
 
