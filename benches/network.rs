@@ -35,7 +35,10 @@
 //! `--reshare` runs the all-to-all (64, 128, 256 and 1 024 hosts) with the re-share after
 //! completions put off by 0 (exact), 10 µs, 100 µs and 1 ms
 //! ([`FluidNetwork::set_reshare_delay_s`]): wall time, re-solves, and the finish dates against
-//! the exact run's where that run fits the budget (`-- --reshare 1024 0.001` keeps one row).
+//! the exact run's where that run fits the budget (`-- --reshare 1024 0.001` keeps one row);
+//! then the hold model on node8 and fattree64 at K = 10 000 with the same delays: flow events
+//! per second of wall time, and the simulated traffic against the exact run's
+//! (`-- --reshare hold fattree64` keeps those rows).
 //!
 //! `--census` instead counts, per event, the flows active before and after it whose rate did not
 //! change, changed by floating-point noise only, or really changed, beside the flows the solver
@@ -256,6 +259,10 @@ struct Hold<'a> {
     rng: Rng,
     /// Hold slot of each live flow, indexed by `FlowId`.
     slot_of: Vec<usize>,
+    /// Start date of each live flow, indexed by `FlowId`.
+    start_s: Vec<f64>,
+    /// Sum of the finished flows' times from start to finish.
+    durations_s: f64,
     finished: Vec<FlowId>,
     now_s: f64,
     started: u64,
@@ -269,6 +276,8 @@ impl<'a> Hold<'a> {
             topo,
             rng: Rng(seed),
             slot_of: Vec::new(),
+            start_s: Vec::new(),
+            durations_s: 0.0,
             finished: Vec::new(),
             now_s: 0.0,
             started: 0,
@@ -291,8 +300,10 @@ impl<'a> Hold<'a> {
         let i = id.0 as usize;
         if self.slot_of.len() <= i {
             self.slot_of.resize(i + 1, usize::MAX);
+            self.start_s.resize(i + 1, f64::NAN);
         }
         self.slot_of[i] = slot;
+        self.start_s[i] = self.now_s;
         self.started += 1;
     }
 
@@ -306,6 +317,7 @@ impl<'a> Hold<'a> {
         let mut done = std::mem::take(&mut self.finished);
         self.completed += done.len() as u64;
         for id in done.drain(..) {
+            self.durations_s += t - self.start_s[id.0 as usize];
             let slot = self.slot_of[id.0 as usize];
             self.start(slot);
         }
@@ -338,7 +350,10 @@ struct Row {
     flows_solved: u64,
     links_solved: u64,
     retimes: u64,
+    deferred_joins: u64,
     sim_s: f64,
+    /// Mean time from start to finish of the flows that finished.
+    mean_flow_s: f64,
 }
 
 fn run(topo: &mut dyn Topology, k: usize, max_events: u64, budget: Duration) -> Row {
@@ -351,7 +366,7 @@ fn run(topo: &mut dyn Topology, k: usize, max_events: u64, budget: Duration) -> 
         h.step();
     }
     let s0 = h.topo.net().solve_stats();
-    let (e0, a0, t0_s) = (h.events(), h.advances, h.now_s);
+    let (e0, a0, t0_s, d0_s) = (h.events(), h.advances, h.now_s, h.durations_s);
     let begin = Instant::now();
     // Count events cheaply inside the loop: 2 per completion is exact in steady state up to the
     // flows in latency at both ends, which are corrected for with `events()` afterwards.
@@ -376,7 +391,9 @@ fn run(topo: &mut dyn Topology, k: usize, max_events: u64, budget: Duration) -> 
         flows_solved: s1.flows_solved - s0.flows_solved,
         links_solved: s1.links_solved - s0.links_solved,
         retimes: s1.retimes - s0.retimes,
+        deferred_joins: s1.deferred_joins - s0.deferred_joins,
         sim_s: h.now_s - t0_s,
+        mean_flow_s: (h.durations_s - d0_s) / (h.completed - c0).max(1) as f64,
     }
 }
 
@@ -685,6 +702,55 @@ fn reshare_suite(hosts: &[usize], keep: &dyn Fn(&str) -> bool, budget: Duration)
     }
 }
 
+/// `--reshare`, steady state: hold `k` flows on node8 and fattree64 with the re-share put off by
+/// each delay of [`RESHARE_DELAYS_S`]: flow events per second of wall time, re-solves and joins
+/// put off per event, and the simulated traffic against the exact run's: flow events per
+/// simulated second and the mean time a flow takes from start to finish.
+fn reshare_hold_suite(k: usize, keep: &dyn Fn(&str) -> bool, max_events: u64, budget: Duration) {
+    println!(
+        "| case | K | delay s | events | wall s | flow events/s | re-solves/event | \
+         joins put off/event | events per sim s | vs exact | mean flow s | vs exact |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for name in ["node8", "fattree64"] {
+        let mut exact: Option<(f64, f64)> = None;
+        for delay_s in RESHARE_DELAYS_S {
+            if !keep(&format!("hold {name} {k} delay {delay_s}")) {
+                continue;
+            }
+            let mut topo: Box<dyn Topology> = match name {
+                "node8" => Box::new(Node8::new()),
+                _ => Box::new(FatTree64::new()),
+            };
+            topo.net().set_reshare_delay_s(delay_s);
+            let r = run(topo.as_mut(), k, max_events, budget);
+            let per_event = |x: u64| x as f64 / r.events as f64;
+            let throughput = r.events as f64 / r.sim_s;
+            let versus = |now: f64, exact: Option<f64>| {
+                exact.map_or("–".into(), |e| {
+                    format!("{:+.2} %", 100.0 * (now / e - 1.0))
+                })
+            };
+            println!(
+                "| hold {name} | {k} | {delay_s:e} | {} | {:.2} | {:.0} | {:.3} | {:.3} | {:.4e} | \
+                 {} | {:.4e} | {} |",
+                r.events,
+                r.secs,
+                r.events as f64 / r.secs,
+                per_event(r.solves),
+                per_event(r.deferred_joins),
+                throughput,
+                versus(throughput, exact.map(|e| e.0)),
+                r.mean_flow_s,
+                versus(r.mean_flow_s, exact.map(|e| e.1)),
+            );
+            if delay_s == 0.0 {
+                exact = Some((throughput, r.mean_flow_s));
+            }
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let bench = args.iter().any(|a| a == "--bench");
@@ -750,6 +816,12 @@ fn main() {
             &[8, 16]
         };
         reshare_suite(hosts, &keep, batch_budget);
+        let (k, max_events, budget) = if bench {
+            (10_000, 200_000, Duration::from_secs(30))
+        } else {
+            (100, 400, Duration::from_millis(200))
+        };
+        reshare_hold_suite(k, &keep, max_events, budget);
         return;
     }
     let (hosts, shared): (&[usize], &[usize]) = if bench {

@@ -20,11 +20,11 @@ pub struct NetArgs {
     #[arg(long, value_enum, default_value_t = SharingArg::Plain)]
     pub sharing: SharingArg,
     /// Approximate: let the re-share of the links that follows completions wait up to this
-    /// long ("100us", "1 ms"; default 0: exact). Completions within it share one re-solve and
-    /// the capacity they free stays unused until then; finish dates move by up to a few times
-    /// the delay, mostly later. For flow sets where most flows share links with most others
-    /// (an all-to-all), where an exact re-share after every completion costs in proportion to
-    /// the whole set.
+    /// long ("100us", "1 ms"; default 0: exact). Completions within it share one re-solve, the
+    /// capacity they free stays unused until then, and flows whose latency ends meanwhile join
+    /// only then; finish dates move by up to a few times the delay, mostly later. For flow sets
+    /// where most flows share links with most others (an all-to-all), where an exact re-share
+    /// after every completion costs in proportion to the whole set.
     #[arg(long, value_name = "DURATION", value_parser = parse_delay, default_value = "0")]
     pub reshare_delay: f64,
     /// No progress on stderr (otherwise, on a terminal, a bar of flows finished once the run

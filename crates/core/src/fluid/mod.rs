@@ -6,8 +6,8 @@
 //!   bandwidth. Latency is per flow, never shared.
 //! - Then it joins the sharing. Rates are the max-min fair allocation over all active flows,
 //!   subject to per-flow rate bounds, recomputed at every activation and completion (or, with a
-//!   re-share delay set, at every activation and at most that long after a completion).
-//!   Remaining bytes fall linearly between those events.
+//!   re-share delay set, at most that long after a completion, the flows whose latency ends
+//!   meanwhile joining then). Remaining bytes fall linearly between those events.
 //! - A [`Sharing::Shared`] link carries at most its capacity in total:
 //!   Σ weightᵢ·rateᵢ ≤ C. A [`Sharing::Fatpipe`] link caps each flow separately
 //!   (max weightᵢ·rateᵢ ≤ C, as SimGrid writes it). Split-duplex links are two shared links, one
@@ -161,6 +161,9 @@ pub struct SolveStats {
     pub links_solved: u64,
     /// Dates moved in the network's date queue (one per link or variable, never per flow).
     pub retimes: u64,
+    /// Flows whose joining was put off to a pending re-share
+    /// ([`FluidNetwork::set_reshare_delay_s`]).
+    pub deferred_joins: u64,
 }
 
 /// What a variable's rate follows.
@@ -458,14 +461,16 @@ impl FluidNetwork {
 
     /// Let the re-share that follows completions wait up to `delay_s` (0, the default: none
     /// waits). Until it comes the flows left keep their rates, so the capacity the finished
-    /// ones held goes unused; a flow joining the sharing re-shares at once, taking the waiting
-    /// completions with it. Every flow still sends exactly its bytes and no link carries more
-    /// than its capacity. Completions within `delay_s` of the first thus share one re-solve:
+    /// ones held goes unused, and a flow whose latency ends meanwhile joins the sharing only
+    /// then (at rate 0 until it). A flow that joins when no re-share waits re-shares at once.
+    /// Every flow still sends exactly its bytes and no link carries more than its capacity.
+    /// Completions and joins within `delay_s` of the first completion thus share one re-solve:
     /// an approximation with at most (span of the run) / `delay_s` re-solves after completions,
     /// which moves finish dates by up to a few times `delay_s`, mostly later (a flow whose
     /// exact share would have shrunk as another's grew can end earlier). Worth it where most
-    /// flows share links with most others (an all-to-all): there an exact re-share after each
-    /// completion costs in proportion to the whole set.
+    /// flows share links with most others (an all-to-all, a fat tree under steady traffic):
+    /// there an exact re-share after each completion or join costs in proportion to the whole
+    /// set.
     pub fn set_reshare_delay_s(&mut self, delay_s: f64) {
         assert!(
             delay_s.is_finite() && delay_s >= 0.0,
@@ -755,8 +760,9 @@ impl FluidNetwork {
     /// Move the clock to `now_s`, which must not be later than
     /// [`next_event_time`](Self::next_event_time): activate the flows whose latency ends by then, finish the
     /// flows whose last byte arrives by then (appending them to `finished` in the order they were
-    /// started), and re-share the links they touch (or, after completions alone with a re-share
-    /// delay set, when the delay is over: [`set_reshare_delay_s`](Self::set_reshare_delay_s)).
+    /// started), and re-share the links they touch (or, with a re-share delay set, after
+    /// completions alone when the delay is over, the flows whose latency ends meanwhile joining
+    /// then: [`set_reshare_delay_s`](Self::set_reshare_delay_s)).
     pub fn advance(&mut self, now_s: f64, finished: &mut Vec<FlowId>) {
         assert!(now_s >= self.now_s, "time went backwards");
         debug_assert!(
@@ -772,6 +778,19 @@ impl FluidNetwork {
             }
             match timer {
                 Timer::Activation(f) => {
+                    // A flow joining while a re-share waits joins at that re-share: joining
+                    // now would re-share at once, for the whole component.
+                    if self.reshare_due_s.is_finite()
+                        && self.reshare_due_s > now_s
+                        && self.shares(f)
+                    {
+                        let tie = self.next_seq();
+                        let due_s = self.reshare_due_s;
+                        self.activations
+                            .set(&mut self.activation_pos, f, due_s, tie);
+                        self.stats.deferred_joins += 1;
+                        continue;
+                    }
                     self.activations.remove(&mut self.activation_pos, f);
                     self.activate(f, now_s, finished);
                 }
@@ -825,6 +844,12 @@ impl FluidNetwork {
             Attach::Bound => date_after(d.base_s, done_at - d.base, d.bound),
             Attach::Unsolved => f64::INFINITY,
         }
+    }
+
+    /// Whether flow `f` crosses links (rather than being limited by its own bound alone).
+    fn shares(&self, f: u32) -> bool {
+        let v = self.flows[f as usize].var;
+        v != NO_VAR && self.vars[v as usize].elem_len > 0
     }
 
     fn activate(&mut self, f: u32, now_s: f64, finished: &mut Vec<FlowId>) {

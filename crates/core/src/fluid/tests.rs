@@ -644,9 +644,10 @@ proptest::proptest! {
 }
 
 /// With a re-share delay, a completion's re-share waits: the flows left keep their rates until
-/// it comes, and a flow joining the sharing re-shares at once.
+/// it comes, and a flow whose latency ends meanwhile joins then; a flow joining when no
+/// re-share waits re-shares at once.
 #[test]
-fn a_reshare_delay_keeps_rates_until_it_ends_or_a_flow_joins() {
+fn a_reshare_delay_keeps_rates_and_holds_joins_until_it_ends() {
     // One 1 GB/s link, flows of 1 GB and 3 GB from 0: 0.5 GB/s each until the first ends at 2 s.
     // Exact: the second then has 2 GB left at 1 GB/s, done at 4 s. With a 0.5 s delay it stays
     // at 0.5 GB/s until 2.5 s (1.75 GB left), then 1 GB/s: done at 4.25 s.
@@ -656,12 +657,12 @@ fn a_reshare_delay_keeps_rates_until_it_ends_or_a_flow_joins() {
     assert_close(&got, &[2.0, 4.25]);
     // At the start, at 2.5 s, and at 4.25 s (the last flow gone: nothing to put off).
     assert_eq!(n.solve_stats().solves, 3);
-    // A third flow of 1 GB joins at 2.2 s, inside the delay: the re-share comes then, and the
-    // second flow, which sent 1.1 GB at 0.5 GB/s, shares with it (0.5 GB/s each): the third is
-    // done at 4.2 s, and the second, 0.9 GB left, stays at 0.5 GB/s until 4.7 s, then has
-    // 0.65 GB at 1 GB/s: done at 5.35 s. Exact (no delay): the second runs alone at 1 GB/s
-    // from 2 s to 2.2 s, so 0.8 GB are left at 4.2 s, at 1 GB/s from then: 5.0 s.
-    for (delay_s, want) in [(0.5, 5.35), (0.0, 5.0)] {
+    // A third flow of 1 GB arrives at 2.2 s, inside the delay: it joins at 2.5 s, and shares
+    // with the second (0.5 GB/s each): done at 4.5 s. The second, 1.75 GB left at 2.5 s, has
+    // 0.75 GB left then, stays at 0.5 GB/s until 5 s, then has 0.5 GB at 1 GB/s: done at
+    // 5.5 s. Exact (no delay): the second runs alone at 1 GB/s from 2 s to 2.2 s, so 0.8 GB
+    // are left at 4.2 s, when the third is done, at 1 GB/s from then: 5.0 s.
+    for (delay_s, second, third) in [(0.5, 5.5, 4.5), (0.0, 5.0, 4.2)] {
         let (mut n, l) = net(Plain, &[(GB, 0.0, Shared)]);
         n.set_reshare_delay_s(delay_s);
         let flows = vec![
@@ -670,19 +671,34 @@ fn a_reshare_delay_keeps_rates_until_it_ends_or_a_flow_joins() {
             flow(&l, GB, 2.2),
         ];
         let got = run_flow_set(&mut n, flows);
-        assert_close(&got, &[2.0, want, 4.2]);
-        // Exact: at 0, 2, 2.2, 4.2 and 5 s; delayed: at 0, 2.2, 4.7 and 5.35 s.
+        assert_close(&got, &[2.0, second, third]);
+        // Exact: at 0, 2, 2.2, 4.2 and 5 s; delayed: at 0, 2.5, 5 and 5.5 s.
         assert_eq!(n.solve_stats().solves, 5 - u64::from(delay_s > 0.0));
+        assert_eq!(n.solve_stats().deferred_joins, u64::from(delay_s > 0.0));
     }
+    // The third arrives at 1 s instead, before any completion: it re-shares at once (1/3 GB/s
+    // each), so the first, 0.5 GB left, is done at 2.5 s, not 2 s. The third, 0.5 GB sent then,
+    // stays at 1/3 GB/s until 3 s (1/3 GB left), then 0.5 GB/s: done at 11/3 s, 1.5 GB sent by
+    // the second, which stays at 0.5 GB/s until 25/6 s (1.25 GB left): done at 65/12 s.
+    let (mut n, l) = net(Plain, &[(GB, 0.0, Shared)]);
+    n.set_reshare_delay_s(0.5);
+    let flows = vec![
+        flow(&l, GB, 0.0),
+        flow(&l, 3.0 * GB, 0.0),
+        flow(&l, GB, 1.0),
+    ];
+    let got = run_flow_set(&mut n, flows);
+    assert_close(&got, &[2.5, 65.0 / 12.0, 11.0 / 3.0]);
+    assert_eq!(n.solve_stats().deferred_joins, 0);
 }
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
 
     /// With a re-share delay: a re-solve gives the rates of a from-scratch solve; without one,
-    /// the flows keep their rates; it never comes later than the delay after the first
-    /// completion it follows, nor after a flow joins the sharing; and no shared link carries
-    /// more than its capacity.
+    /// the flows keep their rates and none joins the sharing (but flows on no link); it never
+    /// comes later than the delay after the first completion it follows, nor earlier unless
+    /// no flow is left; and no shared link carries more than its capacity.
     #[test]
     fn a_reshare_delay_defers_exact_reshares_and_never_overloads(
         case in ref_case(6, 30, 0.02),
@@ -699,6 +715,13 @@ proptest::proptest! {
                 case.flows[i].bytes > 0.0 && !case.flows[i].loads.is_empty()
             });
             if n.solve_stats().solves > solves {
+                proptest::prop_assert!(
+                    waiting_since.is_infinite()
+                        || live.is_empty()
+                        || t >= waiting_since + delay_s * (1.0 - 1e-12),
+                    "at {t} s a re-share due at {} s came early",
+                    waiting_since + delay_s
+                );
                 solves = n.solve_stats().solves;
                 waiting_since = f64::INFINITY;
                 rates_match_reference(&case, n, t, live)?;
@@ -716,9 +739,18 @@ proptest::proptest! {
                         continue;
                     }
                     let got = n.flow_rate_bytes_per_sec(id);
-                    // A flow that just joined without a re-solve is limited by nothing but its
-                    // own bound.
-                    let want = rates.get(&i).copied().unwrap_or(case.flows[i].bound);
+                    // Without a re-solve, only a flow on no link can join: its own bound
+                    // limits it.
+                    let want = match rates.get(&i) {
+                        Some(&rate) => rate,
+                        None => {
+                            proptest::prop_assert!(
+                                case.flows[i].loads.is_empty(),
+                                "flow {i} joined the sharing at {t} s without a re-solve"
+                            );
+                            case.flows[i].bound
+                        }
+                    };
                     proptest::prop_assert!(
                         got == want,
                         "flow {i} at {t} s: rate {got} changed from {want} without a re-solve"
