@@ -149,6 +149,9 @@ pub(crate) fn machine_setup(machine: &Machine, config: &RunConfig) -> Result<Set
     let mut net = FluidNetwork::new(config.sharing);
     net.set_reshare_delay_s(config.reshare_delay_s);
     let paths = Paths::new(machine, &mut net);
+    // A single machine's transfers take only its routes: the links no flow can be limited by
+    // are left out of the re-shares.
+    net.declare_routes(&paths.fluid_routes());
     let workers = super::runnable::workers_of(machine, config)?;
     let layout = Layout::of_machine(machine, &workers, &paths.link_names);
     Ok(Setup {

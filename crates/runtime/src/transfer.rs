@@ -78,6 +78,17 @@ impl Paths {
     pub fn path(&self, src: MemNodeId, dst: MemNodeId) -> Option<&Path> {
         self.paths[src.index() * self.nnodes + dst.index()].as_ref()
     }
+
+    /// The links of every path over the fluid network: all the routes transfers take.
+    pub fn fluid_routes(&self) -> Vec<Vec<fluid::LinkId>> {
+        self.paths
+            .iter()
+            .filter_map(|p| match p {
+                Some(Path::Fluid(links)) => Some(links.clone()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// The one or two hops a copy takes ([`Estimates::hops`]), kept on the stack: it is asked for

@@ -38,6 +38,10 @@
 //!   of their load with every other variable held at its current level). So a re-solve only
 //!   takes the variables at level ≥ x₀ connected to the change, with each link's capacity less
 //!   the load of its variables below x₀, and leaves every other variable, link and date alone.
+//! - **Redundant links.** Given every route flows will take
+//!   ([`FluidNetwork::declare_routes`]), a link whose constraint always follows from another's
+//!   (that one on all its routes, relatively at least as loaded) is left out of the re-solves;
+//!   it still counts bytes and load. A single node's PCIe tree has many: on mirage, 17 of 34.
 //!
 //! What this cannot remove: where most variables share links with most others (an all-to-all
 //! on a crossbar, a fat tree), the variables at level ≥ x₀ are about half of the component, and
@@ -188,6 +192,9 @@ struct Link {
     capacity_bytes_per_sec: f64,
     latency_s: f64,
     sharing: Sharing,
+    /// Never the tighter constraint of any flow it carries ([`FluidNetwork::declare_routes`]):
+    /// its flows' rates are set by other links, and the solver leaves it out; it only counts.
+    redundant: bool,
     /// Variables with active members on the link, and their members' weight on it.
     elems: Vec<LinkElem>,
     active_flows: usize,
@@ -307,7 +314,8 @@ struct Var {
     /// Packed `Attach`, now and as found by the current re-solve.
     attach: u32,
     new_attach: u32,
-    /// Its links: `elems[elem_start..elem_start + elem_len]` in the network's arena.
+    /// Its links: `elems[elem_start..elem_start + elem_len]` in the network's arena, then its
+    /// redundant links (`VarData::redundant`), which the solver leaves out.
     elem_start: u32,
     elem_len: u16,
     flags: u8,
@@ -349,6 +357,8 @@ struct VarData {
     members: BinaryHeap<Member>,
     /// Flows that belong to the variable, in latency or active.
     refs: u32,
+    /// How many redundant links follow the variable's links in the arena.
+    redundant: u16,
     /// Hash of (elems, penalty, bound), and the next variable with the same hash.
     hash: u64,
     next_in_class: u32,
@@ -367,6 +377,9 @@ pub struct FluidNetwork {
     free_elems: Vec<Vec<u32>>,
     /// A new flow's links while its variable is looked up.
     route_scratch: Vec<VarElem>,
+    /// The routes given to [`Self::declare_routes`] (links and weights, by link), when it
+    /// found redundant links: a flow crossing one must follow one of them.
+    declared: rustc_hash::FxHashSet<Vec<(u32, u64)>>,
     free_vars: Vec<u32>,
     /// First variable of each (elems, penalty, bound) hash.
     classes: FxHashMap<u64, u32>,
@@ -433,6 +446,7 @@ impl FluidNetwork {
             elems: Vec::new(),
             free_elems: Vec::new(),
             route_scratch: Vec::new(),
+            declared: Default::default(),
             free_vars: Vec::new(),
             classes: FxHashMap::default(),
             flows: Vec::new(),
@@ -509,6 +523,7 @@ impl FluidNetwork {
             capacity_bytes_per_sec,
             latency_s,
             sharing,
+            redundant: false,
             elems: Vec::new(),
             active_flows: 0,
             busy_since_s: 0.0,
@@ -556,34 +571,28 @@ impl FluidNetwork {
             SharingMode::SimGrid if latency_s > 0.0 => latency_s,
             SharingMode::SimGrid => 1.0,
         };
-        // A link named twice counts twice, as SimGrid expands a constraint twice.
         let mut elems = std::mem::take(&mut self.route_scratch);
-        elems.clear();
-        let loads = spec
-            .route
+        self.merge_loads(&spec.route, &spec.extra_load, &mut elems);
+        let redundant = elems
             .iter()
-            .map(|&l| (l, 1.0))
-            .chain(spec.extra_load.iter().copied());
-        for (link, weight) in loads {
-            assert!((link.0 as usize) < self.links.len(), "unknown {link:?}");
-            assert!(weight > 0.0, "a flow's load on a link must be > 0");
-            match elems.iter_mut().find(|e| e.link == link.0) {
-                Some(e) => e.weight += weight,
-                None => elems.push(VarElem {
-                    link: link.0,
-                    weight,
-                    slot: 0,
-                }),
-            }
+            .filter(|e| self.links[e.link as usize].redundant)
+            .count();
+        if redundant > 0 {
+            let key: Vec<(u32, u64)> = elems.iter().map(|e| (e.link, e.weight.to_bits())).collect();
+            assert!(
+                self.declared.contains(&key),
+                "a flow crosses a link declared redundant on a route not declared with it"
+            );
+            // The solver's links first, the redundant ones after them.
+            elems.sort_by_key(|e| (self.links[e.link as usize].redundant, e.link));
         }
-        elems.sort_by_key(|e| e.link);
         let bound = spec.bound_bytes_per_sec;
         // Nothing to send, or nothing to limit the rate: done as soon as latency is paid.
         let instant = spec.bytes <= 0.0 || (elems.is_empty() && bound.is_infinite());
         let var = if instant {
             NO_VAR
         } else {
-            self.class_of(&elems, penalty, bound)
+            self.class_of(&elems, redundant, penalty, bound)
         };
         self.route_scratch = elems;
         let flow = Flow {
@@ -611,19 +620,118 @@ impl FluidNetwork {
         FlowId(idx)
     }
 
+    /// A flow's links and weights, by link: a link named twice counts twice, as SimGrid
+    /// expands a constraint twice.
+    fn merge_loads(&self, route: &[LinkId], extra: &[(LinkId, f64)], elems: &mut Vec<VarElem>) {
+        elems.clear();
+        let loads = route.iter().map(|&l| (l, 1.0)).chain(extra.iter().copied());
+        for (link, weight) in loads {
+            assert!((link.0 as usize) < self.links.len(), "unknown {link:?}");
+            assert!(weight > 0.0, "a flow's load on a link must be > 0");
+            match elems.iter_mut().find(|e| e.link == link.0) {
+                Some(e) => e.weight += weight,
+                None => elems.push(VarElem {
+                    link: link.0,
+                    weight,
+                    slot: 0,
+                }),
+            }
+        }
+        elems.sort_by_key(|e| e.link);
+    }
+
+    /// Declare every route flows will take (a link named twice counts twice), so that the
+    /// network can find the links that never limit a flow: link b is redundant when some
+    /// link a, itself kept, is on every route b is on, with a weight there, relative to its
+    /// capacity, at least b's (both shared). Whatever flows are active, b's constraint then
+    /// follows from a's, so the max-min rates are the same without it, and the solver leaves b
+    /// out: on a single node's PCIe tree, where a route crosses seven links of which two or
+    /// three can bind, each re-share takes fewer links. Redundant links still count their
+    /// bytes, busy time and load. Call before any flow starts; a flow crossing a redundant
+    /// link must then take one of these routes. Returns how many links are redundant.
+    pub fn declare_routes(&mut self, routes: &[Vec<LinkId>]) -> usize {
+        assert_eq!(self.live_flows, 0, "routes declared with flows live");
+        // Per link, the routes on it and its weight on each.
+        let mut on: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.links.len()];
+        let mut elems = Vec::new();
+        let mut keys = Vec::new();
+        for (r, route) in routes.iter().enumerate() {
+            self.merge_loads(route, &[], &mut elems);
+            for e in &elems {
+                on[e.link as usize].push((r, e.weight));
+            }
+            keys.push(
+                elems
+                    .iter()
+                    .map(|e| (e.link, e.weight.to_bits()))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        for l in &mut self.links {
+            l.redundant = false;
+        }
+        let weight_on = |a: usize, r: usize| {
+            on[a]
+                .binary_search_by_key(&r, |&(q, _)| q)
+                .map_or(0.0, |i| on[a][i].1)
+        };
+        let mut count = 0;
+        for b in 0..self.links.len() {
+            let lb = &self.links[b];
+            if on[b].is_empty() || lb.sharing != Sharing::Shared {
+                continue;
+            }
+            let (cb, rb) = (lb.capacity_bytes_per_sec, &on[b]);
+            // A dominating link is on every route of b: on its first one, say.
+            let dominated = keys[rb[0].0].iter().any(|&(a, _)| {
+                let a = a as usize;
+                let la = &self.links[a];
+                let ca = la.capacity_bytes_per_sec;
+                // Σ w_b·x ≤ C_b follows from Σ w_a·x ≤ C_a when w_b / C_b ≤ w_a / C_a on
+                // every route of b (rates are never negative).
+                a != b
+                    && !la.redundant
+                    && la.sharing == Sharing::Shared
+                    && rb.iter().all(|&(r, w)| weight_on(a, r) * cb >= w * ca)
+                    // Equal constraints: the later link goes.
+                    && (a < b
+                        || on[a].len() > rb.len()
+                        || rb.iter().any(|&(r, w)| weight_on(a, r) * cb > w * ca))
+            });
+            if dominated {
+                self.links[b].redundant = true;
+                count += 1;
+            }
+        }
+        self.declared = if count > 0 {
+            keys.into_iter().collect()
+        } else {
+            Default::default()
+        };
+        count
+    }
+
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }
 
-    /// The links of variable `v`.
+    /// Where variable `v`'s links are in `elems`, its redundant ones included.
+    fn run_of(&self, v: u32) -> std::ops::Range<usize> {
+        let start = self.vars[v as usize].elem_start as usize;
+        let len = usize::from(self.vars[v as usize].elem_len)
+            + usize::from(self.var_data[v as usize].redundant);
+        start..start + len
+    }
+
+    /// The links of variable `v`, its redundant ones included.
     fn var_elems(&self, v: u32) -> &[VarElem] {
-        let var = &self.vars[v as usize];
-        &self.elems[var.elem_start as usize..][..usize::from(var.elem_len)]
+        &self.elems[self.run_of(v)]
     }
 
     /// The variable of flows with these links, weights, penalty and bound (made if none is).
-    fn class_of(&mut self, elems: &[VarElem], penalty: f64, bound: f64) -> u32 {
+    /// The last `redundant` of `elems` are redundant links.
+    fn class_of(&mut self, elems: &[VarElem], redundant: usize, penalty: f64, bound: f64) -> u32 {
         let mut h = FxHasher::default();
         for e in elems {
             (e.link, e.weight.to_bits()).hash(&mut h);
@@ -647,7 +755,7 @@ impl FluidNetwork {
             }
             v = self.var_data[v as usize].next_in_class;
         }
-        let len = u16::try_from(elems.len()).expect("a route of at most 65535 links");
+        let len = u16::try_from(elems.len() - redundant).expect("a route of at most 65535 links");
         let elem_start = match self.free_elems.get_mut(elems.len()).and_then(Vec::pop) {
             Some(start) => {
                 self.elems[start as usize..][..elems.len()].copy_from_slice(elems);
@@ -693,6 +801,7 @@ impl FluidNetwork {
         d.base_s = 0.0;
         d.members.clear();
         d.refs = 1;
+        d.redundant = redundant as u16;
         d.hash = hash;
         d.next_in_class = head;
         self.classes.insert(hash, v);
@@ -719,13 +828,13 @@ impl FluidNetwork {
             }
             self.var_data[u as usize].next_in_class = next;
         }
-        let var = &self.vars[v as usize];
-        let len = usize::from(var.elem_len);
+        let run = self.run_of(v);
+        let len = run.len();
         if len > 0 {
             if self.free_elems.len() <= len {
                 self.free_elems.resize_with(len + 1, Vec::new);
             }
-            self.free_elems[len].push(var.elem_start);
+            self.free_elems[len].push(run.start as u32);
         }
         self.free_vars.push(v);
     }
@@ -874,8 +983,9 @@ impl FluidNetwork {
         let var = &mut self.vars[v as usize];
         var.active += 1;
         var.mp = f64::from(var.active) / var.penalty;
-        let (start, len) = (var.elem_start as usize, usize::from(var.elem_len));
-        for e in &mut self.elems[start..start + len] {
+        let len = usize::from(var.elem_len);
+        let run = self.run_of(v);
+        for e in &mut self.elems[run] {
             let link = &mut self.links[e.link as usize];
             if link.active_flows == 0 {
                 link.busy_since_s = now_s;
@@ -933,10 +1043,8 @@ impl FluidNetwork {
     /// Finish the members of `v` that are due by `now_s`.
     fn finish_due(&mut self, v: u32, now_s: f64, finished: &mut Vec<FlowId>) {
         let mut done = 0;
-        let (start, len) = {
-            let var = &self.vars[v as usize];
-            (var.elem_start as usize, usize::from(var.elem_len))
-        };
+        let run = self.run_of(v);
+        let len = usize::from(self.vars[v as usize].elem_len);
         while let Some(&m) = self.var_data[v as usize].members.peek() {
             if self.finish_date(v, m.done_at) > now_s {
                 break;
@@ -944,7 +1052,7 @@ impl FluidNetwork {
             self.var_data[v as usize].members.pop();
             done += 1;
             let bytes = self.flows[m.flow as usize].bytes;
-            for e in &self.elems[start..start + len] {
+            for e in &self.elems[run.clone()] {
                 let link = &mut self.links[e.link as usize];
                 link.bytes += e.weight * bytes;
                 link.active_flows -= 1;
@@ -975,21 +1083,23 @@ impl FluidNetwork {
         var.attach = ATTACH_UNSOLVED;
         var.level = f64::NAN;
         var.rate = 0.0;
-        for i in start..start + len {
+        for i in run {
             let e = self.elems[i];
             let link = &mut self.links[e.link as usize];
             let slot = e.slot as usize;
             link.elems.swap_remove(slot);
+            let redundant = link.redundant;
             if let Some(&moved) = link.elems.get(slot) {
-                let mv = &self.vars[moved.var as usize];
-                let run = mv.elem_start as usize..mv.elem_start as usize + usize::from(mv.elem_len);
-                let m = self.elems[run]
+                let moved_run = self.run_of(moved.var);
+                let m = self.elems[moved_run]
                     .iter_mut()
                     .find(|m| m.link == e.link)
                     .expect("a variable lists every link it is on");
                 m.slot = slot as u32;
             }
-            self.seeds.push(e.link);
+            if !redundant {
+                self.seeds.push(e.link);
+            }
         }
         // A variable still listed as changed is freed after the re-solve, which skips it.
         if self.var_data[v as usize].refs == 0 && !self.vars[v as usize].has(CHANGED) {

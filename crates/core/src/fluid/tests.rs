@@ -924,3 +924,131 @@ fn a_link_of_the_region_brings_every_variable_attached_to_it() {
     want.sort();
     assert_eq!(region, want);
 }
+
+/// Links 0-6, routes A = [1, 2, 4, 5], B = [2, 3, 4], C = [0, 0, 6], D = [0, 3]. Link 1 (on A
+/// only, 10 GB/s) is dominated by link 2 (on A and B, 4 GB/s); links 2 and 4 are the same
+/// constraint (A and B, 4 GB/s), so the later, 4, goes; link 6 (C only, 30 GB/s) by link 0,
+/// on which C counts twice (10 GB/s). Link 3 (B and D) has no link on both; link 0 is the only
+/// link on C with weight 2; link 5 is a fat pipe, never redundant.
+#[test]
+fn declared_routes_make_dominated_links_redundant() {
+    let (mut n, l) = net(
+        Plain,
+        &[
+            (10.0 * GB, 0.0, Shared),
+            (10.0 * GB, 1e-6, Shared),
+            (4.0 * GB, 0.0, Shared),
+            (5.0 * GB, 0.0, Shared),
+            (4.0 * GB, 0.0, Shared),
+            (GB, 0.0, Fatpipe),
+            (30.0 * GB, 0.0, Shared),
+        ],
+    );
+    let routes = vec![
+        vec![l[1], l[2], l[4], l[5]],
+        vec![l[2], l[3], l[4]],
+        vec![l[0], l[0], l[6]],
+        vec![l[0], l[3]],
+    ];
+    assert_eq!(n.declare_routes(&routes), 3);
+    let redundant: Vec<bool> = n.links.iter().map(|k| k.redundant).collect();
+    assert_eq!(
+        redundant,
+        [false, true, false, false, true, false, true],
+        "links 1, 4 and 6"
+    );
+    // The same flows give the same dates with and without the declaration, and the redundant
+    // links still count what crossed them.
+    let flows = |l: &[LinkId]| {
+        vec![
+            (0.0, FlowSpec::new(vec![l[1], l[2], l[4], l[5]], 3.0 * GB)),
+            (0.0, FlowSpec::new(vec![l[2], l[3], l[4]], GB)),
+            (0.5, FlowSpec::new(vec![l[0], l[0], l[6]], 8.0 * GB)),
+            (0.2, FlowSpec::new(vec![l[0], l[3]], 2.0 * GB)),
+        ]
+    };
+    let got = run_flow_set(&mut n, flows(&l));
+    let (mut plain, _) = net(
+        Plain,
+        &[
+            (10.0 * GB, 0.0, Shared),
+            (10.0 * GB, 1e-6, Shared),
+            (4.0 * GB, 0.0, Shared),
+            (5.0 * GB, 0.0, Shared),
+            (4.0 * GB, 0.0, Shared),
+            (GB, 0.0, Fatpipe),
+            (30.0 * GB, 0.0, Shared),
+        ],
+    );
+    let want = run_flow_set(&mut plain, flows(&l));
+    assert_close(&got, &want);
+    for &k in &l {
+        let end = want.iter().copied().fold(0.0, f64::max);
+        assert_eq!(n.link_stats(k, end), plain.link_stats(k, end), "{k:?}");
+    }
+    assert_eq!(n.link_stats(l[6], 10.0).bytes, 8.0 * GB);
+}
+
+#[test]
+#[should_panic(expected = "not declared")]
+fn a_flow_off_the_declared_routes_over_a_redundant_link_is_refused() {
+    let (mut n, l) = net(Plain, &[(GB, 0.0, Shared), (2.0 * GB, 0.0, Shared)]);
+    assert_eq!(n.declare_routes(&[vec![l[0], l[1]]]), 1);
+    n.start_flow(0.0, FlowSpec::new(vec![l[1]], GB));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 500,
+        // About one case in four has a redundant link; the others are skipped.
+        max_global_rejects: 20_000,
+        ..Default::default()
+    })]
+
+    /// Flows on a few declared routes finish at the same dates, and their links count the same
+    /// bytes and busy time, whether the network leaves the redundant links out or not.
+    #[test]
+    fn redundant_links_change_no_rate(
+        case in ref_case(6, 30, 0.02),
+        pool in 1usize..4,
+    ) {
+        // Each flow takes the route of one of the first `pool` flows, without extra loads.
+        let mut case = case;
+        let routes: Vec<Vec<usize>> = case.flows.iter().take(pool).map(|f| f.route.clone()).collect();
+        for (i, f) in case.flows.iter_mut().enumerate() {
+            f.route = routes[i % routes.len()].clone();
+            f.loads = f.route.iter().map(|&l| (l, 1.0)).collect();
+        }
+        let run = |declare: bool| {
+            let mut n = FluidNetwork::new(case.mode);
+            let ids: Vec<LinkId> = case.links.iter().map(|&(c, l, s)| n.add_link(c, l, s)).collect();
+            let redundant = if declare {
+                let declared: Vec<Vec<LinkId>> =
+                    routes.iter().map(|r| r.iter().map(|&l| ids[l]).collect()).collect();
+                n.declare_routes(&declared)
+            } else {
+                0
+            };
+            let specs = case.flows.iter().map(|f| (f.start, spec_of(&ids, f))).collect();
+            let dates = run_flow_set(&mut n, specs);
+            let end = dates.iter().copied().fold(0.0, f64::max);
+            let stats: Vec<LinkStats> = ids.iter().map(|&l| n.link_stats(l, end)).collect();
+            (dates, stats, redundant)
+        };
+        let (want, want_stats, _) = run(false);
+        let (got, got_stats, redundant) = run(true);
+        proptest::prop_assume!(redundant > 0);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            proptest::prop_assert!(
+                rel_err(w, g) <= 1e-9 || (g - w).abs() <= 1e-15,
+                "flow {i}: {g} s with redundant links left out, {w} s without"
+            );
+        }
+        for (l, (g, w)) in got_stats.iter().zip(&want_stats).enumerate() {
+            proptest::prop_assert!(
+                rel_err(w.bytes, g.bytes) <= 1e-12 && (g.busy_s - w.busy_s).abs() <= 1e-9 * w.busy_s.max(1e-9),
+                "link {l}: {g:?} against {w:?}"
+            );
+        }
+    }
+}
