@@ -195,6 +195,8 @@ struct Link {
     /// Never the tighter constraint of any flow it carries ([`FluidNetwork::declare_routes`]):
     /// its flows' rates are set by other links, and the solver leaves it out; it only counts.
     redundant: bool,
+    /// For a redundant link, the link whose constraint implies its own on every route.
+    dominator: u32,
     /// Variables with active members on the link, and their members' weight on it.
     elems: Vec<LinkElem>,
     active_flows: usize,
@@ -377,9 +379,6 @@ pub struct FluidNetwork {
     free_elems: Vec<Vec<u32>>,
     /// A new flow's links while its variable is looked up.
     route_scratch: Vec<VarElem>,
-    /// The routes given to [`Self::declare_routes`] (links and weights, by link), when it
-    /// found redundant links: a flow crossing one must follow one of them.
-    declared: rustc_hash::FxHashSet<Vec<(u32, u64)>>,
     free_vars: Vec<u32>,
     /// First variable of each (elems, penalty, bound) hash.
     classes: FxHashMap<u64, u32>,
@@ -446,7 +445,6 @@ impl FluidNetwork {
             elems: Vec::new(),
             free_elems: Vec::new(),
             route_scratch: Vec::new(),
-            declared: Default::default(),
             free_vars: Vec::new(),
             classes: FxHashMap::default(),
             flows: Vec::new(),
@@ -524,6 +522,7 @@ impl FluidNetwork {
             latency_s,
             sharing,
             redundant: false,
+            dominator: 0,
             elems: Vec::new(),
             active_flows: 0,
             busy_since_s: 0.0,
@@ -578,11 +577,17 @@ impl FluidNetwork {
             .filter(|e| self.links[e.link as usize].redundant)
             .count();
         if redundant > 0 {
-            let key: Vec<(u32, u64)> = elems.iter().map(|e| (e.link, e.weight.to_bits())).collect();
-            assert!(
-                self.declared.contains(&key),
-                "a flow crosses a link declared redundant on a route not declared with it"
-            );
+            for e in elems
+                .iter()
+                .filter(|e| self.links[e.link as usize].redundant)
+            {
+                assert!(
+                    self.dominates(self.links[e.link as usize].dominator, e, &elems),
+                    "a flow crosses link {} on a route not declared: its dominating link does \
+                     not limit it there",
+                    e.link
+                );
+            }
             // The solver's links first, the redundant ones after them.
             elems.sort_by_key(|e| (self.links[e.link as usize].redundant, e.link));
         }
@@ -647,25 +652,21 @@ impl FluidNetwork {
     /// follows from a's, so the max-min rates are the same without it, and the solver leaves b
     /// out: on a single node's PCIe tree, where a route crosses seven links of which two or
     /// three can bind, each re-share takes fewer links. Redundant links still count their
-    /// bytes, busy time and load. Call before any flow starts; a flow crossing a redundant
-    /// link must then take one of these routes. Returns how many links are redundant.
+    /// bytes, busy time and load. Call before any flow starts. A flow crossing a redundant
+    /// link must then cross the link that dominates it, as every declared route does (checked
+    /// at its start: a caller's bug otherwise). Returns how many links are redundant.
     pub fn declare_routes(&mut self, routes: &[Vec<LinkId>]) -> usize {
         assert_eq!(self.live_flows, 0, "routes declared with flows live");
-        // Per link, the routes on it and its weight on each.
+        // Per link, the routes on it and its weight on each; per route, its links.
         let mut on: Vec<Vec<(usize, f64)>> = vec![Vec::new(); self.links.len()];
         let mut elems = Vec::new();
-        let mut keys = Vec::new();
+        let mut route_links = Vec::new();
         for (r, route) in routes.iter().enumerate() {
             self.merge_loads(route, &[], &mut elems);
             for e in &elems {
                 on[e.link as usize].push((r, e.weight));
             }
-            keys.push(
-                elems
-                    .iter()
-                    .map(|e| (e.link, e.weight.to_bits()))
-                    .collect::<Vec<_>>(),
-            );
+            route_links.push(elems.iter().map(|e| e.link).collect::<Vec<_>>());
         }
         for l in &mut self.links {
             l.redundant = false;
@@ -683,7 +684,7 @@ impl FluidNetwork {
             }
             let (cb, rb) = (lb.capacity_bytes_per_sec, &on[b]);
             // A dominating link is on every route of b: on its first one, say.
-            let dominated = keys[rb[0].0].iter().any(|&(a, _)| {
+            let dominator = route_links[rb[0].0].iter().copied().find(|&a| {
                 let a = a as usize;
                 let la = &self.links[a];
                 let ca = la.capacity_bytes_per_sec;
@@ -698,17 +699,25 @@ impl FluidNetwork {
                         || on[a].len() > rb.len()
                         || rb.iter().any(|&(r, w)| weight_on(a, r) * cb > w * ca))
             });
-            if dominated {
+            if let Some(a) = dominator {
                 self.links[b].redundant = true;
+                self.links[b].dominator = a;
                 count += 1;
             }
         }
-        self.declared = if count > 0 {
-            keys.into_iter().collect()
-        } else {
-            Default::default()
-        };
         count
+    }
+
+    /// Whether link `a` is among a flow's links `elems` with a weight, relative to its
+    /// capacity, at least that of `e` (a redundant link of the flow).
+    fn dominates(&self, a: u32, e: &VarElem, elems: &[VarElem]) -> bool {
+        let (ca, cb) = (
+            self.links[a as usize].capacity_bytes_per_sec,
+            self.links[e.link as usize].capacity_bytes_per_sec,
+        );
+        elems
+            .iter()
+            .any(|d| d.link == a && d.weight * cb >= e.weight * ca)
     }
 
     fn next_seq(&mut self) -> u64 {
