@@ -8,6 +8,8 @@
 
 use std::collections::VecDeque;
 
+use fixedbitset::FixedBitSet;
+
 use hetsim_core::engine::to_tick_s;
 use hetsim_taskgraph::TaskId;
 
@@ -84,6 +86,10 @@ pub(crate) struct WorkerPool {
     lead_pop_s: Vec<f64>,
     /// Per worker: asleep, woken, or awake.
     rest: Vec<Rest>,
+    /// The workers awake ([`Rest::Awake`]), and those with room in their pipeline: kept as
+    /// they change, so that a pop order does not ask every worker at every event.
+    awake: FixedBitSet,
+    room: FixedBitSet,
     scratch_woken: Vec<bool>,
 }
 
@@ -104,15 +110,28 @@ impl WorkerPool {
                 tasks: 0,
             })
             .collect();
-        WorkerPool {
+        let mut pool = WorkerPool {
             loads: vec![WorkerLoad::default(); workers.len()],
             workers,
             slots,
             scratch_dated: Vec::new(),
             lead_pop_s: Vec::new(),
             rest: vec![Rest::Sleeping; n],
+            awake: FixedBitSet::with_capacity(n),
+            room: FixedBitSet::with_capacity(n),
             scratch_woken: Vec::new(),
+        };
+        for w in 0..n {
+            pool.note(w);
         }
+        pool
+    }
+
+    /// Bring `w`'s bits in `awake` and `room` up to date.
+    fn note(&mut self, w: usize) {
+        self.awake.set(w, self.rest[w] == Rest::Awake);
+        self.room
+            .set(w, self.loads[w].held < self.workers[w].pipeline_depth);
     }
 
     pub fn workers(&self) -> &[Worker] {
@@ -152,17 +171,20 @@ impl WorkerPool {
     /// `w` is woken, on its way to a pop at a later date.
     pub fn set_waking(&mut self, w: WorkerId) {
         self.rest[w.index()] = Rest::Waking;
+        self.note(w.index());
     }
 
     /// `w` reaches its pop, or found a task: it is awake.
     pub fn set_awake(&mut self, w: WorkerId) {
         self.rest[w.index()] = Rest::Awake;
+        self.note(w.index());
     }
 
     /// `w`'s pop found nothing: holding no task, its driver thread waits for a wake.
     pub fn found_nothing(&mut self, w: WorkerId) {
         if self.slots[w.index()].held.is_empty() {
             self.rest[w.index()] = Rest::Sleeping;
+            self.note(w.index());
         }
     }
 
@@ -177,6 +199,7 @@ impl WorkerPool {
         let s = &mut self.slots[w.index()];
         s.held.push_back(t);
         self.loads[w.index()].held = s.held.len() as u32;
+        self.note(w.index());
         self.account(w, now_s)
     }
 
@@ -205,6 +228,7 @@ impl WorkerPool {
             held: s.held.len() as u32,
             running: false,
         };
+        self.note(w.index());
         (t, ran_s, self.account(w, now_s))
     }
 
@@ -324,14 +348,19 @@ impl WorkerPool {
         self.lead_pop_s.extend(dated.iter().map(|&(at, _)| at));
         self.scratch_dated = dated;
         let leading = order.len();
-        // A worker whose pipeline is full could not pop: left out here, where its hold count
-        // is at hand, rather than asked again for each event.
-        order.extend((0..n).filter(|&w| {
-            Some(WorkerId(w)) != releasing
-                && !woken[w as usize]
-                && (all_pop || self.rest[w as usize] == Rest::Awake)
-                && self.loads[w as usize].held < self.workers[w as usize].pipeline_depth
-        }));
+        // A worker whose pipeline is full could not pop: left out here rather than asked
+        // again for each event.
+        let others = |w: &usize| Some(WorkerId(*w as u32)) != releasing && !woken[*w];
+        if all_pop {
+            order.extend(self.room.ones().filter(others).map(|w| w as u32));
+        } else {
+            order.extend(
+                self.room
+                    .intersection(&self.awake)
+                    .filter(others)
+                    .map(|w| w as u32),
+            );
+        }
         self.scratch_woken = woken;
         leading
     }
