@@ -30,7 +30,7 @@
 //! tasks, `pipeline_ntasks` tasks from push to end; only the greedy fallback reads them.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
@@ -319,8 +319,11 @@ type Place = (Reverse<i32>, u64);
 
 #[derive(Debug, Clone, Default)]
 struct Queue {
-    /// The queued tasks in pop order, with their priority.
-    tasks: BTreeMap<Place, (TaskId, i32)>,
+    /// The queued tasks in pop order.
+    tasks: BTreeMap<Place, Queued>,
+    /// The tasks popped and not ended, in pop order (the order they start and end in), with
+    /// the length and transfer booked for them (µs).
+    popped: VecDeque<(TaskId, f64, f64)>,
     /// Ready-first variants: the priority level of the head (the highest), whose tasks are in
     /// `ready`.
     active: Option<i32>,
@@ -360,15 +363,22 @@ struct Readers {
     tasks: Vec<(WorkerId, TaskId)>,
 }
 
-/// What the policy remembers of a task from its push to its end.
+/// A queued task, with what was booked for it at its push.
 #[derive(Debug, Clone, Copy)]
-struct Booked {
-    /// Predicted length and transfer, µs, as booked at push.
+struct Queued {
+    task: TaskId,
+    priority: i32,
+    /// Predicted length and transfer, µs.
     len_us: f64,
     transfer_us: f64,
-    /// Its place in its worker's queue while queued.
+}
+
+/// What a ready-first policy remembers of a queued task.
+#[derive(Debug, Clone, Copy)]
+struct Booked {
+    /// Its place in its worker's queue.
     place: Place,
-    /// Its readiness key while queued in its queue's active level (ready-first variants).
+    /// Its readiness key while queued in its queue's active level.
     readiness: Readiness,
 }
 
@@ -378,8 +388,8 @@ pub struct Dmda {
     variant: Variant,
     params: Params,
     queues: Vec<Queue>,
-    /// The tasks pushed and not ended (a map: under a distributed graph each rank has its own
-    /// instance and sees only its tasks).
+    /// Ready-first variants: the queued tasks (a map: under a distributed graph each rank has
+    /// its own instance and sees only its tasks).
     booked: FxHashMap<TaskId, Booked>,
     /// Pushes so far: the push order of queued tasks.
     pushes: u64,
@@ -530,10 +540,6 @@ impl Dmda {
         self.variant.ready_first() && self.params.ready_first
     }
 
-    fn booked(&self, task: TaskId) -> &Booked {
-        &self.booked[&task]
-    }
-
     fn penalty_us(&self, task: TaskId, w: WorkerId, view: &View<'_>) -> f64 {
         if !self.variant.data_aware() {
             return 0.0;
@@ -568,11 +574,8 @@ impl Dmda {
                 let hidden = &self.instant.hidden_tasks;
                 q.tasks
                     .values()
-                    .filter(|&&(t, p)| p >= prio && !hidden.contains(&t))
-                    .map(|&(t, _)| {
-                        let b = self.booked(t);
-                        b.len_us + b.transfer_us
-                    })
+                    .filter(|q| q.priority >= prio && !hidden.contains(&q.task))
+                    .map(|q| q.len_us + q.transfer_us)
                     .sum()
             } else {
                 seen_us(
@@ -649,6 +652,7 @@ impl Dmda {
     pub fn check_drained(&self) {
         for (w, q) in self.queues.iter().enumerate() {
             assert!(q.tasks.is_empty(), "worker {w}: tasks left queued");
+            assert!(q.popped.is_empty(), "worker {w}: popped tasks not ended");
             assert_eq!(
                 (q.ntasks, q.pipeline_ntasks),
                 (0, 0),
@@ -661,6 +665,7 @@ impl Dmda {
                 q.pipeline_len_us
             );
         }
+        assert!(self.booked.is_empty(), "queued tasks still booked");
     }
 
     fn check_non_negative(&self, w: WorkerId) {
@@ -708,7 +713,7 @@ impl Dmda {
         tasks.extend(
             q.tasks
                 .range((Reverse(level), 0)..=(Reverse(level), u64::MAX))
-                .map(|(_, &(t, _))| t),
+                .map(|(_, q)| q.task),
         );
         for &t in &tasks {
             self.enter_ready(w, t, view);
@@ -785,18 +790,24 @@ impl Scheduler for Dmda {
         let level = if self.variant.sorted() { prio } else { 0 };
         let place = (Reverse(level), self.pushes);
         self.pushes += 1;
-        q.tasks.insert(place, (task, prio));
-        self.booked.insert(
-            task,
-            Booked {
+        q.tasks.insert(
+            place,
+            Queued {
+                task,
+                priority: prio,
                 len_us: len,
                 transfer_us: transfer,
-                place,
-                readiness: (0, 0, 0),
             },
         );
         self.queued += 1;
         if ready_first {
+            self.booked.insert(
+                task,
+                Booked {
+                    place,
+                    readiness: (0, 0, 0),
+                },
+            );
             let node = view.workers()[w.index()].memory;
             for a in view
                 .graph()
@@ -834,16 +845,23 @@ impl Scheduler for Dmda {
         // Ready-first: among the tasks of the head's priority level (sorted queues), or all
         // of them (FIFO queues, whose tasks all have priority 0 as these policies take
         // none), the least ready bytes, then the earliest pushed.
-        let task = if ready_first {
-            q.ready.first()?.2
+        let (place, readiness) = if ready_first {
+            let task = q.ready.first()?.2;
+            let b = self.booked.remove(&task).expect("queued tasks are booked");
+            (b.place, Some(b.readiness))
         } else {
-            q.tasks.first_key_value()?.1.0
+            (*q.tasks.first_key_value()?.0, None)
         };
-        let b = *self.booked(task);
         let q = &mut self.queues[worker.index()];
-        q.tasks.remove(&b.place);
-        if ready_first {
-            q.ready.remove(&(b.readiness, b.place.1, task));
+        let Queued {
+            task,
+            len_us,
+            transfer_us: transfer,
+            ..
+        } = q.tasks.remove(&place).expect("a queued task");
+        q.popped.push_back((task, len_us, transfer));
+        if let Some(readiness) = readiness {
+            q.ready.remove(&(readiness, place.1, task));
             if q.ready.is_empty() {
                 self.activate(worker, view);
             }
@@ -859,7 +877,6 @@ impl Scheduler for Dmda {
                 }
             }
         }
-        let transfer = b.transfer_us;
         let q = &mut self.queues[worker.index()];
         // `_starpu_fifo_task_transfer_started`: the transfer moves to the pipeline and the
         // queue restarts after it (an assignment: exp_start may move back).
@@ -873,9 +890,12 @@ impl Scheduler for Dmda {
     }
 
     fn task_started(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
-        let b = self.booked(task);
-        let (len, transfer) = (b.len_us, b.transfer_us);
         let q = &mut self.queues[worker.index()];
+        let &(_, len, transfer) = q
+            .popped
+            .iter()
+            .find(|p| p.0 == task)
+            .expect("a task starts on the worker that popped it");
         q.pipeline_len_us -= transfer;
         q.exp_len_us -= len;
         q.pipeline_len_us += len;
@@ -886,8 +906,13 @@ impl Scheduler for Dmda {
     }
 
     fn task_ended(&mut self, task: TaskId, worker: WorkerId, view: &View<'_>) {
-        let len = self.booked.remove(&task).expect("booked at push").len_us;
         let q = &mut self.queues[worker.index()];
+        let i = q
+            .popped
+            .iter()
+            .position(|p| p.0 == task)
+            .expect("a task ends on the worker that popped it");
+        let (_, len, _) = q.popped.remove(i).expect("found");
         q.pipeline_len_us -= len;
         q.pipeline_ntasks -= 1;
         // `_starpu_fifo_task_finished`: exp_start = max(now + pipeline_len, exp_start).
