@@ -9,7 +9,8 @@
 //! which decides what follows, so that everything happens in the same order as in one thread of
 //! control.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -87,6 +88,10 @@ pub(crate) struct DataManager {
     /// handle's lock and when it lets go (the queueing sleep of `_starpu_simgrid_transfer`
     /// runs inside `starpu_handle_data_request`, which holds the handle's header lock).
     submitting: FxHashMap<u32, Vec<(f64, f64)>>,
+    /// When each submission in `submitting` is over (the bits of a positive date order as the
+    /// date), and its handle: the handles whose submissions are all over leave the map, which
+    /// every prefetching push consults, so it stays small.
+    submitting_ends: BinaryHeap<Reverse<(u64, u32)>>,
     waiters: FxHashMap<usize, Vec<Waiter>>,
     /// Per node, buffers of popped tasks waiting for room, in the order asked.
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
@@ -156,6 +161,7 @@ impl DataManager {
             free_transfers: Vec::new(),
             loading_by: FxHashMap::default(),
             submitting: FxHashMap::default(),
+            submitting_ends: BinaryHeap::new(),
             waiters: FxHashMap::default(),
             alloc_queue: vec![VecDeque::new(); nnodes],
             allocator: Allocator::new(nnodes),
@@ -861,6 +867,19 @@ impl DataManager {
         // Buffers being allocated on the node: requests the lists do not hold yet.
         let n = node.index();
         let requesting = !self.alloc_queue[n].is_empty() || !self.allocator.idle(node);
+        // Submissions over by now hold no lock for anyone who asks from now on.
+        while let Some(&Reverse((free_bits, h))) = self.submitting_ends.peek() {
+            if f64::from_bits(free_bits) > now_s {
+                break;
+            }
+            self.submitting_ends.pop();
+            if let Some(held) = self.submitting.get_mut(&h) {
+                held.retain(|&(_, free_s)| free_s > now_s);
+                if held.is_empty() {
+                    self.submitting.remove(&h);
+                }
+            }
+        }
         let mut ids = std::mem::take(&mut self.scratch_ids);
         let next = self.runners.pass(node, requesting, now_s, &mut ids);
         self.forget_dropped();
@@ -874,6 +893,9 @@ impl DataManager {
             let held = self.submitting.entry(tr.handle.0).or_default();
             held.retain(|&(_, free_s)| free_s > now_s);
             held.push((taken_s, go_s));
+            debug_assert!(go_s >= 0.0, "a date's bits order as the date");
+            self.submitting_ends
+                .push(Reverse((go_s.to_bits(), tr.handle.0)));
             fx.push(Effect::At(
                 go_s,
                 Event::TransferSubmitted {
