@@ -57,14 +57,26 @@ pub fn to_tick_s(s: f64) -> f64 {
 struct Entry<E> {
     at: TimeKey,
     /// `at` in whole picoseconds (an integral `f64`, exact at any date).
-    tick: TimeKey,
-    seq: u64,
+    /// (tick, insertion sequence) as one integer that orders as the pair: the tick's bits
+    /// mapped to an unsigned integer in the order of the dates, then the sequence.
+    key: u128,
     event: E,
+}
+
+/// `x` (not NaN) as an unsigned integer in the order of the values: positive numbers with the
+/// sign bit set, negative ones with every bit flipped.
+fn ordered_bits(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 0 {
+        bits | (1 << 63)
+    } else {
+        !bits
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
-        self.tick == other.tick && self.seq == other.seq
+        self.key == other.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -76,7 +88,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     // Reversed: BinaryHeap is a max-heap and we want the earliest (tick, seq) first.
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.tick, other.seq).cmp(&(self.tick, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
@@ -116,13 +128,13 @@ impl<E> Calendar<E> {
             "event scheduled at {at_s} s, before the current time {} s",
             self.last_popped_s
         );
-        let tick = checked_time(tick(at_s));
+        // -0.0 ticks as 0.0, as NaN is refused above.
+        let tick = tick(at_s) + 0.0;
         let seq = self.next_seq;
         self.next_seq += 1;
         self.heap.push(Entry {
             at,
-            tick,
-            seq,
+            key: (u128::from(ordered_bits(tick)) << 64) | u128::from(seq),
             event,
         });
     }
@@ -228,6 +240,16 @@ impl<K: Hash + Eq> RetimableQueue<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The calendar's integer key orders dates as the dates do, -0 and 0 alike.
+        #[test]
+        fn ordered_bits_order_as_the_values(a in proptest::num::f64::ANY, b in proptest::num::f64::ANY) {
+            proptest::prop_assume!(!a.is_nan() && !b.is_nan());
+            let (ka, kb) = (ordered_bits(a + 0.0), ordered_bits(b + 0.0));
+            proptest::prop_assert_eq!(ka.cmp(&kb), a.partial_cmp(&b).expect("not NaN"));
+        }
+    }
 
     #[test]
     fn calendar_orders_by_time_then_insertion() {
