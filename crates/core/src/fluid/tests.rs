@@ -932,18 +932,16 @@ fn a_link_of_the_region_brings_every_variable_attached_to_it() {
 /// link on C with weight 2; link 5 is a fat pipe, never redundant.
 #[test]
 fn declared_routes_make_dominated_links_redundant() {
-    let (mut n, l) = net(
-        Plain,
-        &[
-            (10.0 * GB, 0.0, Shared),
-            (10.0 * GB, 1e-6, Shared),
-            (4.0 * GB, 0.0, Shared),
-            (5.0 * GB, 0.0, Shared),
-            (4.0 * GB, 0.0, Shared),
-            (GB, 0.0, Fatpipe),
-            (30.0 * GB, 0.0, Shared),
-        ],
-    );
+    let links = [
+        (10.0 * GB, 0.0, Shared),
+        (10.0 * GB, 1e-6, Shared),
+        (4.0 * GB, 0.0, Shared),
+        (5.0 * GB, 0.0, Shared),
+        (4.0 * GB, 0.0, Shared),
+        (GB, 0.0, Fatpipe),
+        (30.0 * GB, 0.0, Shared),
+    ];
+    let (mut n, l) = net(Plain, &links);
     let routes = vec![
         vec![l[1], l[2], l[4], l[5]],
         vec![l[2], l[3], l[4]],
@@ -968,18 +966,7 @@ fn declared_routes_make_dominated_links_redundant() {
         ]
     };
     let got = run_flow_set(&mut n, flows(&l));
-    let (mut plain, _) = net(
-        Plain,
-        &[
-            (10.0 * GB, 0.0, Shared),
-            (10.0 * GB, 1e-6, Shared),
-            (4.0 * GB, 0.0, Shared),
-            (5.0 * GB, 0.0, Shared),
-            (4.0 * GB, 0.0, Shared),
-            (GB, 0.0, Fatpipe),
-            (30.0 * GB, 0.0, Shared),
-        ],
-    );
+    let (mut plain, _) = net(Plain, &links);
     let want = run_flow_set(&mut plain, flows(&l));
     assert_close(&got, &want);
     for &k in &l {
