@@ -56,9 +56,9 @@ pub fn to_tick_s(s: f64) -> f64 {
 
 struct Entry<E> {
     at: TimeKey,
-    /// `at` in whole picoseconds (an integral `f64`, exact at any date).
-    /// (tick, insertion sequence) as one integer that orders as the pair: the tick's bits
-    /// mapped to an unsigned integer in the order of the dates, then the sequence.
+    /// (tick, insertion sequence) as one integer that orders as the pair: the tick (`at` in
+    /// whole picoseconds, an integral `f64`) mapped to an unsigned integer in the order of the
+    /// dates, then the sequence.
     key: u128,
     event: E,
 }

@@ -92,6 +92,8 @@ pub(crate) struct DataManager {
     /// date), and its handle: the handles whose submissions are all over leave the map, which
     /// every prefetching push consults, so it stays small.
     submitting_ends: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The date up to which `submitting` was pruned: no one may ask for a lock before it.
+    pruned_s: f64,
     waiters: FxHashMap<usize, Vec<Waiter>>,
     /// Per node, buffers of popped tasks waiting for room, in the order asked.
     alloc_queue: Vec<VecDeque<(TaskId, u32)>>,
@@ -162,6 +164,7 @@ impl DataManager {
             loading_by: FxHashMap::default(),
             submitting: FxHashMap::default(),
             submitting_ends: BinaryHeap::new(),
+            pruned_s: f64::NEG_INFINITY,
             waiters: FxHashMap::default(),
             alloc_queue: vec![VecDeque::new(); nnodes],
             allocator: Allocator::new(nnodes),
@@ -352,6 +355,10 @@ impl DataManager {
     /// 1 µs at a time.
     pub fn header_free_s(&self, h: HandleId, at_s: f64) -> f64 {
         const RETRY_S: f64 = 1e-6;
+        debug_assert!(
+            at_s >= self.pruned_s,
+            "a lock asked for before the last prune"
+        );
         let Some(held) = self.submitting.get(&h.0) else {
             return at_s;
         };
@@ -868,6 +875,7 @@ impl DataManager {
         let n = node.index();
         let requesting = !self.alloc_queue[n].is_empty() || !self.allocator.idle(node);
         // Submissions over by now hold no lock for anyone who asks from now on.
+        self.pruned_s = now_s;
         while let Some(&Reverse((free_bits, h))) = self.submitting_ends.peek() {
             if f64::from_bits(free_bits) > now_s {
                 break;
