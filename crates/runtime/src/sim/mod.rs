@@ -104,6 +104,45 @@ pub(crate) enum Event {
     },
 }
 
+/// A task's state before it is ready, in one word so that releasing a successor reads one:
+/// its predecessors not done, whether its rank's thread submitted it, whether it is a message.
+#[derive(Debug, Clone, Copy)]
+struct Pending(u32);
+
+impl Pending {
+    const SUBMITTED: u32 = 1 << 31;
+    const MESSAGE: u32 = 1 << 30;
+    const PREDS: u32 = Self::MESSAGE - 1;
+
+    fn new(preds: u32, message: bool) -> Self {
+        assert!(preds <= Self::PREDS, "a task with {preds} predecessors");
+        Pending(preds | if message { Self::MESSAGE } else { 0 })
+    }
+
+    fn preds_left(self) -> u32 {
+        self.0 & Self::PREDS
+    }
+
+    fn is_message(self) -> bool {
+        self.0 & Self::MESSAGE != 0
+    }
+
+    fn submitted(self) -> bool {
+        self.0 & Self::SUBMITTED != 0
+    }
+
+    fn submit(&mut self) {
+        self.0 |= Self::SUBMITTED;
+    }
+
+    /// One predecessor is done: how many are left.
+    fn pred_done(&mut self) -> u32 {
+        debug_assert!(self.preds_left() > 0, "more predecessors done than it has");
+        self.0 -= 1;
+        self.preds_left()
+    }
+}
+
 /// Who a fluid flow belongs to.
 #[derive(Debug, Clone, Copy)]
 enum FlowOwner {
@@ -219,10 +258,9 @@ struct Sim<'a> {
     /// Global worker id → rank.
     worker_rank: Vec<u32>,
     runnable: Runnable,
-    preds_left: Vec<u32>,
-    /// Per task, whether its rank's submitting thread has submitted it (a task whose
+    /// Per task, its predecessors not done and whether it is submitted (a task whose
     /// predecessors are done waits for its submission before it is pushed).
-    submitted: Vec<bool>,
+    pending: Vec<Pending>,
     /// Per rank, its computations and delays in submission (id) order, and how many of them
     /// it has submitted.
     to_submit: Vec<(Vec<TaskId>, usize)>,
@@ -473,12 +511,11 @@ impl<'a> Sim<'a> {
             ranks,
             worker_rank,
             runnable,
-            preds_left: graph
+            pending: graph
                 .task_ids()
-                .map(|t| graph.predecessor_count(t))
+                .map(|t| Pending::new(graph.predecessor_count(t), graph.task(t).is_message()))
                 .collect(),
             buffers_left: vec![0; graph.num_tasks()],
-            submitted: vec![false; graph.num_tasks()],
             to_submit: Vec::new(),
             task_worker: vec![u32::MAX; graph.num_tasks()],
             messages: messages::Messages::new(graph),
@@ -564,7 +601,7 @@ impl<'a> Sim<'a> {
             let mut per_rank: Vec<(Vec<TaskId>, usize)> = vec![(Vec::new(), 0); self.ranks.len()];
             for t in self.graph.task_ids() {
                 if self.graph.task(t).is_message() {
-                    self.submitted[t.index()] = true;
+                    self.pending[t.index()].submit();
                 } else {
                     per_rank[self.rank_of(t)].0.push(t);
                 }
@@ -574,7 +611,7 @@ impl<'a> Sim<'a> {
                 self.cal.schedule(0.0, Event::Submit { rank: r as u32 });
             }
         } else {
-            self.submitted.fill(true);
+            self.pending.iter_mut().for_each(Pending::submit);
             let roots: Vec<TaskId> = self
                 .graph
                 .roots()
@@ -1276,12 +1313,12 @@ impl<'a> Sim<'a> {
     /// for messages move on ([`messages`]).
     fn release_successors(&mut self, t: TaskId, by: Option<(usize, WorkerId)>) {
         for &s in self.graph.successors(t) {
-            if self.graph.task(s).is_message() {
+            let p = &mut self.pending[s.index()];
+            if p.is_message() {
                 self.message_pred_done(s, t);
                 continue;
             }
-            self.preds_left[s.index()] -= 1;
-            if self.preds_left[s.index()] == 0 && self.submitted[s.index()] {
+            if p.pred_done() == 0 && p.submitted() {
                 let released_by = by.filter(|&(r, _)| r == self.rank_of(s));
                 match released_by {
                     Some((r, w)) if self.graph.task(s).is_compute() && self.pushes_as_events(r) => {
@@ -1366,10 +1403,10 @@ impl<'a> Sim<'a> {
             return;
         };
         *next += 1;
-        self.submitted[t.index()] = true;
+        self.pending[t.index()].submit();
         let rt = self.machine.runtime();
         let mut cost = rt.submit_s;
-        if self.preds_left[t.index()] == 0 {
+        if self.pending[t.index()].preds_left() == 0 {
             cost += rt.push_s;
             self.ready(t, None);
             // The submitting thread pushed it: it waited with the push for the header locks
