@@ -898,9 +898,11 @@ impl DataManager {
                 .as_ref()
                 .expect("submitted transfer");
             let taken_s = go_s - self.runners.queue_s();
-            let held = self.submitting.entry(tr.handle.0).or_default();
-            held.retain(|&(_, free_s)| free_s > now_s);
-            held.push((taken_s, go_s));
+            // The pruning above left only submissions not over.
+            self.submitting
+                .entry(tr.handle.0)
+                .or_default()
+                .push((taken_s, go_s));
             debug_assert!(go_s >= 0.0, "a date's bits order as the date");
             self.submitting_ends
                 .push(Reverse((go_s.to_bits(), tr.handle.0)));

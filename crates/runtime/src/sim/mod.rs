@@ -600,8 +600,9 @@ impl<'a> Sim<'a> {
             // (`STARPU_SIMGRID_TASK_SUBMIT_COST`); messages are posted as their data is ready.
             let mut per_rank: Vec<(Vec<TaskId>, usize)> = vec![(Vec::new(), 0); self.ranks.len()];
             for t in self.graph.task_ids() {
-                if self.graph.task(t).is_message() {
-                    self.pending[t.index()].submit();
+                let p = &mut self.pending[t.index()];
+                if p.is_message() {
+                    p.submit();
                 } else {
                     per_rank[self.rank_of(t)].0.push(t);
                 }
