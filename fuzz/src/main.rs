@@ -71,6 +71,7 @@ fn watch_for_hangs(current: Current, crashes_dir: PathBuf) {
                     "{name}: HANG (an input ran more than {HANG_SECS} s); input saved to {}",
                     file.display()
                 );
+                targets::remove_scratch();
                 std::process::exit(1);
             }
         }
@@ -181,5 +182,6 @@ fn main() {
         );
         failed |= crashes > 0;
     }
+    targets::remove_scratch();
     std::process::exit(i32::from(failed))
 }

@@ -261,27 +261,38 @@ fn net(runner: &mut TestRunner) -> Drawn {
     )
 }
 
+/// The calibration directory of [`calibration_dir`], once made.
+static CALIBRATION_DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+
+/// Remove the calibration directory, if a target made it: a static is never dropped, and the
+/// fuzzer ends with `process::exit`.
+pub fn remove_scratch() {
+    if let Some(d) = CALIBRATION_DIR.get() {
+        let _ = std::fs::remove_dir_all(d.path());
+    }
+}
+
 /// A calibration directory of host `hannibal` (bus files and three codelet files), made once
 /// per process; each input overwrites one file and puts it back.
 fn calibration_dir() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = tempfile::Builder::new()
-            .prefix("hetsim-fuzz-starpu")
-            .tempdir()
-            .expect("a temporary directory");
-        hetsim_testkit::hannibal_calibration(
-            d.path(),
-            &[
-                "chol_model_gemm",
-                "chol_model_potrf",
-                "starpu_slu_lu_model_getrf",
-            ],
-        )
-        .expect("copy the hannibal sample");
-        d
-    })
-    .path()
+    CALIBRATION_DIR
+        .get_or_init(|| {
+            let d = tempfile::Builder::new()
+                .prefix("hetsim-fuzz-starpu")
+                .tempdir()
+                .expect("a temporary directory");
+            hetsim_testkit::hannibal_calibration(
+                d.path(),
+                &[
+                    "chol_model_gemm",
+                    "chol_model_potrf",
+                    "starpu_slu_lu_model_getrf",
+                ],
+            )
+            .expect("copy the hannibal sample");
+            d
+        })
+        .path()
 }
 
 /// Import the calibration directory with `rel` replaced by `text`, then put the original

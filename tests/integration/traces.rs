@@ -73,10 +73,12 @@ fn mirage() -> Machine {
     .expect("mirage loads")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hetsim-traces-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A fresh directory under the system's temporary one, removed when dropped.
+fn tmp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("hetsim-traces")
+        .tempdir()
+        .unwrap()
 }
 
 /// One run with both trace writers (and the Gantt), to files; returns the report and paths.
@@ -85,6 +87,8 @@ struct Traced {
     paje: PathBuf,
     chrome: PathBuf,
     gantt: PathBuf,
+    /// Holds the three files until the test is done with them.
+    _dir: tempfile::TempDir,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -97,10 +101,11 @@ fn traced(
     config: &RunConfig,
     links: LinkResolution,
 ) -> Traced {
+    let dir = tmp_dir();
     let (paje, chrome, gantt) = (
-        tmp(&format!("{tag}.paje")),
-        tmp(&format!("{tag}.json")),
-        tmp(&format!("{tag}.svg")),
+        dir.path().join(format!("{tag}.paje")),
+        dir.path().join(format!("{tag}.json")),
+        dir.path().join(format!("{tag}.svg")),
     );
     let mut p = PajeWriter::create(&paje)
         .unwrap()
@@ -127,6 +132,7 @@ fn traced(
         paje,
         chrome,
         gantt,
+        _dir: dir,
     }
 }
 
@@ -557,7 +563,8 @@ fn traces_do_not_change_the_run() {
 #[test]
 fn unfinished_writers_still_leave_valid_files() {
     // A Chrome writer dropped before any run: a complete, empty trace.
-    let path = tmp("empty.json");
+    let dir = tmp_dir();
+    let path = dir.path().join("empty.json");
     drop(ChromeWriter::create(&path).unwrap());
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(doc["traceEvents"].as_array().unwrap().len(), 0);
@@ -574,7 +581,8 @@ fn gantt_of_a_ten_thousand_task_run_stays_small_and_labelled() {
     // 40 tiles: 11 480 tasks.
     let g = workload::cholesky(40 * NB, NB, Precision::Single).unwrap();
     assert!(g.num_tasks() > 10_000);
-    let path = tmp("big.svg");
+    let dir = tmp_dir();
+    let path = dir.path().join("big.svg");
     let mut gw = GanttWriter::create(&path).unwrap();
     let mut s = sched::by_name("dmda", 1).unwrap();
     simulate_observed(
@@ -812,7 +820,8 @@ fn vite_reads_the_example_trace() {
 /// ViTE (if installed) exports the Paje file at `path` and finds no error or warning in it.
 pub(crate) fn vite_reads(path: &Path) {
     let stem = path.file_stem().unwrap().to_string_lossy();
-    let svg = tmp(&format!("vite-{stem}.svg"));
+    let dir = tmp_dir();
+    let svg = dir.path().join(format!("vite-{stem}.svg"));
     let out = match Command::new("vite")
         .env("QT_QPA_PLATFORM", "offscreen")
         .arg(path)
