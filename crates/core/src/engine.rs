@@ -92,6 +92,10 @@ impl<E> Ord for Entry<E> {
     }
 }
 
+/// The sequence bit of the events scheduled with [`Calendar::schedule`]: they sort after the
+/// ones scheduled with [`Calendar::schedule_first`] at the same date.
+const LATE: u64 = 1 << 63;
+
 /// The event calendar: typed events popped in order of time, ties (dates equal to the
 /// picosecond) in order of insertion.
 pub struct Calendar<E> {
@@ -122,6 +126,17 @@ impl<E> Calendar<E> {
     /// If `at_s` is NaN or earlier than an event already popped (the past cannot change):
     /// both are bugs of the caller, never consequences of user input.
     pub fn schedule(&mut self, at_s: f64, event: E) {
+        self.insert(at_s, event, LATE);
+    }
+
+    /// [`Calendar::schedule`], before every event scheduled that way at the same date (after
+    /// the ones scheduled earlier with this method): for a thread that, at a shared date,
+    /// runs before the ones its earlier actions woke.
+    pub fn schedule_first(&mut self, at_s: f64, event: E) {
+        self.insert(at_s, event, 0);
+    }
+
+    fn insert(&mut self, at_s: f64, event: E, class: u64) {
         let at = checked_time(at_s);
         assert!(
             at_s >= self.last_popped_s,
@@ -130,7 +145,7 @@ impl<E> Calendar<E> {
         );
         // -0.0 ticks as 0.0, as NaN is refused above.
         let tick = tick(at_s) + 0.0;
-        let seq = self.next_seq;
+        let seq = self.next_seq | class;
         self.next_seq += 1;
         self.heap.push(Entry {
             at,
@@ -260,6 +275,19 @@ mod tests {
         c.schedule(0.5, "z");
         let order: Vec<_> = std::iter::from_fn(|| c.pop()).collect();
         assert_eq!(order, vec![(0.5, "z"), (1.0, "a"), (1.0, "b"), (2.0, "c")]);
+    }
+
+    #[test]
+    fn events_scheduled_first_go_before_the_others_of_their_date() {
+        let mut c = Calendar::new();
+        c.schedule(1.0, "a");
+        c.schedule(0.5, "z");
+        c.schedule_first(1.0, "first");
+        c.schedule(1.0, "b");
+        c.schedule_first(1.0, "second");
+        c.schedule_first(2.0, "later");
+        let order: Vec<_> = std::iter::from_fn(|| c.pop()).map(|p| p.1).collect();
+        assert_eq!(order, ["z", "first", "second", "a", "b", "later"]);
     }
 
     #[test]

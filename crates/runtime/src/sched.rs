@@ -63,6 +63,13 @@ pub trait Scheduler {
     /// [`View::can_run`] allows on this worker may be returned.
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId>;
 
+    /// After a pop of `worker` that returned nothing: the delay after which it pops again
+    /// without waiting for a push, if it does (a ws thief that failed to lock its victim
+    /// sleeps and wakes itself), before its driver's progress call.
+    fn pop_again_after_s(&mut self, _worker: WorkerId) -> Option<f64> {
+        None
+    }
+
     /// Whether the policy follows the state of replicas ([`Scheduler::replicas_changed`]), to
     /// keep keys that depend on it up to date instead of querying the [`View`] at each pop.
     fn watches_replicas(&self) -> bool {

@@ -317,7 +317,8 @@ impl WorkerPool {
         for &(wake, done_s) in pushes {
             match wake {
                 PushWake::All => {
-                    for w in 0..n {
+                    // SimGrid runs the threads a broadcast wakes from the highest id down.
+                    for w in (0..n).rev() {
                         if asleep(w, &woken) {
                             woken[w as usize] = true;
                             dated.push((pop_at_s(done_s, w), w));
@@ -422,8 +423,9 @@ mod tests {
     ///   progress call (2 + 1 = 3 µs), after GPU0 at the same date: 0, 3, 1 lead; no one else
     ///   is awake;
     /// - eager, no push cost: GPU0 and GPU1 at 2 µs, the releaser at 1 µs: 3, 0, 1 lead;
-    /// - ws (every sleeping worker wakes at the first push), 1 µs per push, one push: CPUs 2
-    ///   and 4 at 1 + 1 = 2 µs, the releaser at 1 + 1 = 2 µs, last among equals, GPUs at
+    /// - ws (every sleeping worker wakes at the first push), 1 µs per push, one push: CPUs 4
+    ///   and 2 at 1 + 1 = 2 µs (the woken from the highest id down, as StarPU 1.4's traces
+    ///   show its thieves), the releaser at 1 + 1 = 2 µs, last among equals, GPUs 1 and 0 at
     ///   1 + 2 = 3 µs;
     /// - dmda (a push wakes the worker it queued the task to), pushes to CPU 4, GPU 1 and CPU 4
     ///   again: CPU 4 at 1 + 1 µs, GPU 1 at 2 + 2 µs, the releaser at 3 + 1 µs; the same with
@@ -458,7 +460,7 @@ mod tests {
         assert_eq!(from_3(&mut p, &eager2, 0.0, false, &mut order), 3);
         assert_eq!(order, [3, 0, 1]);
         assert_eq!(from_3(&mut p, &[PushWake::All], 1e-6, false, &mut order), 5);
-        assert_eq!(order, [2, 4, 3, 0, 1]);
+        assert_eq!(order, [4, 2, 3, 1, 0]);
         let dmda = [
             PushWake::Worker(4),
             PushWake::Worker(1),

@@ -21,7 +21,11 @@
 //!   `REMOVE_TASK` macro ignores the end it is given and walks from the list's beginning
 //!   (StarPU 1.3.10 and the 1.4-era `prio_deque.c`). If the victim holds nothing the thief
 //!   can run, the steal fails. A walk that finds no victim leaves the worker idle until the
-//!   next event.
+//!   next event, and still moves its cursor one place (StarPU's walk ends where it began).
+//! - **Thieves at one date** alternate at a victim's lock: the one after a thief that took it
+//!   fails its trylock (having chosen the victim while the holder's take was under way), sleeps
+//!   `runtime.steal_retry` and pops again ([`Scheduler::pop_again_after_s`]), as StarPU 1.4's
+//!   traces show in SimGrid mode.
 //! - **Wake-up.** A push wakes every sleeping worker (`ws_push_task`), so at the first push
 //!   all of them head for their pop ([`Scheduler::wakes`]).
 //! - `lws` walks victims nearest first instead, along a proximity list per worker. StarPU
@@ -45,7 +49,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Decision, Scheduler};
-use hetsim_platform::machine::Machine;
+use hetsim_platform::machine::{Machine, RuntimeConfig};
 use hetsim_runtime::{View, Wakes, Worker, WorkerId, WorkerKind};
 use hetsim_taskgraph::TaskId;
 
@@ -135,6 +139,15 @@ pub struct WorkStealing {
     proximity: Vec<Vec<WorkerId>>,
     /// Whether `proximity` comes from the machine's `[affinity]`.
     by_affinity: bool,
+    /// Per victim: the date of the last steal attempt on it and whether that thief took its
+    /// lock.
+    last_attempt: Vec<(f64, bool)>,
+    /// Per thief: whether its last pop failed to take its victim's lock, so that it comes back
+    /// without waiting for a push.
+    trylock_failed: Vec<bool>,
+    /// How long such a thief sleeps before it pops again (`runtime.steal_retry`; 0: until a
+    /// push wakes it).
+    retry_s: f64,
     queued: usize,
     steals: u64,
 }
@@ -150,6 +163,9 @@ impl WorkStealing {
             busy: Vec::new(),
             proximity: Vec::new(),
             by_affinity: false,
+            last_attempt: Vec::new(),
+            trylock_failed: Vec::new(),
+            retry_s: RuntimeConfig::default().steal_retry_s,
             queued: 0,
             steals: 0,
         }
@@ -202,6 +218,8 @@ impl WorkStealing {
         self.deques = vec![PrioDeque::default(); n];
         self.next_victim = vec![0; n];
         self.busy = vec![false; n];
+        self.last_attempt = vec![(f64::NEG_INFINITY, false); n];
+        self.trylock_failed = vec![false; n];
         if self.proximity.len() != n {
             self.proximity = memory_node_proximity(view.workers());
             self.by_affinity = false;
@@ -222,26 +240,33 @@ impl WorkStealing {
         panic!("the runtime pushes only tasks some worker can run");
     }
 
-    fn is_victim(&self, v: WorkerId, thief: WorkerId) -> bool {
-        v != thief && self.busy[v.index()] && self.deques[v.index()].len > 0
+    /// Whether `thief` picks `v` as its victim at `now_s`. While another thread holds `v`'s
+    /// lock at this date, `thief` still sees the deque as it was before that thread's take.
+    fn is_victim(&self, v: WorkerId, thief: WorkerId, now_s: f64) -> bool {
+        v != thief
+            && self.busy[v.index()]
+            && (self.deques[v.index()].len > 0 || self.last_attempt[v.index()] == (now_s, true))
     }
 
     /// The victim `thief` steals from, if any (moves the round-robin cursor).
-    fn victim(&mut self, thief: WorkerId) -> Option<WorkerId> {
+    fn victim(&mut self, thief: WorkerId, now_s: f64) -> Option<WorkerId> {
         match self.victims {
             Victims::RoundRobin | Victims::RoundRobinAsLws => {
                 let n = self.deques.len();
                 let start = self.next_victim[thief.index()];
                 let v = (0..n)
                     .map(|k| WorkerId(((start + k) % n) as u32))
-                    .find(|&v| self.is_victim(v, thief))?;
-                self.next_victim[thief.index()] = (v.index() + 1) % n;
-                Some(v)
+                    .find(|&v| self.is_victim(v, thief, now_s));
+                // A walk that finds no victim ends where it began: the cursor still moves one
+                // past it.
+                let end = v.map_or(start, WorkerId::index);
+                self.next_victim[thief.index()] = (end + 1) % n;
+                v
             }
             Victims::Nearest => self.proximity[thief.index()]
                 .iter()
                 .copied()
-                .find(|&v| self.is_victim(v, thief)),
+                .find(|&v| self.is_victim(v, thief, now_s)),
         }
     }
 }
@@ -343,6 +368,7 @@ impl Scheduler for WorkStealing {
         self.deques.clear();
         self.proximity.clear();
         self.by_affinity = false;
+        self.retry_s = machine.runtime().steal_retry_s;
         if self.victims == Victims::Nearest
             && let Some(p) = affinity_proximity(machine, workers)
         {
@@ -366,7 +392,16 @@ impl Scheduler for WorkStealing {
         self.ensure(view);
         let own = self.deques[worker.index()].take(|t| view.can_run(t, worker));
         let task = own.or_else(|| {
-            let v = self.victim(worker)?;
+            let now_s = view.now_s();
+            let v = self.victim(worker, now_s)?;
+            // Thieves that reach one victim at one date alternate: while one holds its lock,
+            // the next one's trylock fails.
+            let taken = self.last_attempt[v.index()] != (now_s, true);
+            self.last_attempt[v.index()] = (now_s, taken);
+            if !taken {
+                self.trylock_failed[worker.index()] = true;
+                return None;
+            }
             let t = self.deques[v.index()].take(|t| view.can_run(t, worker));
             self.steals += u64::from(t.is_some());
             t
@@ -378,6 +413,13 @@ impl Scheduler for WorkStealing {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    /// A thief whose trylock of its victim failed sleeps and wakes itself (StarPU 1.4's
+    /// `ws_pop_task` in SimGrid builds: 1 µs).
+    fn pop_again_after_s(&mut self, worker: WorkerId) -> Option<f64> {
+        let failed = std::mem::take(&mut self.trylock_failed[worker.index()]);
+        (failed && self.retry_s > 0.0).then_some(self.retry_s)
     }
 
     /// `ws_push_task` wakes every worker, whatever the task.
@@ -517,8 +559,9 @@ mod tests {
         assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), None);
         assert_eq!(s.steals(), 0);
         assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(1)));
-        let stolen: Vec<_> = (0..3)
-            .map(|_| s.pop(WorkerId(1), &f.view(0.0)).unwrap())
+        // One steal per date: at one date the victim's lock alternates between thieves.
+        let stolen: Vec<_> = (1..=3)
+            .map(|k| s.pop(WorkerId(1), &f.view(f64::from(k))).unwrap())
             .collect();
         assert_eq!(stolen, [TaskId(2), TaskId(0), TaskId(3)]);
         assert_eq!(s.steals(), 3);
@@ -575,7 +618,7 @@ mod tests {
             busy_with(&mut s, &f, w, &[t + 3, t]);
         }
         assert_eq!(s.pop(WorkerId(3), &f.view(0.0)), Some(TaskId(1)));
-        assert_eq!(s.pop(WorkerId(3), &f.view(0.0)), Some(TaskId(0)));
+        assert_eq!(s.pop(WorkerId(3), &f.view(1.0)), Some(TaskId(0)));
         assert_eq!(s.steals(), 2);
     }
 
@@ -641,7 +684,7 @@ mod tests {
             }
             let got = [
                 s.pop(WorkerId(5), &f.view(0.0)),
-                s.pop(WorkerId(5), &f.view(0.0)),
+                s.pop(WorkerId(5), &f.view(1.0)),
             ];
             assert_eq!(
                 got,
@@ -649,6 +692,74 @@ mod tests {
                 "{affinity}"
             );
         }
+    }
+
+    #[test]
+    fn a_walk_that_finds_no_victim_still_moves_the_cursor() {
+        // Workers 0..4 (2 GPUs, 3 CPUs), nobody busy: thief 3's walk from 0 finds nothing and
+        // leaves its cursor at 1 (StarPU's `select_victim_round_robin` sets `last_pop_worker`
+        // one past where the walk ended, which is where it began). Then workers 0 and 1 are
+        // busy with one queued task each: the walk from 1 takes worker 1's task first, where a
+        // walk from 0 would have taken worker 0's.
+        let m = machine(2);
+        let g = graph(&[0; 4]);
+        let f = Fixture::new(&m, &g, &RATES, &config(3, 2));
+        let mut s = WorkStealing::ws();
+        s.ensure(&f.view(0.0));
+        assert_eq!(s.pop(WorkerId(3), &f.view(0.0)), None);
+        busy_with(&mut s, &f, 0, &[2, 0]);
+        busy_with(&mut s, &f, 1, &[3, 1]);
+        assert_eq!(s.pop(WorkerId(3), &f.view(1.0)), Some(TaskId(1)));
+        assert_eq!(s.pop(WorkerId(3), &f.view(2.0)), Some(TaskId(0)));
+    }
+
+    #[test]
+    fn thieves_of_one_victim_at_one_date_alternate_and_the_losers_retry() {
+        // GPU0 (worker 0) is busy, tasks 1 and 2 queued; CPUs are workers 1..3. At date 1 s
+        // CPUs 3, 2, 1 steal in turn (StarPU 1.4's traces: the thief after one that locked the
+        // victim fails its trylock). CPU 3 locks GPU0 and takes task 1; CPU 2 fails: it sleeps
+        // 1 µs (`runtime.steal_retry`) and pops again; CPU 1 takes task 2.
+        let m = machine(1);
+        let g = graph(&[0; 5]);
+        let f = Fixture::new(&m, &g, &RATES, &config(3, 1));
+        let mut s = WorkStealing::ws();
+        s.prepare(&m, &f.workers);
+        busy_with(&mut s, &f, 0, &[0, 1, 2]);
+        let at = f.view(1.0);
+        assert_eq!(s.pop(WorkerId(3), &at), Some(TaskId(1)));
+        assert_eq!(s.pop_again_after_s(WorkerId(3)), None);
+        assert_eq!(s.pop(WorkerId(2), &at), None);
+        assert_eq!(s.pop_again_after_s(WorkerId(2)), Some(1e-6));
+        assert_eq!(
+            s.pop_again_after_s(WorkerId(2)),
+            None,
+            "asked once per failure"
+        );
+        assert_eq!(s.pop(WorkerId(1), &at), Some(TaskId(2)));
+
+        // One task queued (task 4) at date 2 s: CPU 3 takes it; CPU 2, whose walk runs while
+        // CPU 3 holds the lock, still sees the task there, picks GPU0 and fails; CPU 1 then
+        // sees an empty deque: no victim, and it waits for a push.
+        push_from(&mut s, &f, 4, Some(0));
+        let at = f.view(2.0);
+        assert_eq!(s.pop(WorkerId(3), &at), Some(TaskId(4)));
+        assert_eq!(s.pop(WorkerId(2), &at), None);
+        assert_eq!(s.pop_again_after_s(WorkerId(2)), Some(1e-6));
+        assert_eq!(s.pop(WorkerId(1), &at), None);
+        assert_eq!(s.pop_again_after_s(WorkerId(1)), None);
+
+        // StarPU 1.3.10 (`steal_retry = 0`): the loser waits for a push.
+        let text =
+            hetsim_runtime::fixture::star_machine_text(1, 8) + "\n[runtime]\nsteal_retry = 0\n";
+        let m13 = machine::from_str(&text, "star13.toml").unwrap();
+        let f = Fixture::new(&m13, &g, &RATES, &config(3, 1));
+        let mut s = WorkStealing::ws();
+        s.prepare(&m13, &f.workers);
+        busy_with(&mut s, &f, 0, &[0, 1, 2]);
+        let at = f.view(1.0);
+        assert_eq!(s.pop(WorkerId(3), &at), Some(TaskId(1)));
+        assert_eq!(s.pop(WorkerId(2), &at), None);
+        assert_eq!(s.pop_again_after_s(WorkerId(2)), None);
     }
 
     #[test]

@@ -392,6 +392,10 @@ pub struct RawRuntime {
     /// Simulated time a worker spends on each buffer of a popped task before it can run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_input_cost: Option<Spanned<RawQuantity>>,
+    /// How long a work-stealing thief that failed to lock its victim sleeps before it pops
+    /// again (0: until a push wakes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_retry: Option<Spanned<RawQuantity>>,
     /// Whether small GPU allocations come out of 32 MiB chunks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suballocator: Option<bool>,

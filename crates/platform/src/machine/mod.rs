@@ -285,6 +285,11 @@ pub struct RuntimeConfig {
     /// earlier than its pop plus this times its distinct handles. Default 1 µs; 0 starts it at
     /// the pop when its data are there.
     pub fetch_input_s: f64,
+    /// How long a work-stealing thief whose trylock of its victim failed sleeps before it
+    /// pops again (StarPU 1.4's `ws_pop_task` in SimGrid builds sleeps 1 µs and wakes
+    /// itself). Default 1 µs; 0 leaves it asleep until a push wakes it, as StarPU 1.3.10
+    /// does (it returns without sleeping or waking itself).
+    pub steal_retry_s: f64,
     /// Whether small GPU allocations are carved out of 32 MiB chunks, so that only a new
     /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
     /// Default true.
@@ -322,6 +327,7 @@ impl Default for RuntimeConfig {
             push_s: 1e-6,
             submit_s: 1e-6,
             fetch_input_s: 1e-6,
+            steal_retry_s: 1e-6,
             suballocator: true,
             transfer_cost: true,
             min_clean_pct: 5,

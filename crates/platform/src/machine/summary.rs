@@ -119,6 +119,11 @@ pub(super) fn summary(m: &Machine) -> String {
             rt.fetch_input_s,
             " per buffer of a popped task",
         ),
+        (
+            "failed steal",
+            rt.steal_retry_s,
+            " asleep before a ws thief that found its victim locked pops again",
+        ),
     ] {
         let _ = writeln!(out, "  {label} {}{per}", format_secs(secs));
     }

@@ -1338,6 +1338,7 @@ pub fn apply_runtime(
         "fetch_input_cost",
         &mut runtime.fetch_input_s,
     )?;
+    secs(&raw.steal_retry, "steal_retry", &mut runtime.steal_retry_s)?;
     if let Some(b) = raw.suballocator {
         runtime.suballocator = b;
     }

@@ -965,7 +965,24 @@ impl<'a> Sim<'a> {
             }
             self.scratch_changes = changes;
             let Some(t) = rank.sched.pop(w, &view) else {
-                rank.workers.found_nothing(w);
+                // A worker that comes back by itself pops after its sleep and its driver's
+                // progress call, as a woken one does.
+                match rank.sched.pop_again_after_s(w) {
+                    Some(after_s) => {
+                        let gpu = rank.workers.worker(w).kind == WorkerKind::Gpu;
+                        let at = self.now + after_s + crate::workers::progress_s(gpu);
+                        rank.workers.set_waking(w);
+                        self.cal.schedule(
+                            at,
+                            Event::Pop {
+                                rank: r as u32,
+                                worker: w.0,
+                                passed: false,
+                            },
+                        );
+                    }
+                    None => rank.workers.found_nothing(w),
+                }
                 break;
             };
             assert!(
@@ -1379,13 +1396,17 @@ impl<'a> Sim<'a> {
         let rank = &mut self.ranks[r];
         let node = rank.workers.worker(w).memory;
         rank.data.busy_until(node, at);
-        self.cal.schedule(
-            at,
-            Event::Push {
-                rank: r as u32,
-                worker: w.0,
-            },
-        );
+        let ev = Event::Push {
+            rank: r as u32,
+            worker: w.0,
+        };
+        // Under ws, StarPU 1.4's traces show a push made at the date its earlier push's
+        // thieves pop going first: they see the task it queues.
+        if rank.sched.wakes() == Wakes::All {
+            self.cal.schedule_first(at, ev);
+        } else {
+            self.cal.schedule(at, ev);
+        }
     }
 
     /// The "will not be used" hint on handle `h` takes effect.
