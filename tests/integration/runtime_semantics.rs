@@ -1336,3 +1336,62 @@ fn a_gpu_pushes_the_successors_of_its_next_kernel_after_those_it_is_pushing() {
         1e-9,
     );
 }
+
+/// A worker whose pop found nothing but that the policy says comes back by itself
+/// (`Scheduler::pop_again_after_s`: a ws thief that failed its trylock) pops again after that
+/// sleep and its driver's progress call (2 µs for a GPU's driver, PASS), without a push: one
+/// GPU, one task without data, refused at the first pop and taken at the second. By hand, the
+/// task starts SLEEP + PASS later than when it is taken at once.
+#[test]
+fn a_worker_told_to_come_back_pops_after_its_sleep_and_progress_call() {
+    const SLEEP: f64 = 5e-6;
+    struct Refuses {
+        task: Option<TaskId>,
+        refusals_left: u32,
+        asked_back: bool,
+    }
+    impl sched::Scheduler for Refuses {
+        fn name(&self) -> &'static str {
+            "refuses"
+        }
+        fn push(&mut self, t: TaskId, _: &hetsim::runtime::View<'_>, _: &mut Vec<sched::Decision>) {
+            self.task = Some(t);
+        }
+        fn pop(&mut self, _: WorkerId, _: &hetsim::runtime::View<'_>) -> Option<TaskId> {
+            if self.refusals_left > 0 && self.task.is_some() {
+                self.refusals_left -= 1;
+                self.asked_back = true;
+                return None;
+            }
+            self.task.take()
+        }
+        fn pop_again_after_s(&mut self, _: WorkerId) -> Option<f64> {
+            std::mem::take(&mut self.asked_back).then_some(SLEEP)
+        }
+        // As ws: under eager's wakes every worker would pop again at the event.
+        fn wakes(&self) -> sched::Wakes {
+            sched::Wakes::All
+        }
+        fn queued(&self) -> usize {
+            usize::from(self.task.is_some())
+        }
+    }
+    let m = machine(1, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    b.submit(cl, 1e9, 0, &[]).unwrap();
+    let g = b.build().unwrap();
+    let run = |refusals_left| {
+        let mut s = Refuses {
+            task: None,
+            refusals_left,
+            asked_back: false,
+        };
+        simulate(&m, &g, &KERNELS, &mut s, &gpu_only(1))
+            .unwrap()
+            .makespan_s
+    };
+    let (at_once, once_back, twice_back) = (run(0), run(1), run(2));
+    assert_close(once_back - at_once, SLEEP + PASS, 1e-9);
+    assert_close(twice_back - at_once, 2.0 * (SLEEP + PASS), 1e-9);
+}
