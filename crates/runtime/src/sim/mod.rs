@@ -900,15 +900,7 @@ impl<'a> Sim<'a> {
         for (i, &w) in order[..leading].iter().enumerate() {
             let w = WorkerId(w);
             let at = self.now + self.ranks[r].workers.lead_pop_s(i);
-            self.ranks[r].workers.set_waking(w);
-            self.cal.schedule(
-                at,
-                Event::Pop {
-                    rank: r as u32,
-                    worker: w.0,
-                    passed: false,
-                },
-            );
+            self.pop_later(r, w, at);
         }
         for &w in &order[leading..] {
             self.pop_into(r, WorkerId(w), u32::MAX);
@@ -918,6 +910,19 @@ impl<'a> Sim<'a> {
         // What the pops did (a task started, a transfer asked for) concerns this rank again
         // only through events, which mark it.
         self.dirty.marked[r] = false;
+    }
+
+    /// Worker `w` of rank `r`, woken, is on its way to a pop at `at` (`Event::Pop`).
+    fn pop_later(&mut self, r: usize, w: WorkerId, at: f64) {
+        self.ranks[r].workers.set_waking(w);
+        self.cal.schedule(
+            at,
+            Event::Pop {
+                rank: r as u32,
+                worker: w.0,
+                passed: false,
+            },
+        );
     }
 
     /// Worker `w` of rank `r` reaches the pop it was woken for.
@@ -971,15 +976,7 @@ impl<'a> Sim<'a> {
                     Some(after_s) => {
                         let gpu = rank.workers.worker(w).kind == WorkerKind::Gpu;
                         let at = self.now + after_s + crate::workers::progress_s(gpu);
-                        rank.workers.set_waking(w);
-                        self.cal.schedule(
-                            at,
-                            Event::Pop {
-                                rank: r as u32,
-                                worker: w.0,
-                                passed: false,
-                            },
-                        );
+                        self.pop_later(r, w, at);
                     }
                     None => rank.workers.found_nothing(w),
                 }
