@@ -120,9 +120,10 @@ fn ran_on(m: &Machine, g: &TaskGraph, sched: &str) -> impl Fn(TaskId) -> Option<
 /// - A is ready at the start: round-robin from the cursor at worker 0 puts it on GPU1,
 ///   which does not pop again while A runs (a synchronous task blocks its pipeline);
 /// - A's end on GPU1 pushes B1, B2 into GPU1's deque; GPU1 is still busy (its last pop
-///   returned A). GPU0 and the CPU wake at push 0, at 1 µs: the CPU pops at 2 µs and steals
-///   the front, B1; GPU0 at 3 µs steals B2; GPU1, the releaser, pops at 2 + 2 µs and finds
-///   nothing.
+///   returned A). GPU0 and the CPU wake at push 0, at 1 µs: the CPU pops at 2 µs, after push
+///   1 of that date (a push goes before the pops of its date), and steals the back of the
+///   level, B2 (StarPU 1.4); GPU0 at 3 µs steals B1; GPU1, the releaser, pops at 2 + 2 µs and
+///   finds nothing.
 ///
 /// With eager's one wake per push GPU0 (woken by push 0, 1 + 2 µs) would tie with the CPU
 /// (push 1, 2 + 1 µs) and, pushed first, take B1. Were A asynchronous, GPU1 would have popped again
@@ -132,8 +133,8 @@ fn ws_wakes_every_sleeping_worker_at_the_first_push() {
     let (g, a, bs) = fan_out(2, true);
     let on = ran_on(&star_machine(2, 3), &g, "ws");
     assert_eq!(on(a), Some(1));
-    assert_eq!(on(bs[0]), Some(2));
-    assert_eq!(on(bs[1]), Some(0));
+    assert_eq!(on(bs[0]), Some(0));
+    assert_eq!(on(bs[1]), Some(2));
 }
 
 /// Records transfer starts (time, handle, kind, source), transfer ends (time, handle) and

@@ -15,11 +15,12 @@
 //!   cursor moves past that victim. Busy is StarPU's flag (`select_victim_round_robin`): the
 //!   worker's last pop returned a task. A worker whose task has just ended is therefore still
 //!   busy while it pushes the tasks it released, and a GPU whose last pop found nothing is not,
-//!   though a kernel of its runs. The thief takes the **front** of the victim's deque: the
-//!   first task it can run, highest level first, as the owner would. StarPU's
-//!   `_starpu_prio_deque_deque_task_for_worker` is commented "from the back", but its
-//!   `REMOVE_TASK` macro ignores the end it is given and walks from the list's beginning
-//!   (StarPU 1.3.10 and the 1.4-era `prio_deque.c`). If the victim holds nothing the thief
+//!   though a kernel of its runs. The thief takes the **back** of the victim's highest level:
+//!   the last task it can run of that level, then of the level below (StarPU 1.4.12's
+//!   `starpu_st_prio_deque_deque_task_for_worker` walks from `list_back_highest`). StarPU
+//!   1.3.10's `REMOVE_TASK` ignored the end it was given and walked from the list's
+//!   beginning, as the owner does (`runtime.steal_from_back = false`). If the victim holds
+//!   nothing the thief
 //!   can run, the steal fails. A walk that finds no victim leaves the worker idle until the
 //!   next event, and still moves its cursor one place (StarPU's walk ends where it began).
 //! - **Thieves at one date** alternate at a victim's lock: the one after a thief that took it
@@ -116,6 +117,22 @@ impl PrioDeque {
         Some(t)
     }
 
+    /// The last task `ok` accepts of the highest level that has one, walking levels highest
+    /// first and each level back to front; removed.
+    fn take_back(&mut self, ok: impl Fn(TaskId) -> bool) -> Option<TaskId> {
+        let (key, pos) = self
+            .levels
+            .iter()
+            .find_map(|(key, level)| level.iter().rposition(|&t| ok(t)).map(|p| (*key, p)))?;
+        let level = self.levels.get_mut(&key).expect("level found");
+        let t = level.remove(pos).expect("position found");
+        if level.is_empty() {
+            self.levels.remove(&key);
+        }
+        self.len -= 1;
+        Some(t)
+    }
+
     /// Tasks in pop order (front first), for tests and diagnoses.
     fn tasks(&self) -> Vec<TaskId> {
         self.levels.values().flatten().copied().collect()
@@ -148,6 +165,9 @@ pub struct WorkStealing {
     /// How long such a thief sleeps before it pops again (`runtime.steal_retry`; 0: until a
     /// push wakes it).
     retry_s: f64,
+    /// Whether a thief takes the back of the victim's highest level
+    /// (`runtime.steal_from_back`) or its front.
+    from_back: bool,
     queued: usize,
     steals: u64,
 }
@@ -166,6 +186,7 @@ impl WorkStealing {
             last_attempt: Vec::new(),
             trylock_failed: Vec::new(),
             retry_s: RuntimeConfig::default().steal_retry_s,
+            from_back: RuntimeConfig::default().steal_from_back,
             queued: 0,
             steals: 0,
         }
@@ -369,6 +390,7 @@ impl Scheduler for WorkStealing {
         self.proximity.clear();
         self.by_affinity = false;
         self.retry_s = machine.runtime().steal_retry_s;
+        self.from_back = machine.runtime().steal_from_back;
         if self.victims == Victims::Nearest
             && let Some(p) = affinity_proximity(machine, workers)
         {
@@ -402,7 +424,13 @@ impl Scheduler for WorkStealing {
                 self.trylock_failed[worker.index()] = true;
                 return None;
             }
-            let t = self.deques[v.index()].take(|t| view.can_run(t, worker));
+            let deque = &mut self.deques[v.index()];
+            let can_run = |t| view.can_run(t, worker);
+            let t = if self.from_back {
+                deque.take_back(can_run)
+            } else {
+                deque.take(can_run)
+            };
             self.steals += u64::from(t.is_some());
             t
         });
@@ -540,36 +568,51 @@ mod tests {
         assert_eq!(s.pop(WorkerId(w), &f.view(0.0)), Some(TaskId(tasks[0])));
     }
 
+    /// [`machine`]`(1)` with `runtime` appended (a `[runtime]` section's keys).
+    fn machine_with_runtime(runtime: &str) -> machine::Machine {
+        let text = hetsim_runtime::fixture::star_machine_text(1, 8) + "\n[runtime]\n" + runtime;
+        machine::from_str(&text, "star.toml").unwrap()
+    }
+
     #[test]
-    fn a_thief_takes_the_front_of_a_busy_victim() {
+    fn a_thief_takes_the_back_of_the_highest_level_of_a_busy_victim() {
         // GPU0 (worker 0) holds tasks 0..5 with priorities 0, 5, 5, 0, 0. StarPU's `busy` is
         // "the last pop returned a task": GPU0 has not popped yet, so CPU worker 1 cannot
         // steal. GPU0 pops the front of its highest level, task 1. Its deque is then
-        // [2 | 0, 3, 4] and it is busy: the thief takes the front each time, 2, 0, 3
-        // (`_starpu_prio_deque_deque_task_for_worker` walks from the list's beginning, as
-        // the owner's pop does). GPU0's next pop returns 4; one more returns nothing, after
-        // which GPU0 is no longer busy and a task pushed to it cannot be stolen.
-        let m = machine(1);
-        let g = graph(&[0, 5, 5, 0, 0, 0]);
-        let f = Fixture::new(&m, &g, &RATES, &config(1, 1));
-        let mut s = WorkStealing::ws();
-        for t in 0..5 {
-            push_from(&mut s, &f, t, Some(0));
+        // [2 | 0, 3, 4] and it is busy. StarPU 1.4's thief walks from the back of the highest
+        // level (`starpu_st_prio_deque_deque_task_for_worker`: `list_back_highest`, then
+        // `list_prev_highest`): it takes 2, 4, 3, and GPU0's next pop returns 0. StarPU
+        // 1.3.10's (`steal_from_back = false`) walks from the list's beginning whatever end it
+        // is given, as the owner's pop does: 2, 0, 3, then GPU0 pops 4. One more pop returns
+        // nothing, after which GPU0 is no longer busy and a task pushed to it cannot be stolen.
+        let modes = [
+            ("", [2, 4, 3, 0]),
+            ("steal_from_back = false\n", [2, 0, 3, 4]),
+        ];
+        for (runtime, stolen_then_own) in modes {
+            let m = machine_with_runtime(runtime);
+            let g = graph(&[0, 5, 5, 0, 0, 0]);
+            let f = Fixture::new(&m, &g, &RATES, &config(1, 1));
+            let mut s = WorkStealing::ws();
+            s.prepare(&m, &f.workers);
+            for t in 0..5 {
+                push_from(&mut s, &f, t, Some(0));
+            }
+            assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), None);
+            assert_eq!(s.steals(), 0);
+            assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(1)));
+            // One steal per date: at one date the victim's lock alternates between thieves.
+            let mut got: Vec<_> = (1..=3)
+                .map(|k| s.pop(WorkerId(1), &f.view(f64::from(k))).unwrap().0)
+                .collect();
+            assert_eq!(s.steals(), 3);
+            got.push(s.pop(WorkerId(0), &f.view(4.0)).unwrap().0);
+            assert_eq!(got, stolen_then_own, "{runtime}");
+            assert_eq!(s.pop(WorkerId(0), &f.view(4.0)), None);
+            push_from(&mut s, &f, 5, Some(0));
+            assert_eq!(s.pop(WorkerId(1), &f.view(5.0)), None);
+            assert_eq!(s.queued(), 1);
         }
-        assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), None);
-        assert_eq!(s.steals(), 0);
-        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(1)));
-        // One steal per date: at one date the victim's lock alternates between thieves.
-        let stolen: Vec<_> = (1..=3)
-            .map(|k| s.pop(WorkerId(1), &f.view(f64::from(k))).unwrap())
-            .collect();
-        assert_eq!(stolen, [TaskId(2), TaskId(0), TaskId(3)]);
-        assert_eq!(s.steals(), 3);
-        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), Some(TaskId(4)));
-        assert_eq!(s.pop(WorkerId(0), &f.view(0.0)), None);
-        push_from(&mut s, &f, 5, Some(0));
-        assert_eq!(s.pop(WorkerId(1), &f.view(0.0)), None);
-        assert_eq!(s.queued(), 1);
     }
 
     #[test]
@@ -717,8 +760,8 @@ mod tests {
     fn thieves_of_one_victim_at_one_date_alternate_and_the_losers_retry() {
         // GPU0 (worker 0) is busy, tasks 1 and 2 queued; CPUs are workers 1..3. At date 1 s
         // CPUs 3, 2, 1 steal in turn (StarPU 1.4's traces: the thief after one that locked the
-        // victim fails its trylock). CPU 3 locks GPU0 and takes task 1; CPU 2 fails: it sleeps
-        // 1 µs (`runtime.steal_retry`) and pops again; CPU 1 takes task 2.
+        // victim fails its trylock). CPU 3 locks GPU0 and takes task 2 (the back); CPU 2
+        // fails: it sleeps 1 µs (`runtime.steal_retry`) and pops again; CPU 1 takes task 1.
         let m = machine(1);
         let g = graph(&[0; 5]);
         let f = Fixture::new(&m, &g, &RATES, &config(3, 1));
@@ -726,7 +769,7 @@ mod tests {
         s.prepare(&m, &f.workers);
         busy_with(&mut s, &f, 0, &[0, 1, 2]);
         let at = f.view(1.0);
-        assert_eq!(s.pop(WorkerId(3), &at), Some(TaskId(1)));
+        assert_eq!(s.pop(WorkerId(3), &at), Some(TaskId(2)));
         assert_eq!(s.pop_again_after_s(WorkerId(3)), None);
         assert_eq!(s.pop(WorkerId(2), &at), None);
         assert_eq!(s.pop_again_after_s(WorkerId(2)), Some(1e-6));
@@ -735,7 +778,7 @@ mod tests {
             None,
             "asked once per failure"
         );
-        assert_eq!(s.pop(WorkerId(1), &at), Some(TaskId(2)));
+        assert_eq!(s.pop(WorkerId(1), &at), Some(TaskId(1)));
 
         // One task queued (task 4) at date 2 s: CPU 3 takes it; CPU 2, whose walk runs while
         // CPU 3 holds the lock, still sees the task there, picks GPU0 and fails; CPU 1 then
@@ -749,15 +792,13 @@ mod tests {
         assert_eq!(s.pop_again_after_s(WorkerId(1)), None);
 
         // StarPU 1.3.10 (`steal_retry = 0`): the loser waits for a push.
-        let text =
-            hetsim_runtime::fixture::star_machine_text(1, 8) + "\n[runtime]\nsteal_retry = 0\n";
-        let m13 = machine::from_str(&text, "star13.toml").unwrap();
+        let m13 = machine_with_runtime("steal_retry = 0\n");
         let f = Fixture::new(&m13, &g, &RATES, &config(3, 1));
         let mut s = WorkStealing::ws();
         s.prepare(&m13, &f.workers);
         busy_with(&mut s, &f, 0, &[0, 1, 2]);
         let at = f.view(1.0);
-        assert_eq!(s.pop(WorkerId(3), &at), Some(TaskId(1)));
+        assert_eq!(s.pop(WorkerId(3), &at), Some(TaskId(2)));
         assert_eq!(s.pop(WorkerId(2), &at), None);
         assert_eq!(s.pop_again_after_s(WorkerId(2)), None);
     }

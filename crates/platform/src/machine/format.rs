@@ -396,6 +396,10 @@ pub struct RawRuntime {
     /// again (0: until a push wakes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_retry: Option<Spanned<RawQuantity>>,
+    /// Whether a work-stealing thief takes the last task of the victim's highest level
+    /// (false: the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_from_back: Option<bool>,
     /// Whether small GPU allocations come out of 32 MiB chunks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suballocator: Option<bool>,

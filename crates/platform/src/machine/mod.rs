@@ -290,6 +290,11 @@ pub struct RuntimeConfig {
     /// itself). Default 1 µs; 0 leaves it asleep until a push wakes it, as StarPU 1.3.10
     /// does (it returns without sleeping or waking itself).
     pub steal_retry_s: f64,
+    /// Whether a work-stealing thief takes the last task of its victim's highest priority
+    /// level (StarPU 1.4's `starpu_st_prio_deque_deque_task_for_worker` walks from
+    /// `list_back_highest` backwards). Default true; false takes the first, as StarPU 1.3.10's
+    /// `REMOVE_TASK`, which walks from the list's beginning whatever end it is given.
+    pub steal_from_back: bool,
     /// Whether small GPU allocations are carved out of 32 MiB chunks, so that only a new
     /// chunk pays `cuda_malloc` (StarPU's suballocator, `malloc.c`, `STARPU_SUBALLOCATOR`).
     /// Default true.
@@ -328,6 +333,7 @@ impl Default for RuntimeConfig {
             submit_s: 1e-6,
             fetch_input_s: 1e-6,
             steal_retry_s: 1e-6,
+            steal_from_back: true,
             suballocator: true,
             transfer_cost: true,
             min_clean_pct: 5,

@@ -1339,6 +1339,9 @@ pub fn apply_runtime(
         &mut runtime.fetch_input_s,
     )?;
     secs(&raw.steal_retry, "steal_retry", &mut runtime.steal_retry_s)?;
+    if let Some(b) = raw.steal_from_back {
+        runtime.steal_from_back = b;
+    }
     if let Some(b) = raw.suballocator {
         runtime.suballocator = b;
     }
