@@ -101,29 +101,20 @@ impl PrioDeque {
         self.len += 1;
     }
 
-    /// The first task `ok` accepts, walking levels highest first and each level front to
-    /// back; removed.
-    fn take(&mut self, ok: impl Fn(TaskId) -> bool) -> Option<TaskId> {
+    /// The first task `ok` accepts of the highest level that has one, walking levels highest
+    /// first and each level front to back, or back to front if `from_back`; removed.
+    fn take(&mut self, from_back: bool, ok: impl Fn(TaskId) -> bool) -> Option<TaskId> {
+        let find = |level: &VecDeque<TaskId>| {
+            if from_back {
+                level.iter().rposition(|&t| ok(t))
+            } else {
+                level.iter().position(|&t| ok(t))
+            }
+        };
         let (key, pos) = self
             .levels
             .iter()
-            .find_map(|(key, level)| level.iter().position(|&t| ok(t)).map(|p| (*key, p)))?;
-        let level = self.levels.get_mut(&key).expect("level found");
-        let t = level.remove(pos).expect("position found");
-        if level.is_empty() {
-            self.levels.remove(&key);
-        }
-        self.len -= 1;
-        Some(t)
-    }
-
-    /// The last task `ok` accepts of the highest level that has one, walking levels highest
-    /// first and each level back to front; removed.
-    fn take_back(&mut self, ok: impl Fn(TaskId) -> bool) -> Option<TaskId> {
-        let (key, pos) = self
-            .levels
-            .iter()
-            .find_map(|(key, level)| level.iter().rposition(|&t| ok(t)).map(|p| (*key, p)))?;
+            .find_map(|(key, level)| find(level).map(|p| (*key, p)))?;
         let level = self.levels.get_mut(&key).expect("level found");
         let t = level.remove(pos).expect("position found");
         if level.is_empty() {
@@ -412,7 +403,8 @@ impl Scheduler for WorkStealing {
 
     fn pop(&mut self, worker: WorkerId, view: &View<'_>) -> Option<TaskId> {
         self.ensure(view);
-        let own = self.deques[worker.index()].take(|t| view.can_run(t, worker));
+        let can_run = |t| view.can_run(t, worker);
+        let own = self.deques[worker.index()].take(false, can_run);
         let task = own.or_else(|| {
             let now_s = view.now_s();
             let v = self.victim(worker, now_s)?;
@@ -424,13 +416,7 @@ impl Scheduler for WorkStealing {
                 self.trylock_failed[worker.index()] = true;
                 return None;
             }
-            let deque = &mut self.deques[v.index()];
-            let can_run = |t| view.can_run(t, worker);
-            let t = if self.from_back {
-                deque.take_back(can_run)
-            } else {
-                deque.take(can_run)
-            };
+            let t = self.deques[v.index()].take(self.from_back, can_run);
             self.steals += u64::from(t.is_some());
             t
         });
