@@ -1385,8 +1385,7 @@ impl Scenario {
         // The program is as large as its graph: only the graph stays for the run.
         let graph = p
             .generator()
-            .generate(&cluster)
-            .and_then(|program| program.into_task_graph())
+            .generate_graph(&cluster)
             .map_err(|e| self.locate(e))?;
         let sched = |r: u32| self.build_scheduler_seeded(self.run.seed.wrapping_add(u64::from(r)));
         crate::programs::simulate_program_graph(&graph, &cluster, &sched, &self.run, observer)

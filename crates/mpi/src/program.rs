@@ -14,7 +14,7 @@ pub use hetsim_platform::cluster::RankId;
 use hetsim_core::error::InputError;
 use hetsim_platform::cluster::NodeId;
 use hetsim_taskgraph::distributed::MESSAGE_CODELET;
-use hetsim_taskgraph::{Place, TaskGraph, TaskGraphBuilder, TaskId};
+use hetsim_taskgraph::{CodeletId, Place, TaskGraph, TaskGraphBuilder, TaskId};
 
 /// Index of an operation in [`Program::ops`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -215,55 +215,11 @@ impl Program {
 
     /// A builder holding the program's operations as tasks ([`Program::to_task_graph`]).
     fn submit_all(&self) -> Result<TaskGraphBuilder, InputError> {
-        let mut b = TaskGraphBuilder::with_capacity(self.ops.len(), 0, 0);
-        b.reserve_fixed(self.edges());
-        let message = b.codelet(MESSAGE_CODELET)?;
-        let delay = b.codelet("delay")?;
-        let join = b.codelet("join")?;
-        let place = |buf: Buffer| match buf {
-            Buffer::Device => Place::Device(0),
-            Buffer::Host => Place::Host,
-        };
-        let mut after = Vec::new();
+        let mut g = GraphOps::with_capacity(self.ops.len(), self.edges())?;
         for (i, op) in self.ops.iter().enumerate() {
-            after.clear();
-            after.extend(self.preds(OpId(i as u32)).iter().map(|p| TaskId(p.0)));
-            match *op {
-                Op::Kernel(k) => {
-                    let unit = match k.unit {
-                        Unit::Gpu => hetsim_taskgraph::Unit::Gpu,
-                        Unit::Cpu => hetsim_taskgraph::Unit::Cpu,
-                    };
-                    let c = b.codelet(k.name)?;
-                    b.submit_fixed(
-                        c,
-                        NodeId(k.rank.0),
-                        unit,
-                        k.secs,
-                        k.flops,
-                        k.priority,
-                        &after,
-                    )?;
-                }
-                Op::Message(m) => {
-                    b.submit_payload(
-                        message,
-                        (NodeId(m.src.0), place(m.from)),
-                        (NodeId(m.dst.0), place(m.to)),
-                        m.bytes,
-                        0,
-                        &after,
-                    )?;
-                }
-                Op::Delay { rank, secs } => {
-                    b.submit_delay(delay, NodeId(rank.0), secs, &after)?;
-                }
-                Op::Join => {
-                    b.submit_delay(join, NodeId(0), 0.0, &after)?;
-                }
-            }
+            g.push(*op, self.preds(OpId(i as u32)));
         }
-        Ok(b)
+        g.into_builder()
     }
 
     /// Heap bytes held by the program (for memory reports).
@@ -274,17 +230,156 @@ impl Program {
     }
 }
 
-/// Builds a [`Program`]. Every operation names the earlier operations it waits for.
+/// Where a [`ProgramBuilder`] puts the operations it is given, already checked.
+pub trait OpSink {
+    /// Number of operations so far.
+    fn len(&self) -> usize;
+
+    /// True before the first operation.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Append `op`, which waits for `after` (all built before it).
+    fn push(&mut self, op: Op, after: &[OpId]);
+}
+
+/// The operations as a [`Program`]'s lists: what [`ProgramBuilder::new`] builds.
+#[derive(Debug, Clone)]
+pub struct OpList {
+    ops: Vec<Op>,
+    pred_start: Vec<u32>,
+    preds: Vec<OpId>,
+}
+
+impl Default for OpList {
+    fn default() -> Self {
+        OpList {
+            ops: Vec::new(),
+            pred_start: vec![0],
+            preds: Vec::new(),
+        }
+    }
+}
+
+impl OpSink for OpList {
+    fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn push(&mut self, op: Op, after: &[OpId]) {
+        self.preds.extend_from_slice(after);
+        self.ops.push(op);
+        self.pred_start
+            .push(u32::try_from(self.preds.len()).expect("more than 2^32 dependency edges"));
+    }
+}
+
+/// The operations submitted at once as tasks of a distributed task graph, as
+/// [`Program::to_task_graph`] makes them: what [`ProgramBuilder::for_task_graph`] builds, for
+/// generators whose program would be as large as its graph.
+#[derive(Debug)]
+pub struct GraphOps {
+    b: TaskGraphBuilder,
+    message: CodeletId,
+    delay: CodeletId,
+    join: CodeletId,
+    after: Vec<TaskId>,
+    tasks: usize,
+    /// The first submission the graph refused; the later operations are counted, not submitted.
+    error: Option<InputError>,
+}
+
+impl GraphOps {
+    /// Room for `ops` tasks and `edges` dependencies.
+    fn with_capacity(ops: usize, edges: usize) -> Result<Self, InputError> {
+        let mut b = TaskGraphBuilder::with_capacity(ops, 0, 0);
+        b.reserve_fixed(edges);
+        Ok(GraphOps {
+            message: b.codelet(MESSAGE_CODELET)?,
+            delay: b.codelet("delay")?,
+            join: b.codelet("join")?,
+            b,
+            after: Vec::new(),
+            tasks: 0,
+            error: None,
+        })
+    }
+
+    fn submit(&mut self, op: Op) -> Result<TaskId, InputError> {
+        let place = |buf: Buffer| match buf {
+            Buffer::Device => Place::Device(0),
+            Buffer::Host => Place::Host,
+        };
+        let (b, after) = (&mut self.b, &self.after[..]);
+        match op {
+            Op::Kernel(k) => {
+                let unit = match k.unit {
+                    Unit::Gpu => hetsim_taskgraph::Unit::Gpu,
+                    Unit::Cpu => hetsim_taskgraph::Unit::Cpu,
+                };
+                let c = b.codelet(k.name)?;
+                b.submit_fixed(
+                    c,
+                    NodeId(k.rank.0),
+                    unit,
+                    k.secs,
+                    k.flops,
+                    k.priority,
+                    after,
+                )
+            }
+            Op::Message(m) => b.submit_payload(
+                self.message,
+                (NodeId(m.src.0), place(m.from)),
+                (NodeId(m.dst.0), place(m.to)),
+                m.bytes,
+                0,
+                after,
+            ),
+            Op::Delay { rank, secs } => b.submit_delay(self.delay, NodeId(rank.0), secs, after),
+            Op::Join => b.submit_delay(self.join, NodeId(0), 0.0, after),
+        }
+    }
+
+    /// The builder holding the tasks, or the first error.
+    fn into_builder(self) -> Result<TaskGraphBuilder, InputError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.b),
+        }
+    }
+}
+
+impl OpSink for GraphOps {
+    fn len(&self) -> usize {
+        self.tasks
+    }
+
+    fn push(&mut self, op: Op, after: &[OpId]) {
+        self.tasks += 1;
+        if self.error.is_some() {
+            return;
+        }
+        self.after.clear();
+        self.after.extend(after.iter().map(|p| TaskId(p.0)));
+        if let Err(e) = self.submit(op) {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// Builds a [`Program`] ([`ProgramBuilder::new`]) or, without the program, its task graph
+/// ([`ProgramBuilder::for_task_graph`]). Every operation names the earlier operations it
+/// waits for.
 ///
 /// The builder checks what only a generator bug could break (ranks in range, durations and
 /// sizes finite and ≥ 0, dependencies on existing operations) with assertions: generators
 /// validate user input before building.
 #[derive(Debug, Clone, Default)]
-pub struct ProgramBuilder {
+pub struct ProgramBuilder<S: OpSink = OpList> {
     ranks: u32,
-    ops: Vec<Op>,
-    pred_start: Vec<u32>,
-    preds: Vec<OpId>,
+    sink: S,
 }
 
 impl ProgramBuilder {
@@ -292,33 +387,60 @@ impl ProgramBuilder {
     pub fn new(ranks: u32) -> Self {
         ProgramBuilder {
             ranks,
-            ops: Vec::new(),
-            pred_start: vec![0],
-            preds: Vec::new(),
+            sink: OpList::default(),
         }
-    }
-
-    /// Number of ranks.
-    pub fn ranks(&self) -> u32 {
-        self.ranks
     }
 
     /// Reserve room for `ops` more operations with `edges` more dependency edges in all, so
     /// that a generator that knows its size does not leave up to half its vectors unused.
     pub fn reserve(&mut self, ops: usize, edges: usize) {
-        self.ops.reserve_exact(ops);
-        self.pred_start.reserve_exact(ops);
-        self.preds.reserve_exact(edges);
+        self.sink.ops.reserve_exact(ops);
+        self.sink.pred_start.reserve_exact(ops);
+        self.sink.preds.reserve_exact(edges);
+    }
+
+    /// The finished program.
+    pub fn build(self) -> Program {
+        Program {
+            ranks: self.ranks,
+            ops: self.sink.ops,
+            pred_start: self.sink.pred_start,
+            preds: self.sink.preds,
+        }
+    }
+}
+
+impl ProgramBuilder<GraphOps> {
+    /// An empty program over `ranks` ranks whose operations go straight into a task graph,
+    /// with room for `ops` operations and `edges` dependencies: the graph
+    /// [`Program::to_task_graph`] would make of the program, without the program.
+    pub fn for_task_graph(ranks: u32, ops: usize, edges: usize) -> Result<Self, InputError> {
+        Ok(ProgramBuilder {
+            ranks,
+            sink: GraphOps::with_capacity(ops, edges)?,
+        })
+    }
+
+    /// The finished task graph.
+    pub fn into_task_graph(self) -> Result<TaskGraph, InputError> {
+        self.sink.into_builder()?.build()
+    }
+}
+
+impl<S: OpSink> ProgramBuilder<S> {
+    /// Number of ranks.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
     }
 
     /// Number of operations so far.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.sink.len()
     }
 
     /// True before the first operation.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.sink.is_empty()
     }
 
     /// Add a kernel that starts (on its processor, in priority order) once `after` are done.
@@ -362,16 +484,6 @@ impl ProgramBuilder {
         self.push(Op::Join, after)
     }
 
-    /// The finished program.
-    pub fn build(self) -> Program {
-        Program {
-            ranks: self.ranks,
-            ops: self.ops,
-            pred_start: self.pred_start,
-            preds: self.preds,
-        }
-    }
-
     fn check_rank(&self, r: RankId) {
         assert!(
             r.0 < self.ranks,
@@ -381,14 +493,11 @@ impl ProgramBuilder {
     }
 
     fn push(&mut self, op: Op, after: &[OpId]) -> OpId {
-        let id = OpId(u32::try_from(self.ops.len()).expect("more than 2^32 operations"));
+        let id = OpId(u32::try_from(self.sink.len()).expect("more than 2^32 operations"));
         for a in after {
             assert!(a.0 < id.0, "dependency on op {} not yet built", a.0);
         }
-        self.preds.extend_from_slice(after);
-        self.ops.push(op);
-        self.pred_start
-            .push(u32::try_from(self.preds.len()).expect("more than 2^32 dependency edges"));
+        self.sink.push(op, after);
         id
     }
 }

@@ -33,6 +33,15 @@ pub trait ProgramGenerator {
         cluster: &hetsim_platform::cluster::Cluster,
     ) -> Result<crate::Program, InputError>;
 
+    /// The program as its distributed task graph ([`crate::Program::to_task_graph`]):
+    /// generators whose programs are large write the graph without the program.
+    fn generate_graph(
+        &self,
+        cluster: &hetsim_platform::cluster::Cluster,
+    ) -> Result<hetsim_taskgraph::TaskGraph, InputError> {
+        self.generate(cluster)?.into_task_graph()
+    }
+
     /// Flops counted for the GFlop/s figure, as the application reports it (HPL:
     /// 2N³/3 + 3N²/2); 0 for communication benchmarks.
     fn counted_flops(&self) -> f64;

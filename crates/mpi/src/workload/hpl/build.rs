@@ -9,7 +9,8 @@ use super::pfact::{self, PanelAlgo};
 use super::rate::RateModel;
 use super::swap::{self, SwapAlgorithm};
 use super::{BcastVariant, HplPlan, HplSpec, PanelUnit, PivotSearch, Pivots, ProcessModel};
-use crate::{Buffer, Program, ProgramBuilder, RankId, Unit};
+use crate::program::OpSink;
+use crate::{Buffer, ProgramBuilder, RankId, Unit};
 use hetsim_platform::cluster::Cluster;
 
 /// Bytes of a double, HPL's element.
@@ -106,8 +107,9 @@ impl<'a> Builder<'a> {
         }
     }
 
-    pub fn build(&self, ranks: u32) -> Program {
-        let mut e = Exec::new(ProgramBuilder::new(ranks));
+    /// The program's operations, into `b`.
+    pub fn build<S: OpSink>(&self, b: ProgramBuilder<S>) -> ProgramBuilder<S> {
+        let mut e = Exec::new(b);
         let g = self.grid;
         let panels = g.panels();
         match self.process {
@@ -154,7 +156,7 @@ impl<'a> Builder<'a> {
                 e.run();
             }
         }
-        e.into_builder().build()
+        e.into_builder()
     }
 
     /// The host rate model, or the GPU's for a panel on the GPU, and the unit.
@@ -181,7 +183,7 @@ impl<'a> Builder<'a> {
     /// column only, then computes its part in one kernel and waits, in one delay, for what the
     /// other columns' lock-step adds: per column the slowest process's compute and the
     /// exchange's time alone ([`pfact::pivot_search_secs`]).
-    fn fact(&self, e: &mut Exec, k: u64) {
+    fn fact<S: OpSink>(&self, e: &mut Exec<S>, k: u64) {
         let g = self.grid;
         let (j, jb) = g.panel(k);
         let c = k % g.q;
@@ -267,7 +269,7 @@ impl<'a> Builder<'a> {
 
     /// Panel `k`'s broadcast while every process spins in `HPL_bcast` (no look-ahead, or the
     /// first panel): each part runs on its rank's process.
-    fn broadcast_polled(&self, e: &mut Exec, k: u64) {
+    fn broadcast_polled<S: OpSink>(&self, e: &mut Exec<S>, k: u64) {
         let g = self.grid;
         for r in 0..g.p {
             for (c, part) in self
@@ -336,7 +338,7 @@ impl<'a> Builder<'a> {
     /// panel `k − 1` to panel `k`'s columns and factorises it; the roots send it at their
     /// first call of `HPL_bcast`; everyone swaps and updates the rest of its columns with
     /// panel `k − 1` in chunks of `NB`, probing for panel `k` between chunks.
-    fn iteration_sequential(&self, e: &mut Exec, k: u64) {
+    fn iteration_sequential<S: OpSink>(&self, e: &mut Exec<S>, k: u64) {
         let g = self.grid;
         let owner = k % g.q;
         let (jk, jbk) = g.panel(k);
@@ -411,7 +413,7 @@ impl<'a> Builder<'a> {
     /// the process swaps rows and launches the updates, then (owner) factorises panel `k` while
     /// the GPU updates the rest, and takes part in the broadcast; the GPU runs its kernels in
     /// order, each once launched.
-    fn iteration_concurrent(&self, e: &mut Exec, k: u64) {
+    fn iteration_concurrent<S: OpSink>(&self, e: &mut Exec<S>, k: u64) {
         let g = self.grid;
         let owner = k % g.q;
         let (jk, jbk) = g.panel(k);
@@ -452,7 +454,7 @@ impl<'a> Builder<'a> {
 
     /// After the last panel: its update of the right-hand side (the one column after it), on
     /// the process column that holds it.
-    fn last_update(&self, e: &mut Exec, lane: Lane) {
+    fn last_update<S: OpSink>(&self, e: &mut Exec<S>, lane: Lane) {
         let g = self.grid;
         let k = g.panels() - 1;
         let c = (g.n / g.nb) % g.q;

@@ -25,6 +25,7 @@ use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
 
+use crate::program::OpSink;
 use crate::{Buffer, Kernel, Message, OpId, ProgramBuilder, RankId, Unit};
 
 /// Messages strictly smaller are eager (SMPI's `smpi/async-small-thresh` and
@@ -327,8 +328,8 @@ enum Block {
 }
 
 /// The interpreter: per-thread positions carry from one call of [`Exec::run`] to the next.
-pub(super) struct Exec {
-    pub b: ProgramBuilder,
+pub(super) struct Exec<S: OpSink> {
+    pub b: ProgramBuilder<S>,
     ranks: usize,
     front: Vec<Vec<OpId>>,
     scripts: Vec<Script>,
@@ -349,8 +350,8 @@ pub(super) struct Exec {
     queued: Vec<bool>,
 }
 
-impl Exec {
-    pub fn new(b: ProgramBuilder) -> Exec {
+impl<S: OpSink> Exec<S> {
+    pub fn new(b: ProgramBuilder<S>) -> Self {
         let ranks = b.ranks() as usize;
         let threads = ranks * LANES;
         Exec {
@@ -698,7 +699,7 @@ impl Exec {
     }
 
     /// The finished builder, once every run is over.
-    pub fn into_builder(self) -> ProgramBuilder {
+    pub fn into_builder(self) -> ProgramBuilder<S> {
         debug_assert_eq!(self.front.len(), self.ranks * LANES);
         self.b
     }

@@ -28,11 +28,13 @@ mod swap;
 
 use serde::Deserialize;
 
-use crate::Program;
+use crate::program::OpSink;
+use crate::{Program, ProgramBuilder};
 use hetsim_core::error::InputError;
 use hetsim_core::linpack::{hpl_flops, square_grid};
 use hetsim_core::units::{self, RawQuantity};
 use hetsim_platform::cluster::Cluster;
+use hetsim_taskgraph::TaskGraph;
 
 use super::ProgramGenerator;
 
@@ -426,14 +428,34 @@ impl HplSpec {
     }
 }
 
-impl ProgramGenerator for HplSpec {
-    fn generate(&self, cluster: &Cluster) -> Result<Program, InputError> {
+impl HplSpec {
+    /// The program's operations, into `b`, after checking the parameters against `cluster`.
+    fn build<S: OpSink>(
+        &self,
+        cluster: &Cluster,
+        b: ProgramBuilder<S>,
+    ) -> Result<ProgramBuilder<S>, InputError> {
         let plan = self.plan(cluster)?;
         let copies = match plan.panel_copy_bytes_per_sec {
             Some(r) => build::Copies::Fixed(r),
             None => build::Copies::Link,
         };
-        Ok(build::Builder::new(self, &plan, cluster, copies).build(cluster.ranks()))
+        Ok(build::Builder::new(self, &plan, cluster, copies).build(b))
+    }
+}
+
+impl ProgramGenerator for HplSpec {
+    fn generate(&self, cluster: &Cluster) -> Result<Program, InputError> {
+        Ok(self
+            .build(cluster, ProgramBuilder::new(cluster.ranks()))?
+            .build())
+    }
+
+    /// Straight into the graph: HPL's program is as large as its graph (151 bytes per
+    /// operation at 1 024 ranks), so building it first would double the peak.
+    fn generate_graph(&self, cluster: &Cluster) -> Result<TaskGraph, InputError> {
+        let b = ProgramBuilder::for_task_graph(cluster.ranks(), 0, 0)?;
+        self.build(cluster, b)?.into_task_graph()
     }
 
     fn counted_flops(&self) -> f64 {

@@ -183,3 +183,37 @@ fn two_by_two_grid_update_counts_and_flops_by_hand() {
     let upd: f64 = kernels(&prog, "update").map(|k| k.flops).sum();
     assert_eq!(upd, 40_200_000.0);
 }
+
+/// The graph written without the program is the program's graph, task for task and edge for
+/// edge, on a 2 × 2 grid with look-ahead and with each kind of pivot search.
+#[test]
+fn the_graph_written_directly_is_the_programs_graph() {
+    for search in ["collapsed", "messages"] {
+        let s: HplSpec = toml::from_str(&format!(
+            "n = 1600\nnb = 100\nlookahead = 1\npanel = \"gpu\"\npivot_search = \"{search}\"\n\
+             gpu_dgemm = {{ peak = \"4.7 Tflop/s\", e_max = 0.8, s_half = 0 }}\n"
+        ))
+        .unwrap();
+        let c = node4();
+        let via_program = s.generate(&c).unwrap().into_task_graph().unwrap();
+        let direct = s.generate_graph(&c).unwrap();
+        assert!(via_program.num_tasks() > 400, "{}", via_program.num_tasks());
+        assert_eq!(direct.num_tasks(), via_program.num_tasks());
+        assert_eq!(direct.num_edges(), via_program.num_edges());
+        assert_eq!(direct.codelet_names(), via_program.codelet_names());
+        for t in via_program.task_ids() {
+            assert_eq!(direct.task(t), via_program.task(t), "{t:?}");
+            assert_eq!(direct.predecessors(t), via_program.predecessors(t), "{t:?}");
+            for unit in [hetsim_taskgraph::Unit::Gpu, hetsim_taskgraph::Unit::Cpu] {
+                assert_eq!(
+                    direct.fixed_duration_s(t, unit),
+                    via_program.fixed_duration_s(t, unit)
+                );
+            }
+            assert_eq!(direct.payload_bytes(t), via_program.payload_bytes(t));
+            if via_program.task(t).kind == hetsim_taskgraph::TaskKind::Delay {
+                assert_eq!(direct.delay_s(t), via_program.delay_s(t));
+            }
+        }
+    }
+}
