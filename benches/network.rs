@@ -478,7 +478,7 @@ fn hold_census(topo: &mut dyn Topology, k: usize, steps: u64) -> Census {
 }
 
 /// The census over a whole batch run (every flow started at t = 0).
-fn batch_census(mut net: FluidNetwork, flows: Vec<FlowSpec>) -> Census {
+fn batch_census(mut net: FluidNetwork, flows: Vec<FlowSpec<'static>>) -> Census {
     let ids = flows.len();
     for spec in flows {
         net.start_flow(0.0, spec);
@@ -494,7 +494,7 @@ fn batch_census(mut net: FluidNetwork, flows: Vec<FlowSpec>) -> Census {
 
 /// N hosts on a crossbar, each with a NIC up and a NIC down link; one flow from every host to
 /// every other at t = 0.
-fn alltoall(n: usize, rng: &mut Rng) -> (FluidNetwork, Vec<FlowSpec>) {
+fn alltoall(n: usize, rng: &mut Rng) -> (FluidNetwork, Vec<FlowSpec<'static>>) {
     let mut net = FluidNetwork::new(SharingMode::Plain);
     let up: Vec<LinkId> = (0..n)
         .map(|_| net.add_link(12.5 * GB, 1.0 * US, Sharing::Shared))
@@ -512,7 +512,7 @@ fn alltoall(n: usize, rng: &mut Rng) -> (FluidNetwork, Vec<FlowSpec>) {
 }
 
 /// K flows at t = 0 on a chain of 3 shared links, each on one of its 6 contiguous sub-chains.
-fn shared3(k: usize, rng: &mut Rng) -> (FluidNetwork, Vec<FlowSpec>) {
+fn shared3(k: usize, rng: &mut Rng) -> (FluidNetwork, Vec<FlowSpec<'static>>) {
     let mut net = FluidNetwork::new(SharingMode::Plain);
     let l: Vec<LinkId> = (0..3)
         .map(|_| net.add_link(12.5 * GB, 1.0 * US, Sharing::Shared))
@@ -547,7 +547,7 @@ struct BatchRow {
 
 /// Start every flow at t = 0, then advance from date to date until none is left or the wall
 /// time exceeds `budget`.
-fn run_batch(mut net: FluidNetwork, flows: Vec<FlowSpec>, budget: Duration) -> BatchRow {
+fn run_batch(mut net: FluidNetwork, flows: Vec<FlowSpec<'static>>, budget: Duration) -> BatchRow {
     let n = flows.len();
     let begin = Instant::now();
     let ids: Vec<FlowId> = flows
@@ -600,7 +600,7 @@ fn run_batch(mut net: FluidNetwork, flows: Vec<FlowSpec>, budget: Duration) -> B
 fn batch_suite(
     suite: &str,
     sizes: &[usize],
-    build: fn(usize, &mut Rng) -> (FluidNetwork, Vec<FlowSpec>),
+    build: fn(usize, &mut Rng) -> (FluidNetwork, Vec<FlowSpec<'static>>),
     keep: &dyn Fn(&str) -> bool,
     budget: Duration,
 ) {

@@ -996,7 +996,7 @@ fn concurrent_fetch_s(m: &Machine, gpus: &[u32], bytes: f64) -> f64 {
     for &g in gpus {
         let gpu = m.memory_node_by_name(&format!("CUDA{g}")).unwrap().id;
         let route = m.route(ram, gpu).unwrap();
-        let hops = route.hops.iter().map(|h| FluidLink(h.link.0)).collect();
+        let hops: Vec<_> = route.hops.iter().map(|h| FluidLink(h.link.0)).collect();
         net.start_flow(0.0, FlowSpec::new(hops, bytes));
     }
     let mut done = Vec::new();

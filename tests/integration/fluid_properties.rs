@@ -103,7 +103,8 @@ fn simulate(s: &Scenario) -> Result<Vec<f64>, TestCaseError> {
                 let i = order[next_start];
                 next_start += 1;
                 let f = &s.flows[i];
-                let mut spec = FlowSpec::new(f.route.iter().map(|&l| ids[l]).collect(), f.bytes);
+                let mut spec =
+                    FlowSpec::new(f.route.iter().map(|&l| ids[l]).collect::<Vec<_>>(), f.bytes);
                 if let Some(b) = f.bound {
                     spec = spec.with_bound(b);
                 }

@@ -970,7 +970,7 @@ impl DataManager {
         }
         match self.paths.path(tr.src, tr.dst) {
             Some(Path::Fluid(route)) => {
-                Some(net.start_flow(now_s, FlowSpec::new(route.clone(), tr.bytes)))
+                Some(net.start_flow(now_s, FlowSpec::new(&route[..], tr.bytes)))
             }
             Some(Path::Model(m)) => {
                 let d = m.duration_secs(tr.bytes);

@@ -54,6 +54,7 @@
 //! variable reaches its bound, fix the variables that level decides, and remove their share
 //! from the links they cross.
 
+use std::borrow::Cow;
 use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
 
@@ -97,18 +98,19 @@ pub enum SharingMode {
 
 /// A flow to start: its route, size, and optional constraints.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FlowSpec {
-    route: Vec<LinkId>,
+pub struct FlowSpec<'a> {
+    route: Cow<'a, [LinkId]>,
     bytes: f64,
     bound_bytes_per_sec: f64,
     extra_load: Vec<(LinkId, f64)>,
 }
 
-impl FlowSpec {
-    /// `bytes` over the links of `route`, in order (latencies are summed in this order).
-    pub fn new(route: Vec<LinkId>, bytes: f64) -> Self {
+impl<'a> FlowSpec<'a> {
+    /// `bytes` over the links of `route`, in order (latencies are summed in this order). The
+    /// route may be borrowed: the network keeps only the links' loads.
+    pub fn new(route: impl Into<Cow<'a, [LinkId]>>, bytes: f64) -> Self {
         FlowSpec {
-            route,
+            route: route.into(),
             bytes,
             bound_bytes_per_sec: f64::INFINITY,
             extra_load: Vec::new(),

@@ -24,7 +24,7 @@ fn net(mode: SharingMode, links: &[(f64, f64, Sharing)]) -> (FluidNetwork, Vec<L
     (n, ids)
 }
 
-fn flow(route: &[LinkId], bytes: f64, start: f64) -> (f64, FlowSpec) {
+fn flow(route: &[LinkId], bytes: f64, start: f64) -> (f64, FlowSpec<'_>) {
     (start, FlowSpec::new(route.to_vec(), bytes))
 }
 
@@ -600,8 +600,8 @@ fn ref_case(
         })
 }
 
-fn spec_of(ids: &[LinkId], f: &RefFlow) -> FlowSpec {
-    let mut spec = FlowSpec::new(f.route.iter().map(|&l| ids[l]).collect(), f.bytes);
+fn spec_of(ids: &[LinkId], f: &RefFlow) -> FlowSpec<'static> {
+    let mut spec = FlowSpec::new(f.route.iter().map(|&l| ids[l]).collect::<Vec<_>>(), f.bytes);
     for &(l, w) in &f.loads[f.route.len()..] {
         spec = spec.with_extra_load(ids[l], w);
     }

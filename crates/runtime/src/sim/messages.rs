@@ -661,7 +661,7 @@ impl Sim<'_> {
         };
         match step {
             Segment::Fluid(links) if !links.is_empty() && bytes > 0.0 => {
-                let spec = FlowSpec::new(links.clone(), bytes);
+                let spec = FlowSpec::new(&links[..], bytes);
                 let f = self.net.start_flow(self.now, spec);
                 self.own_flow(f, FlowOwner::Message(m));
             }
