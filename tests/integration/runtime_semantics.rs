@@ -1294,6 +1294,48 @@ fn a_push_waits_for_the_lock_of_a_handle_a_driver_is_submitting() {
     assert_close(y_moves[1], lock_free + PASS + QUEUE, 1e-9);
 }
 
+/// The submitting thread counts a task as a user of each of its handles before anything else
+/// (`_starpu_submit_job` takes their header locks in turn), so it waits while a driver holds
+/// one through a copy's queueing sleep, even for a task that is not ready. One GPU, one CPU;
+/// K1 (GPU) reads the RAM tile X; K2 (GPU, after K1) reads V; K3 (GPU, after K1) reads Y; K4
+/// (CPU, ready) writes Z. By hand, with X = Y: K1 is submitted and pushed at 0 (push 1 µs,
+/// submission 1 µs), which wakes the GPU at 1 µs; its progress call over (3 µs), the GPU's
+/// thread takes the request for X and holds X's lock to 13 µs (the queueing sleep); the thread
+/// submits K2 at 2 µs and K3 at 3 µs, finds Y = X taken, gets it 1 µs after it is let go
+/// (14 µs) and submits K4 at 15 µs instead of 4 µs. Nothing else differs from the run where
+/// K1 reads another tile: K4 starts QUEUE + 1 µs later.
+#[test]
+fn the_submitting_thread_waits_for_the_lock_of_a_handle_a_driver_is_submitting() {
+    let m = machine_with_runtime(1, "cuda_malloc = 0");
+    let k4_start = |shared: bool| {
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let mut tile = || b.add_handle(Handle::bytes(TILE as u64)).unwrap();
+        let (x, v, y, z) = (tile(), tile(), tile(), tile());
+        let x = if shared { y } else { x };
+        let read = |h| [Access::new(h, AccessMode::R)];
+        let k1 = b.submit(cl, 1e6, 0, &read(x)).unwrap();
+        for h in [v, y] {
+            let k = b.submit(cl, 1e6, 0, &read(h)).unwrap();
+            b.add_dependency(k1, k).unwrap();
+        }
+        let k4 = b
+            .submit(cl, 1e6, 0, &[Access::new(z, AccessMode::W)])
+            .unwrap();
+        let g = b.build().unwrap();
+        let mut log = Timeline::default();
+        let mut sc = OnGpus::new(vec![0, 0, 0, 1], true);
+        let config = RunConfig {
+            ncpu: Some(1),
+            ncuda: Some(1),
+            ..RunConfig::default()
+        };
+        simulate_observed(&m, &g, &KERNELS, &mut sc, &config, &mut log).unwrap();
+        Timeline::at(&log.starts, k4.0)
+    };
+    assert_close(k4_start(true) - k4_start(false), QUEUE + 1e-6, 1e-9);
+}
+
 /// A GPU whose next kernel ends while its thread still pushes what the previous one released
 /// pushes the new successors after those, one thread, one push at a time. One GPU; A (1 ms)
 /// writes W and releases S1, S2, S3 (reading W); B (1.5 µs), queued behind A, writes V and

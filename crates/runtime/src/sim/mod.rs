@@ -104,6 +104,16 @@ pub(crate) enum Event {
     },
 }
 
+/// A rank's submitting thread: its computations and delays in submission (id) order, how many
+/// of them it has submitted, and whether the next one holds its handles' header locks (it
+/// waited for them).
+#[derive(Debug, Clone, Default)]
+struct Submitter {
+    order: Vec<TaskId>,
+    next: usize,
+    locks_taken: bool,
+}
+
 /// A task's state before it is ready, in one word so that releasing a successor reads one:
 /// its predecessors not done, whether its rank's thread submitted it, whether it is a message.
 #[derive(Debug, Clone, Copy)]
@@ -261,9 +271,8 @@ struct Sim<'a> {
     /// Per task, its predecessors not done and whether it is submitted (a task whose
     /// predecessors are done waits for its submission before it is pushed).
     pending: Vec<Pending>,
-    /// Per rank, its computations and delays in submission (id) order, and how many of them
-    /// it has submitted.
-    to_submit: Vec<(Vec<TaskId>, usize)>,
+    /// Per rank, its submitting thread.
+    to_submit: Vec<Submitter>,
     /// Per popped task: buffers not in place yet, plus one while a GPU task waits for its
     /// submission to the device.
     buffers_left: Vec<u32>,
@@ -598,13 +607,13 @@ impl<'a> Sim<'a> {
         if self.machine.runtime().submit_s > 0.0 {
             // Each rank's thread submits its tasks one after the other
             // (`STARPU_SIMGRID_TASK_SUBMIT_COST`); messages are posted as their data is ready.
-            let mut per_rank: Vec<(Vec<TaskId>, usize)> = vec![(Vec::new(), 0); self.ranks.len()];
+            let mut per_rank = vec![Submitter::default(); self.ranks.len()];
             for t in self.graph.task_ids() {
                 let p = &mut self.pending[t.index()];
                 if p.is_message() {
                     p.submit();
                 } else {
-                    per_rank[self.rank_of(t)].0.push(t);
+                    per_rank[self.rank_of(t)].order.push(t);
                 }
             }
             self.to_submit = per_rank;
@@ -1417,11 +1426,29 @@ impl<'a> Sim<'a> {
     /// predecessors are done (StarPU's `_starpu_submit_job` pushes a ready task, paying the push
     /// cost, before the submission's own cost), the next submission after both costs.
     fn submit_next(&mut self, r: usize) {
-        let (ref order, ref mut next) = self.to_submit[r];
-        let Some(&t) = order.get(*next) else {
+        let sub = &self.to_submit[r];
+        let Some(&t) = sub.order.get(sub.next) else {
             return;
         };
-        *next += 1;
+        // `_starpu_submit_job` first counts the task as a user of each of its handles, taking
+        // their header locks in turn: it waits while a driver holds one through the submission
+        // of a copy (its queueing sleep).
+        if !sub.locks_taken && self.graph.task(t).is_compute() {
+            let data = &self.ranks[r].data;
+            let got_s = self
+                .graph
+                .accesses(t)
+                .iter()
+                .fold(self.now, |at_s, a| data.header_free_s(a.handle, at_s));
+            if got_s > self.now {
+                self.to_submit[r].locks_taken = true;
+                self.cal.schedule(got_s, Event::Submit { rank: r as u32 });
+                return;
+            }
+        }
+        let sub = &mut self.to_submit[r];
+        sub.locks_taken = false;
+        sub.next += 1;
         self.pending[t.index()].submit();
         let rt = self.machine.runtime();
         let mut cost = rt.submit_s;
@@ -1444,7 +1471,7 @@ impl<'a> Sim<'a> {
                 .count();
             cost += rt.submit_s * pending as f64;
         }
-        if self.to_submit[r].1 < self.to_submit[r].0.len() {
+        if self.to_submit[r].next < self.to_submit[r].order.len() {
             self.cal
                 .schedule(self.now + cost, Event::Submit { rank: r as u32 });
         }
