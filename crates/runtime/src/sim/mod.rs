@@ -112,6 +112,18 @@ struct Submitter {
     order: Vec<TaskId>,
     next: usize,
     locks_taken: bool,
+    /// The task just submitted, whose "will not be used" hints come next.
+    hints_for: Option<TaskId>,
+}
+
+/// A "will not be used" hint waiting for its writer to end.
+#[derive(Debug, Clone, Copy)]
+struct PendingHint {
+    handle: HandleId,
+    /// The task it is submitted after.
+    after: TaskId,
+    /// Whether the submitting thread has submitted its acquire.
+    submitted: bool,
 }
 
 /// A task's state before it is ready, in one word so that releasing a successor reads one:
@@ -280,7 +292,10 @@ struct Sim<'a> {
     task_worker: Vec<u32>,
     messages: messages::Messages,
     /// "Will not be used" hints by the task whose end makes them hold (`run.wont_use`).
-    wont_use_after: FxHashMap<u32, Vec<HandleId>>,
+    wont_use_after: FxHashMap<u32, Vec<PendingHint>>,
+    /// Hints whose writer ended before the submitting thread reached them, by the task they
+    /// are submitted after: the thread pushes them when it does.
+    hints_at_submission: FxHashMap<u32, Vec<HandleId>>,
     /// Per task, the writers the "will not be used" hints submitted right after it wait for.
     hints_after: FxHashMap<u32, Vec<TaskId>>,
     /// When the last task ended (the makespan, as `starpu_task_wait_for_all` returns then).
@@ -529,6 +544,7 @@ impl<'a> Sim<'a> {
             task_worker: vec![u32::MAX; graph.num_tasks()],
             messages: messages::Messages::new(graph),
             wont_use_after,
+            hints_at_submission: FxHashMap::default(),
             hints_after,
             last_task_end: 0.0,
             seeing: None,
@@ -622,6 +638,10 @@ impl<'a> Sim<'a> {
             }
         } else {
             self.pending.iter_mut().for_each(Pending::submit);
+            // Everything is submitted at the start, the hints too.
+            for h in self.wont_use_after.values_mut().flatten() {
+                h.submitted = true;
+            }
             let roots: Vec<TaskId> = self
                 .graph
                 .roots()
@@ -1306,7 +1326,18 @@ impl<'a> Sim<'a> {
         // A "will not be used" hint is StarPU's acquire of the handle, registered after the
         // tasks submitted before it: it runs once the writer's successors have been pushed.
         if let Some(hs) = self.wont_use_after.remove(&t.0) {
-            for h in hs {
+            for PendingHint {
+                handle: h,
+                after,
+                submitted,
+            } in hs
+            {
+                // A hint the submitting thread has not reached is ready when it does: the
+                // thread pushes it then.
+                if !submitted {
+                    self.hints_at_submission.entry(after.0).or_default().push(h);
+                    continue;
+                }
                 // Its acquire's two tasks are pushed by the releasing worker, after the
                 // successors; the hint acts between them.
                 for item in [ToPush::Hint(h), ToPush::HintRelease] {
@@ -1422,10 +1453,19 @@ impl<'a> Sim<'a> {
         self.apply(hr);
     }
 
-    /// Rank `r`'s submitting thread submits its next task: pushed at once if its
-    /// predecessors are done (StarPU's `_starpu_submit_job` pushes a ready task, paying the push
-    /// cost, before the submission's own cost), the next submission after both costs.
+    /// Rank `r`'s submitting thread submits the hints that follow its last task, if any, or
+    /// its next task: pushed at once if its predecessors are done (StarPU's `_starpu_submit_job`
+    /// pushes a ready task, paying the push cost, before the submission's own cost), the next
+    /// submission after both costs.
     fn submit_next(&mut self, r: usize) {
+        if let Some(p) = self.to_submit[r].hints_for.take() {
+            let cost = self.submit_hints(p);
+            if cost > 0.0 {
+                self.cal
+                    .schedule(self.now + cost, Event::Submit { rank: r as u32 });
+                return;
+            }
+        }
         let sub = &self.to_submit[r];
         let Some(&t) = sub.order.get(sub.next) else {
             return;
@@ -1462,19 +1502,44 @@ impl<'a> Sim<'a> {
                 cost += (done_s - (self.now + rt.push_s)).max(0.0);
             }
         }
-        // A hint whose writer has not ended is an acquire task submitted internally
-        // (`starpu_data_acquire_on_node_cb_sequential_consistency_quick`): one more submission.
-        if let Some(writers) = self.hints_after.get(&t.0) {
-            let pending = writers
-                .iter()
-                .filter(|w| self.wont_use_after.contains_key(&w.0))
-                .count();
-            cost += rt.submit_s * pending as f64;
+        let sub = &mut self.to_submit[r];
+        if self.hints_after.contains_key(&t.0) {
+            sub.hints_for = Some(t);
         }
-        if self.to_submit[r].next < self.to_submit[r].order.len() {
+        if sub.next < sub.order.len() || sub.hints_for.is_some() {
             self.cal
                 .schedule(self.now + cost, Event::Submit { rank: r as u32 });
         }
+    }
+
+    /// The submitting thread reaches the "will not be used" hints that follow task `p`: each
+    /// is an acquire of its handle (`starpu_data_acquire_on_node_cb_sequential_consistency_
+    /// quick`), whose first task it submits, the handle having a writer. While the writer
+    /// runs the task waits for it (the writer's worker pushes it, `task_end`); once the writer
+    /// has ended it is ready, and the thread pushes it too and applies the hint. Returns the
+    /// thread's time.
+    fn submit_hints(&mut self, p: TaskId) -> f64 {
+        let rt = self.machine.runtime();
+        let (submit_s, push_s) = (rt.submit_s, rt.push_s);
+        let mut cost = 0.0;
+        if let Some(writers) = self.hints_after.get(&p.0) {
+            for w in writers {
+                let Some(hs) = self.wont_use_after.get_mut(&w.0) else {
+                    continue;
+                };
+                for h in hs.iter_mut().filter(|h| h.after == p && !h.submitted) {
+                    h.submitted = true;
+                    cost += submit_s;
+                }
+            }
+        }
+        if let Some(hs) = self.hints_at_submission.remove(&p.0) {
+            cost += (submit_s + push_s) * hs.len() as f64;
+            for h in hs {
+                self.wont_use(h);
+            }
+        }
+        cost
     }
 
     /// Task `t` (not a message) has no predecessor left: a computation goes to its rank's
@@ -1792,7 +1857,10 @@ fn distinct_handles(accesses: &[Access]) -> usize {
 
 /// Hint handles by the writer whose end makes them hold; hint writers by the task the hints
 /// are submitted right after.
-type HintMaps = (FxHashMap<u32, Vec<HandleId>>, FxHashMap<u32, Vec<TaskId>>);
+type HintMaps = (
+    FxHashMap<u32, Vec<PendingHint>>,
+    FxHashMap<u32, Vec<TaskId>>,
+);
 
 /// The "will not be used" hints of `graph` that have a writer before them (the last one,
 /// [`TaskGraph::wont_use_triggers`], computed once), both ways ([`HintMaps`]). Hints with no
@@ -1801,7 +1869,11 @@ fn hint_maps(graph: &TaskGraph) -> HintMaps {
     let (mut by_trigger, mut after): HintMaps = Default::default();
     for (hint, trig) in graph.wont_use_hints().iter().zip(graph.wont_use_triggers()) {
         if let Some(t) = trig {
-            by_trigger.entry(t.0).or_default().push(hint.handle);
+            by_trigger.entry(t.0).or_default().push(PendingHint {
+                handle: hint.handle,
+                after: hint.after,
+                submitted: false,
+            });
             after.entry(hint.after.0).or_default().push(t);
         }
     }
