@@ -1513,11 +1513,11 @@ impl<'a> Sim<'a> {
     }
 
     /// The submitting thread reaches the "will not be used" hints that follow task `p`: each
-    /// is an acquire of its handle (`starpu_data_acquire_on_node_cb_sequential_consistency_
-    /// quick`), whose first task it submits, the handle having a writer. While the writer
-    /// runs the task waits for it (the writer's worker pushes it, `task_end`); once the writer
-    /// has ended it is ready, and the thread pushes it too and applies the hint. Returns the
-    /// thread's time.
+    /// is an acquire of its handle
+    /// (`starpu_data_acquire_on_node_cb_sequential_consistency_quick`), whose first task it
+    /// submits, the handle having a writer. While the writer runs the task waits for it (the
+    /// writer's worker pushes it, `task_end`); once the writer has ended it is ready, and the
+    /// thread pushes it too and applies the hint. Returns the time the thread spends.
     fn submit_hints(&mut self, p: TaskId) -> f64 {
         let rt = self.machine.runtime();
         let (submit_s, push_s) = (rt.submit_s, rt.push_s);
