@@ -221,13 +221,6 @@ impl Program {
         }
         g.into_builder()
     }
-
-    /// Heap bytes held by the program (for memory reports).
-    pub fn heap_bytes(&self) -> usize {
-        self.ops.capacity() * std::mem::size_of::<Op>()
-            + self.pred_start.capacity() * 4
-            + self.preds.capacity() * std::mem::size_of::<OpId>()
-    }
 }
 
 /// Where a [`ProgramBuilder`] puts the operations it is given, already checked.

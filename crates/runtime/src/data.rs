@@ -17,7 +17,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use hetsim_core::fluid::{FlowId, FlowSpec, FluidNetwork};
 use hetsim_platform::machine::{Machine, MemKind, MemNodeId};
-use hetsim_taskgraph::{HandleId, TaskGraph, TaskId};
+use hetsim_taskgraph::{Access, HandleId, TaskGraph, TaskId};
 
 use super::memory::{Alloc, Memory};
 use super::observe::SimEvent;
@@ -370,6 +370,14 @@ impl DataManager {
             got_s = free_s + RETRY_S;
         }
         got_s
+    }
+
+    /// When a thread that takes the header locks of `accesses`' handles in turn, from `at_s`,
+    /// has taken the last ([`DataManager::header_free_s`] for each).
+    pub fn headers_free_s(&self, accesses: &[Access], at_s: f64) -> f64 {
+        accesses
+            .iter()
+            .fold(at_s, |got_s, a| self.header_free_s(a.handle, got_s))
     }
 
     /// Node `node`'s driver is about to pull a task at `now_s`. StarPU's driver makes its

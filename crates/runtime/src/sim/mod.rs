@@ -839,9 +839,9 @@ impl<'a> Sim<'a> {
                 .iter()
                 .any(|d| matches!(d, Decision::Prefetch { task: t, .. } if *t == task));
         if prefetches {
-            for a in self.graph.accesses(task) {
-                locked_s = rank.data.header_free_s(a.handle, locked_s);
-            }
+            locked_s = rank
+                .data
+                .headers_free_s(self.graph.accesses(task), locked_s);
         }
         let post_s = rank.note_push(wake, self.now, cost_s, locked_s);
         self.dirty.mark(r);
@@ -1474,12 +1474,9 @@ impl<'a> Sim<'a> {
         // their header locks in turn: it waits while a driver holds one through the submission
         // of a copy (its queueing sleep).
         if !sub.locks_taken && self.graph.task(t).is_compute() {
-            let data = &self.ranks[r].data;
-            let got_s = self
-                .graph
-                .accesses(t)
-                .iter()
-                .fold(self.now, |at_s, a| data.header_free_s(a.handle, at_s));
+            let got_s = self.ranks[r]
+                .data
+                .headers_free_s(self.graph.accesses(t), self.now);
             if got_s > self.now {
                 self.to_submit[r].locks_taken = true;
                 self.cal.schedule(got_s, Event::Submit { rank: r as u32 });
