@@ -136,17 +136,16 @@ fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
             .expect("task graphs are acyclic: TaskGraphBuilder::build refuses cycles");
         Box::new(sorted.into_iter().map(|v| TaskId(v.index() as u32)))
     };
-    let mut finish = vec![0.0f64; graph.num_tasks()];
+    // Each task's start is the latest end among its predecessors, pushed forward along the
+    // successor lists (the graph keeps no predecessor lists for the runtime).
+    let mut start = vec![0.0f64; graph.num_tasks()];
     let mut best = 0.0f64;
     for v in order {
-        let start = graph
-            .predecessors(v)
-            .iter()
-            .map(|p| finish[p.index()])
-            .fold(0.0f64, f64::max);
-        let f = start + weight[v.index()];
-        finish[v.index()] = f;
+        let f = start[v.index()] + weight[v.index()];
         best = best.max(f);
+        for s in graph.successors(v) {
+            start[s.index()] = start[s.index()].max(f);
+        }
     }
     best
 }

@@ -109,8 +109,12 @@ fn inputs(view: &View<'_>) -> Inputs {
 /// Topological order, smallest task id first among the available ones.
 fn topological(view: &View<'_>) -> Vec<TaskId> {
     let g = view.graph();
-    let mut left: Vec<u32> = g.task_ids().map(|t| g.predecessor_count(t)).collect();
-    let mut heap: BinaryHeap<Reverse<TaskId>> = g.roots().map(Reverse).collect();
+    let mut left: Vec<u32> = g.in_degrees();
+    let mut heap: BinaryHeap<Reverse<TaskId>> = g
+        .task_ids()
+        .filter(|t| left[t.index()] == 0)
+        .map(Reverse)
+        .collect();
     let mut order = Vec::with_capacity(g.num_tasks());
     while let Some(Reverse(t)) = heap.pop() {
         order.push(t);

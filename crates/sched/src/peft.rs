@@ -166,13 +166,17 @@ impl ListPlanner for PeftRule {
             .collect();
 
         // The ready list, highest rank_oct first; eq. 7 picks the worker.
-        let mut left: Vec<u32> = g.task_ids().map(|t| g.predecessor_count(t)).collect();
+        let mut left: Vec<u32> = g.in_degrees();
         let ready = |t: TaskId| Ready {
             rank_s: rank[t.index()],
             pos: costs.pos[t.index()],
             task: t,
         };
-        let mut list: BinaryHeap<Ready> = g.roots().map(ready).collect();
+        let mut list: BinaryHeap<Ready> = g
+            .task_ids()
+            .filter(|t| left[t.index()] == 0)
+            .map(ready)
+            .collect();
         let mut placed = Placement::new(&costs, view);
         let mut order = Vec::with_capacity(n);
         while let Some(Ready { task: t, .. }) = list.pop() {

@@ -4,6 +4,7 @@ use hetsim_core::InputError;
 pub use hetsim_platform::cluster::NodeId;
 use rustc_hash::FxHashMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 /// Index of a task in its graph, in submission order (0 is the first task submitted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -251,9 +252,11 @@ pub const MAX_ACCESSES_PER_TASK: usize = u16::MAX as usize;
 
 /// A task graph with frozen dependencies, ready for the runtime.
 ///
-/// Successor and predecessor lists are stored in compressed form (one array of ids and one of
-/// offsets each), in increasing task order, so iterating them is deterministic and
-/// cache-friendly. `&TaskGraph` implements petgraph's visit traits over the same arrays (node
+/// Successor lists are stored in compressed form (one array of ids and one of offsets), in
+/// increasing task order, so iterating them is deterministic and cache-friendly. The runtime
+/// needs only those and the in-degrees ([`TaskGraph::in_degrees`]); the predecessor lists are
+/// built from them the first time [`TaskGraph::predecessors`] is asked for, so that a graph of
+/// tens of millions of tasks does not carry its edges twice. `&TaskGraph` implements petgraph's visit traits over the same arrays (node
 /// `i` is `TaskId(i)`, an edge `a → b` means `b` waits for `a`), so petgraph's algorithms run
 /// on it without a second copy of the edges.
 #[derive(Debug, Clone)]
@@ -267,8 +270,8 @@ pub struct TaskGraph {
     accesses: Vec<Access>,
     succ_offsets: Vec<u32>,
     succ: Vec<TaskId>,
-    pred_offsets: Vec<u32>,
-    pred: Vec<TaskId>,
+    /// The predecessor lists (offsets, ids), transposed from the successors on first use.
+    pred: OnceLock<(Vec<u32>, Vec<TaskId>)>,
     wont_use: Vec<WontUse>,
     /// Per task, two figures its kind gives meaning to (see [`TaskGraphBuilder::fix_duration`],
     /// [`TaskGraphBuilder::submit_delay`], [`TaskGraphBuilder::submit_payload`]), NaN when
@@ -528,23 +531,40 @@ impl TaskGraph {
         &self.succ[self.succ_offsets[i] as usize..self.succ_offsets[i + 1] as usize]
     }
 
-    /// The tasks `id` waits for (its direct predecessors), in increasing order.
-    #[inline]
+    /// The tasks `id` waits for (its direct predecessors), in increasing order. The first call
+    /// builds every task's list (O(tasks + edges) time, 4 bytes per edge and per task kept with
+    /// the graph); code that needs only how many, over the whole graph, should call
+    /// [`TaskGraph::in_degrees`].
     pub fn predecessors(&self, id: TaskId) -> &[TaskId] {
+        let (offsets, pred) = self.pred.get_or_init(|| self.transpose());
         let i = id.index();
-        &self.pred[self.pred_offsets[i] as usize..self.pred_offsets[i + 1] as usize]
+        &pred[offsets[i] as usize..offsets[i + 1] as usize]
     }
 
-    /// How many tasks `id` waits for (its in-degree): the runtime's initial dependency counter.
-    #[inline]
+    /// How many tasks `id` waits for (its in-degree). Builds the predecessor lists as
+    /// [`TaskGraph::predecessors`] does.
     pub fn predecessor_count(&self, id: TaskId) -> u32 {
-        let i = id.index();
-        self.pred_offsets[i + 1] - self.pred_offsets[i]
+        self.predecessors(id).len() as u32
+    }
+
+    /// Every task's in-degree (how many tasks it waits for: the runtime's initial dependency
+    /// counters), in one pass over the successor lists.
+    pub fn in_degrees(&self) -> Vec<u32> {
+        let mut degree = vec![0u32; self.num_tasks()];
+        for s in &self.succ {
+            degree[s.index()] += 1;
+        }
+        degree
     }
 
     /// Tasks with no predecessor, in submission order: ready at time zero.
     pub fn roots(&self) -> impl Iterator<Item = TaskId> + '_ {
-        self.task_ids().filter(|&t| self.predecessor_count(t) == 0)
+        let degree = self.in_degrees();
+        self.task_ids().filter(move |t| degree[t.index()] == 0)
+    }
+
+    fn transpose(&self) -> (Vec<u32>, Vec<TaskId>) {
+        reverse_lists(&self.succ_offsets, &self.succ)
     }
 
     /// Whether `a → b` is a dependency edge (`b` waits for `a`).
@@ -1233,27 +1253,11 @@ impl TaskGraphBuilder {
                 );
                 self.pred[a..b].sort_unstable();
             }
-            self.pred.shrink_to_fit();
-            self.pred_offsets.shrink_to_fit();
             (self.pred_offsets, self.pred)
         };
-        // Successors by counting sort over the predecessor lists in task order: each list
-        // comes out in increasing order.
-        let mut succ_offsets = vec![0u32; n + 1];
-        for p in &pred {
-            succ_offsets[p.index() + 1] += 1;
-        }
-        for i in 0..n {
-            succ_offsets[i + 1] += succ_offsets[i];
-        }
-        let mut fill: Vec<u32> = succ_offsets[..n].to_vec();
-        let mut succ = vec![TaskId(0); pred.len()];
-        for t in 0..n {
-            for p in &pred[pred_offsets[t] as usize..pred_offsets[t + 1] as usize] {
-                succ[fill[p.index()] as usize] = TaskId(t as u32);
-                fill[p.index()] += 1;
-            }
-        }
+        // The graph keeps the successors only (`TaskGraph::predecessors`).
+        let (succ_offsets, succ) = reverse_lists(&pred_offsets, &pred);
+        drop((pred_offsets, pred));
         let graph = TaskGraph {
             codelets: self.codelets,
             gpu_sync: self.gpu_sync,
@@ -1262,8 +1266,7 @@ impl TaskGraphBuilder {
             accesses: self.accesses,
             succ_offsets,
             succ,
-            pred_offsets,
-            pred,
+            pred: OnceLock::new(),
             wont_use: self.wont_use,
             params: self.params,
             forward: false,
@@ -1274,10 +1277,33 @@ impl TaskGraphBuilder {
         }
         let forward = graph
             .task_ids()
-            .all(|t| graph.predecessors(t).iter().all(|&p| p < t));
+            .all(|t| graph.successors(t).iter().all(|&s| s > t));
         let graph = TaskGraph { forward, ..graph };
         Ok(graph)
     }
+}
+
+/// The lists of `offsets.len() - 1` tasks (`ids[offsets[t]..offsets[t + 1]]` for task `t`)
+/// reversed: `u` is in the new list of `v` when `v` is in the list of `u`. A counting sort over
+/// the lists in task order, so each new list comes out in increasing order.
+fn reverse_lists(offsets: &[u32], ids: &[TaskId]) -> (Vec<u32>, Vec<TaskId>) {
+    let n = offsets.len() - 1;
+    let mut out_offsets = vec![0u32; n + 1];
+    for v in ids {
+        out_offsets[v.index() + 1] += 1;
+    }
+    for i in 0..n {
+        out_offsets[i + 1] += out_offsets[i];
+    }
+    let mut fill: Vec<u32> = out_offsets[..n].to_vec();
+    let mut out = vec![TaskId(0); ids.len()];
+    for u in 0..n {
+        for v in &ids[offsets[u] as usize..offsets[u + 1] as usize] {
+            out[fill[v.index()] as usize] = TaskId(u as u32);
+            fill[v.index()] += 1;
+        }
+    }
+    (out_offsets, out)
 }
 
 /// An edge count or offset as `u32`.
@@ -1504,6 +1530,35 @@ mod tests {
         let g = b.build().unwrap();
         assert_eq!(g.successors(TaskId(0)), &[TaskId(1), TaskId(3)]);
         g.check_acyclic().unwrap();
+    }
+
+    /// The predecessor lists, built from the successors when first asked for, and the
+    /// in-degrees, counted from them, agree with the edges given, backward ones included:
+    /// 3 → 1 (explicit, backward), 0 → 2, 1 → 2, 0 → 3.
+    #[test]
+    fn predecessors_and_in_degrees_are_the_successors_reversed() {
+        let (mut b, c, _) = setup(0);
+        for _ in 0..4 {
+            b.submit(c, 0.0, 0, &[]).unwrap();
+        }
+        for (before, after) in [(3, 1), (1, 2), (0, 2), (0, 3)] {
+            b.add_dependency(TaskId(before), TaskId(after)).unwrap();
+        }
+        let g = b.build().unwrap();
+        assert!(!g.edges_point_forward());
+        assert_eq!(g.in_degrees(), vec![0, 1, 2, 1]);
+        let preds: Vec<&[TaskId]> = g.task_ids().map(|t| g.predecessors(t)).collect();
+        assert_eq!(
+            preds,
+            vec![
+                &[][..],
+                &[TaskId(3)][..],
+                &[TaskId(0), TaskId(1)][..],
+                &[TaskId(0)][..],
+            ]
+        );
+        assert_eq!(g.predecessor_count(TaskId(2)), 2);
+        assert_eq!(g.roots().collect::<Vec<_>>(), vec![TaskId(0)]);
     }
 
     /// A hint waits for the last writer submitted before it, not for readers (StarPU's

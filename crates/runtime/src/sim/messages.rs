@@ -164,17 +164,9 @@ impl Messages {
                 slot = vec![u32::MAX; graph.num_tasks()];
             }
             slot[m.index()] = state.len() as u32;
-            let (mut send_left, mut recv_left) = (0, 0);
-            for &p in graph.predecessors(m) {
-                if on_send_side(graph, m, p) {
-                    send_left += 1;
-                } else {
-                    recv_left += 1;
-                }
-            }
             state.push(Msg {
-                send_left,
-                recv_left,
+                send_left: 0,
+                recv_left: 0,
                 src: None,
                 sent: false,
                 // A payload message has no receive buffer to wait for.
@@ -184,6 +176,22 @@ impl Messages {
                 route: u32::MAX,
                 done_steps: 0,
             });
+        }
+        // Each message's dependencies, counted per side from the successor lists (the graph
+        // keeps no predecessor lists for the runtime).
+        if !state.is_empty() {
+            for p in graph.task_ids() {
+                for &m in graph.successors(p) {
+                    let Some(msg) = state.get_mut(slot[m.index()] as usize) else {
+                        continue;
+                    };
+                    if on_send_side(graph, m, p) {
+                        msg.send_left += 1;
+                    } else {
+                        msg.recv_left += 1;
+                    }
+                }
+            }
         }
         let buffers = if state.is_empty() {
             Vec::new()

@@ -536,8 +536,10 @@ impl<'a> Sim<'a> {
             worker_rank,
             runnable,
             pending: graph
-                .task_ids()
-                .map(|t| Pending::new(graph.predecessor_count(t), graph.task(t).is_message()))
+                .in_degrees()
+                .into_iter()
+                .zip(graph.tasks())
+                .map(|(preds, task)| Pending::new(preds, task.is_message()))
                 .collect(),
             buffers_left: vec![0; graph.num_tasks()],
             to_submit: Vec::new(),
@@ -644,8 +646,11 @@ impl<'a> Sim<'a> {
             }
             let roots: Vec<TaskId> = self
                 .graph
-                .roots()
-                .filter(|&t| !self.graph.task(t).is_message())
+                .task_ids()
+                .filter(|&t| {
+                    let p = self.pending[t.index()];
+                    p.preds_left() == 0 && !p.is_message()
+                })
                 .collect();
             for t in roots {
                 self.ready(t, None);
