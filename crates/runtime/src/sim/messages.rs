@@ -47,6 +47,7 @@
 
 use std::collections::VecDeque;
 
+use fixedbitset::FixedBitSet;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Event, FlowOwner, Sim};
@@ -64,21 +65,51 @@ use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
 /// the eager and rendezvous protocols (64 KiB).
 pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
 
-/// One message's progress. What the message is (ranks, size, places) is read from the graph
-/// ([`info`]), so that this stays small: a cluster program is mostly messages.
+/// One message's progress, in 20 bytes. What the message is (ranks, size, places) is read
+/// from the graph ([`info`]), so that this stays small: a cluster program is mostly messages.
 #[derive(Debug, Clone, Copy)]
 struct Msg {
     send_left: u32,
     recv_left: u32,
-    /// The sender's memory node the bytes leave from, once the send started.
-    src: Option<MemNodeId>,
-    sent: bool,
-    posted: bool,
-    moving: bool,
-    arrived: bool,
+    /// The sender's memory node the bytes leave from, once the send started ([`Msg::NO_SRC`]
+    /// before: an `Option` would take 8 bytes).
+    src: u32,
     /// Its route in [`Messages::routes`], and how many of its steps are done, once it moves.
     route: u32,
-    done_steps: u32,
+    done_steps: u16,
+    /// [`Msg::SENT`], [`Msg::POSTED`], [`Msg::MOVING`], [`Msg::ARRIVED`].
+    flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Msg>() == 20);
+
+impl Msg {
+    const NO_SRC: u32 = u32::MAX;
+    /// The send side's overhead is paid.
+    const SENT: u8 = 1;
+    /// The receive is posted.
+    const POSTED: u8 = 1 << 1;
+    /// The bytes have started along their route.
+    const MOVING: u8 = 1 << 2;
+    /// The bytes are at the receiver.
+    const ARRIVED: u8 = 1 << 3;
+
+    fn src(&self) -> Option<MemNodeId> {
+        (self.src != Self::NO_SRC).then_some(MemNodeId(self.src))
+    }
+
+    fn set_src(&mut self, src: MemNodeId) {
+        assert_ne!(src.0, Self::NO_SRC, "memory node id out of range");
+        self.src = src.0;
+    }
+
+    fn is(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+
+    fn set(&mut self, flag: u8) {
+        self.flags |= flag;
+    }
 }
 
 /// What the graph says of a message.
@@ -167,14 +198,15 @@ impl Messages {
             state.push(Msg {
                 send_left: 0,
                 recv_left: 0,
-                src: None,
-                sent: false,
-                // A payload message has no receive buffer to wait for.
-                posted: graph.payload_bytes(m).is_some(),
-                moving: false,
-                arrived: false,
+                src: Msg::NO_SRC,
                 route: u32::MAX,
                 done_steps: 0,
+                // A payload message has no receive buffer to wait for.
+                flags: if graph.payload_bytes(m).is_some() {
+                    Msg::POSTED
+                } else {
+                    0
+                },
             });
         }
         // Each message's dependencies, counted per side from the successor lists (the graph
@@ -231,19 +263,22 @@ impl Messages {
             .is_some_and(|&until| until > now_s)
     }
 
-    /// The messages with a side that waits for no task, in task order.
-    pub fn waiting_for_nothing(&self) -> Vec<TaskId> {
-        self.ids()
-            .zip(&self.state)
-            .filter(|(_, m)| m.send_left == 0 || m.recv_left == 0)
-            .map(|(t, _)| t)
-            .collect()
+    /// The messages with a side that waits for no task, as a set of task indices (a bit per
+    /// task: a list of ids took 4 bytes per such message, most messages of a large HPL run).
+    pub fn waiting_for_nothing(&self) -> FixedBitSet {
+        let mut set = FixedBitSet::with_capacity(self.slot.len());
+        for (t, m) in self.ids().zip(&self.state) {
+            if m.send_left == 0 || m.recv_left == 0 {
+                set.insert(t.index());
+            }
+        }
+        set
     }
 
     /// For a data message whose send started: the sending rank and the memory node its bytes
     /// leave from.
     pub fn source(&self, graph: &TaskGraph, t: TaskId) -> Option<(usize, MemNodeId)> {
-        let src = self.find(t)?.src?;
+        let src = self.find(t)?.src()?;
         Some((info(graph, t).from as usize, src))
     }
 
@@ -276,7 +311,7 @@ impl Messages {
         let waiting: Vec<(TaskId, &Msg)> = self
             .ids()
             .zip(&self.state)
-            .filter(|(_, m)| !(m.sent && m.posted && m.arrived))
+            .filter(|(_, m)| !(m.is(Msg::SENT) && m.is(Msg::POSTED) && m.is(Msg::ARRIVED)))
             .collect();
         if waiting.is_empty() {
             return String::new();
@@ -291,7 +326,7 @@ impl Messages {
                     i.bytes,
                     i.from,
                     i.to,
-                    match (m.src.is_some(), m.sent, m.posted) {
+                    match (m.src().is_some(), m.is(Msg::SENT), m.is(Msg::POSTED)) {
                         (false, _, _) => "send waits for its predecessors",
                         (true, false, _) => "send waits for its data",
                         (true, true, false) => "receive not posted",
@@ -473,14 +508,14 @@ impl Sim<'_> {
         self.mark(r);
         if let Some((src, _)) = payload {
             let src = self.place_mem(r, src).expect("checked before the run");
-            self.messages.get(m).src = Some(src);
+            self.messages.get(m).set_src(src);
             self.message_data_ready(m);
             return;
         }
         let h = self.graph.accesses(m)[0].handle;
         let ram = self.ranks[r].data.memory().ram();
         let src = self.gpu_direct_source(m).unwrap_or(ram);
-        self.messages.get(m).src = Some(src);
+        self.messages.get(m).set_src(src);
         self.buffers_left[m.index()] = 1;
         if self.ranks[r].data.pin_buffer(m, 0, h, src) {
             self.buffer_allocated(m, 0);
@@ -515,8 +550,8 @@ impl Sim<'_> {
     pub(super) fn message_sent(&mut self, m: TaskId) {
         let bytes = info(self.graph, m).bytes;
         let msg = self.messages.get(m);
-        msg.sent = true;
-        if bytes <= EAGER_LIMIT_BYTES || msg.posted {
+        msg.set(Msg::SENT);
+        if bytes <= EAGER_LIMIT_BYTES || msg.is(Msg::POSTED) {
             self.message_move(m);
         }
     }
@@ -598,8 +633,11 @@ impl Sim<'_> {
     /// The receive of `m` is posted.
     fn message_posted(&mut self, m: TaskId) {
         let msg = self.messages.get(m);
-        msg.posted = true;
-        let (arrived, waits) = (msg.arrived, msg.sent && !msg.moving);
+        msg.set(Msg::POSTED);
+        let (arrived, waits) = (
+            msg.is(Msg::ARRIVED),
+            msg.is(Msg::SENT) && !msg.is(Msg::MOVING),
+        );
         if arrived {
             self.message_deliver(m);
         } else if waits {
@@ -610,7 +648,7 @@ impl Sim<'_> {
     /// Where the bytes of `m` (described by `i`), whose send started, leave from (the node its
     /// send chose) and go to (a payload's place, or the receiver's RAM).
     fn message_places(&self, m: TaskId, i: MsgInfo) -> (MemNodeId, MemNodeId) {
-        let src = self.messages.find(m).and_then(|msg| msg.src);
+        let src = self.messages.find(m).and_then(Msg::src);
         let t = i.to as usize;
         let dst = match i.payload {
             Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
@@ -625,7 +663,7 @@ impl Sim<'_> {
         let MsgInfo {
             from, to, bytes, ..
         } = i;
-        self.messages.get(m).moving = true;
+        self.messages.get(m).set(Msg::MOVING);
         let (src, dst) = self.message_places(m, i);
         let (f, t) = (from as usize, to as usize);
         let key = (from, src, to, dst);
@@ -634,6 +672,12 @@ impl Sim<'_> {
             None => {
                 let steps = self.message_route(f, src, t, dst).expect(
                     "data messages go RAM to RAM or GPU-direct; payload routes are checked",
+                );
+                // A message counts its steps done in 16 bits; routes have a handful.
+                assert!(
+                    steps.len() < usize::from(u16::MAX),
+                    "a route of {} steps",
+                    steps.len()
                 );
                 let id = self.messages.routes.len() as u32;
                 self.messages.routes.push(steps);
@@ -689,8 +733,8 @@ impl Sim<'_> {
 
     fn message_arrived(&mut self, m: TaskId) {
         let msg = self.messages.get(m);
-        msg.arrived = true;
-        if msg.posted {
+        msg.set(Msg::ARRIVED);
+        if msg.is(Msg::POSTED) {
             self.message_deliver(m);
         }
     }

@@ -656,8 +656,8 @@ impl<'a> Sim<'a> {
                 self.ready(t, None);
             }
         }
-        for m in self.messages.waiting_for_nothing() {
-            self.message_ready(m);
+        for m in self.messages.waiting_for_nothing().ones() {
+            self.message_ready(TaskId(m as u32));
         }
         self.wake_workers();
         self.event_loop();
