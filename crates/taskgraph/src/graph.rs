@@ -256,9 +256,10 @@ pub const MAX_ACCESSES_PER_TASK: usize = u16::MAX as usize;
 /// increasing task order, so iterating them is deterministic and cache-friendly. The runtime
 /// needs only those and the in-degrees ([`TaskGraph::in_degrees`]); the predecessor lists are
 /// built from them the first time [`TaskGraph::predecessors`] is asked for, so that a graph of
-/// tens of millions of tasks does not carry its edges twice. `&TaskGraph` implements petgraph's visit traits over the same arrays (node
-/// `i` is `TaskId(i)`, an edge `a → b` means `b` waits for `a`), so petgraph's algorithms run
-/// on it without a second copy of the edges.
+/// tens of millions of tasks does not carry its edges twice. `&TaskGraph` implements
+/// petgraph's visit traits over the same arrays (node `i` is `TaskId(i)`, an edge `a → b`
+/// means `b` waits for `a`), so petgraph's algorithms run on it without a copy of the graph
+/// (those that walk edges backwards, `toposort` among them, build the predecessor lists).
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     codelets: Vec<String>,
