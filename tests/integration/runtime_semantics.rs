@@ -926,22 +926,7 @@ fn woken_workers_pop_at_their_own_dates() {
 /// 103 µs.
 #[test]
 fn a_wont_use_hint_costs_a_submission_and_two_pushes() {
-    let graph = |hint: bool| {
-        let mut b = TaskGraphBuilder::new();
-        let cl = b.codelet("k").unwrap();
-        let (h, other) = (
-            b.add_handle(Handle::bytes(1000)).unwrap(),
-            b.add_handle(Handle::bytes(1000)).unwrap(),
-        );
-        b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::W)])
-            .unwrap();
-        if hint {
-            b.wont_use(h).unwrap();
-        }
-        b.submit(cl, 1e6, 0, &[Access::new(other, AccessMode::W)])
-            .unwrap();
-        b.build().unwrap()
-    };
+    let graph = |hint: bool| writers_then_hint(1, 1e6, hint);
     let task_s = 1e6 / CPU_RATE;
     let runtime = "fetch_input_cost = 0";
     for (hint, want) in [
@@ -951,6 +936,31 @@ fn a_wont_use_hint_costs_a_submission_and_two_pushes() {
         let got = cpu_start_dates(&graph(hint), "dmda", runtime, 1);
         assert_dates(&got, &want, &format!("hint {hint}"));
     }
+}
+
+/// `writers` tasks of `flops` each writing a handle of its own, then, if `hint`, a "will not be
+/// used" hint on the first task's handle, then one more task of `flops` writing another handle.
+fn writers_then_hint(writers: usize, flops: f64, hint: bool) -> TaskGraph {
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let handles: Vec<_> = (0..=writers)
+        .map(|_| b.add_handle(Handle::bytes(1000)).unwrap())
+        .collect();
+    for &h in &handles[..writers] {
+        b.submit(cl, flops, 0, &[Access::new(h, AccessMode::W)])
+            .unwrap();
+    }
+    if hint {
+        b.wont_use(handles[0]).unwrap();
+    }
+    b.submit(
+        cl,
+        flops,
+        0,
+        &[Access::new(handles[writers], AccessMode::W)],
+    )
+    .unwrap();
+    b.build().unwrap()
 }
 
 /// A "will not be used" hint whose writer has ended by the time the submitting thread reaches
@@ -969,22 +979,7 @@ fn a_wont_use_hint_costs_a_submission_and_two_pushes() {
 /// B is queued at 4 µs and starts when the CPU pops at 4.2 µs.
 #[test]
 fn a_wont_use_hint_whose_writer_has_ended_costs_the_submitting_thread_a_push_too() {
-    let graph = |hint: bool| {
-        let mut b = TaskGraphBuilder::new();
-        let cl = b.codelet("k").unwrap();
-        let mut handle = || b.add_handle(Handle::bytes(1000)).unwrap();
-        let (h, p, other) = (handle(), handle(), handle());
-        for x in [h, p] {
-            b.submit(cl, 1e3, 0, &[Access::new(x, AccessMode::W)])
-                .unwrap();
-        }
-        if hint {
-            b.wont_use(h).unwrap();
-        }
-        b.submit(cl, 1e3, 0, &[Access::new(other, AccessMode::W)])
-            .unwrap();
-        b.build().unwrap()
-    };
+    let graph = |hint: bool| writers_then_hint(2, 1e3, hint);
     let runtime = "fetch_input_cost = 0";
     for (hint, want) in [
         (true, [2e-6, 3.1e-6, 8e-6]),
