@@ -50,15 +50,15 @@ use std::collections::VecDeque;
 use fixedbitset::FixedBitSet;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{Event, FlowOwner, Sim};
+use super::{Event, FlowOwner, Pending, Sim};
 use crate::layout::endpoint;
 use crate::observe::SimEvent;
 use crate::suballoc::Suballocator;
 use crate::{WorkerId, WorkerKind};
 use hetsim_core::error::InputError;
-use hetsim_core::fluid::FlowSpec;
+use hetsim_core::fluid::{FlowSpec, LinkId};
 use hetsim_platform::cluster::{NodeId, Segment};
-use hetsim_platform::machine::{MemKind, MemNodeId};
+use hetsim_platform::machine::{MemKind, MemNodeId, TransferModel};
 use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
 
 /// Largest message sent eagerly, bytes: MPICH's and SimGrid SMPI's default threshold between
@@ -145,6 +145,77 @@ fn info(graph: &TaskGraph, m: TaskId) -> MsgInfo {
 /// A route's key: sending rank, source memory node, receiving rank, destination memory node.
 type RouteKey = (u32, MemNodeId, u32, MemNodeId);
 
+/// One step of a route in a [`RouteTable`].
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// A flow over `len` links of [`RouteTable::links`] from `first`.
+    Fluid { first: u32, len: u32 },
+    /// A duration from [`RouteTable::models`]' entry.
+    Model(u32),
+}
+
+/// The distinct routes messages took, each computed once, stored flat: a message step reads
+/// one step record and its run of links, not a vector of vectors.
+#[derive(Debug)]
+struct RouteTable {
+    /// Per route, where its steps start in `steps`, and one more entry, the end.
+    starts: Vec<u32>,
+    steps: Vec<Step>,
+    links: Vec<LinkId>,
+    models: Vec<TransferModel>,
+    ids: FxHashMap<RouteKey, u32>,
+}
+
+impl Default for RouteTable {
+    fn default() -> Self {
+        RouteTable {
+            starts: vec![0],
+            steps: Vec::new(),
+            links: Vec::new(),
+            models: Vec::new(),
+            ids: FxHashMap::default(),
+        }
+    }
+}
+
+impl RouteTable {
+    /// Add a route; returns its id.
+    fn push(&mut self, key: RouteKey, segments: Vec<Segment>) -> u32 {
+        for seg in segments {
+            let step = match seg {
+                Segment::Fluid(links) => {
+                    let first = self.links.len() as u32;
+                    self.links.extend_from_slice(&links);
+                    Step::Fluid {
+                        first,
+                        len: links.len() as u32,
+                    }
+                }
+                Segment::Model(model) => {
+                    self.models.push(model);
+                    Step::Model(self.models.len() as u32 - 1)
+                }
+            };
+            self.steps.push(step);
+        }
+        self.starts.push(self.steps.len() as u32);
+        let id = self.starts.len() as u32 - 2;
+        self.ids.insert(key, id);
+        id
+    }
+
+    /// The steps of route `id`.
+    fn steps(&self, id: u32) -> &[Step] {
+        let i = id as usize;
+        &self.steps[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
+    /// The links of a fluid step.
+    fn links(&self, first: u32, len: u32) -> &[LinkId] {
+        &self.links[first as usize..(first + len) as usize]
+    }
+}
+
 /// One rank's receive buffers in pinned RAM (see the module documentation).
 #[derive(Debug, Default)]
 struct RecvBuffers {
@@ -162,11 +233,8 @@ struct RecvBuffers {
 pub(super) struct Messages {
     /// The messages in task order.
     state: Vec<Msg>,
-    /// Per task, its index in `state` (`u32::MAX` for other tasks); empty without messages.
-    slot: Vec<u32>,
-    /// The distinct routes messages took, computed once each.
-    routes: Vec<Vec<Segment>>,
-    route_ids: FxHashMap<RouteKey, u32>,
+    /// The distinct routes messages took.
+    routes: RouteTable,
     /// Per rank, its receive buffers.
     buffers: Vec<RecvBuffers>,
     /// Copies that have a RAM buffer already (received into before).
@@ -183,18 +251,15 @@ fn on_send_side(graph: &TaskGraph, m: TaskId, t: TaskId) -> bool {
 }
 
 impl Messages {
-    pub fn new(graph: &TaskGraph) -> Self {
+    /// The messages of `graph`, whose states are numbered as `pending` says.
+    pub fn new(graph: &TaskGraph, pending: &[Pending]) -> Self {
         let count = graph.tasks().iter().filter(|t| t.is_message()).count();
         let mut state = Vec::with_capacity(count);
-        let mut slot = Vec::new();
         for m in graph.task_ids() {
             if !graph.task(m).is_message() {
                 continue;
             }
-            if slot.is_empty() {
-                slot = vec![u32::MAX; graph.num_tasks()];
-            }
-            slot[m.index()] = state.len() as u32;
+            debug_assert_eq!(pending[m.index()].message_slot(), Some(state.len() as u32));
             state.push(Msg {
                 send_left: 0,
                 recv_left: 0,
@@ -214,9 +279,10 @@ impl Messages {
         if !state.is_empty() {
             for p in graph.task_ids() {
                 for &m in graph.successors(p) {
-                    let Some(msg) = state.get_mut(slot[m.index()] as usize) else {
+                    let Some(slot) = pending[m.index()].message_slot() else {
                         continue;
                     };
+                    let msg = &mut state[slot as usize];
                     if on_send_side(graph, m, p) {
                         msg.send_left += 1;
                     } else {
@@ -232,27 +298,15 @@ impl Messages {
         };
         Messages {
             state,
-            slot,
-            routes: Vec::new(),
-            route_ids: FxHashMap::default(),
+            routes: RouteTable::default(),
             buffers,
             has_buffer: FxHashSet::default(),
         }
     }
 
-    /// The task ids of the messages, in order.
-    fn ids(&self) -> impl Iterator<Item = TaskId> + '_ {
-        self.slot
-            .iter()
-            .enumerate()
-            .filter(|&(_, &s)| s != u32::MAX)
-            .map(|(t, _)| TaskId(t as u32))
-    }
-
-    /// Message `m`'s state, if `m` is a message.
-    fn find(&self, m: TaskId) -> Option<&Msg> {
-        let s = *self.slot.get(m.index())?;
-        self.state.get(s as usize)
+    /// The task ids of the messages, in order (the order of their states).
+    fn ids(graph: &TaskGraph) -> impl Iterator<Item = TaskId> + '_ {
+        graph.task_ids().filter(|&t| graph.task(t).is_message())
     }
 
     /// Whether local worker `w` of rank `r` is blocked allocating a receive buffer at `now_s`.
@@ -265,21 +319,14 @@ impl Messages {
 
     /// The messages with a side that waits for no task, as a set of task indices (a bit per
     /// task: a list of ids took 4 bytes per such message, most messages of a large HPL run).
-    pub fn waiting_for_nothing(&self) -> FixedBitSet {
-        let mut set = FixedBitSet::with_capacity(self.slot.len());
-        for (t, m) in self.ids().zip(&self.state) {
+    pub fn waiting_for_nothing(&self, graph: &TaskGraph) -> FixedBitSet {
+        let mut set = FixedBitSet::with_capacity(graph.num_tasks());
+        for (t, m) in Self::ids(graph).zip(&self.state) {
             if m.send_left == 0 || m.recv_left == 0 {
                 set.insert(t.index());
             }
         }
         set
-    }
-
-    /// For a data message whose send started: the sending rank and the memory node its bytes
-    /// leave from.
-    pub fn source(&self, graph: &TaskGraph, t: TaskId) -> Option<(usize, MemNodeId)> {
-        let src = self.find(t)?.src()?;
-        Some((info(graph, t).from as usize, src))
     }
 
     /// The distinct (sending rank, source place, receiving rank, destination place) of the
@@ -289,7 +336,7 @@ impl Messages {
         // messages.
         let mut seen = FxHashSet::default();
         let mut routes = Vec::new();
-        for m in self.ids().map(|t| info(graph, t)) {
+        for m in Self::ids(graph).map(|t| info(graph, t)) {
             if let Some((s, d)) = m.payload {
                 let key = (m.from, place_key(s), m.to, place_key(d));
                 if seen.insert(key) {
@@ -301,15 +348,9 @@ impl Messages {
         routes.into_iter().map(|(_, route)| route).collect()
     }
 
-    fn get(&mut self, m: TaskId) -> &mut Msg {
-        let s = self.slot[m.index()];
-        &mut self.state[s as usize]
-    }
-
     /// The messages still waiting, for a deadlock diagnosis.
     pub fn diagnosis(&self, graph: &TaskGraph) -> String {
-        let waiting: Vec<(TaskId, &Msg)> = self
-            .ids()
+        let waiting: Vec<(TaskId, &Msg)> = Self::ids(graph)
             .zip(&self.state)
             .filter(|(_, m)| !(m.is(Msg::SENT) && m.is(Msg::POSTED) && m.is(Msg::ARRIVED)))
             .collect();
@@ -347,6 +388,27 @@ fn place_key(p: Place) -> u32 {
 }
 
 impl Sim<'_> {
+    /// Message `m`'s state.
+    fn msg(&mut self, m: TaskId) -> &mut Msg {
+        let slot = self.pending[m.index()]
+            .message_slot()
+            .expect("a message task");
+        &mut self.messages.state[slot as usize]
+    }
+
+    /// Task `t`'s message state, if it is a message.
+    fn msg_state(&self, t: TaskId) -> Option<&Msg> {
+        let slot = self.pending[t.index()].message_slot()?;
+        Some(&self.messages.state[slot as usize])
+    }
+
+    /// For a data message whose send started: the sending rank and the memory node its bytes
+    /// leave from.
+    pub(super) fn message_source(&self, t: TaskId) -> Option<(usize, MemNodeId)> {
+        let src = self.msg_state(t)?.src()?;
+        Some((info(self.graph, t).from as usize, src))
+    }
+
     /// The memory node of `place` on rank `r`.
     fn place_mem(&self, r: usize, place: Place) -> Result<MemNodeId, InputError> {
         match place {
@@ -471,7 +533,7 @@ impl Sim<'_> {
 
     /// A side of message `m` waits for nothing: that side starts at once.
     pub(super) fn message_ready(&mut self, m: TaskId) {
-        let msg = self.messages.get(m);
+        let msg = self.msg(m);
         let (send, recv) = (msg.send_left == 0, msg.recv_left == 0);
         if send {
             self.message_send(m);
@@ -484,7 +546,7 @@ impl Sim<'_> {
     /// Predecessor `t` of message `m` ended.
     pub(super) fn message_pred_done(&mut self, m: TaskId, t: TaskId) {
         let send = on_send_side(self.graph, m, t);
-        let msg = self.messages.get(m);
+        let msg = self.msg(m);
         let left = if send {
             &mut msg.send_left
         } else {
@@ -508,14 +570,14 @@ impl Sim<'_> {
         self.mark(r);
         if let Some((src, _)) = payload {
             let src = self.place_mem(r, src).expect("checked before the run");
-            self.messages.get(m).set_src(src);
+            self.msg(m).set_src(src);
             self.message_data_ready(m);
             return;
         }
         let h = self.graph.accesses(m)[0].handle;
         let ram = self.ranks[r].data.memory().ram();
         let src = self.gpu_direct_source(m).unwrap_or(ram);
-        self.messages.get(m).set_src(src);
+        self.msg(m).set_src(src);
         self.buffers_left[m.index()] = 1;
         if self.ranks[r].data.pin_buffer(m, 0, h, src) {
             self.buffer_allocated(m, 0);
@@ -549,7 +611,7 @@ impl Sim<'_> {
 
     pub(super) fn message_sent(&mut self, m: TaskId) {
         let bytes = info(self.graph, m).bytes;
-        let msg = self.messages.get(m);
+        let msg = self.msg(m);
         msg.set(Msg::SENT);
         if bytes <= EAGER_LIMIT_BYTES || msg.is(Msg::POSTED) {
             self.message_move(m);
@@ -632,7 +694,7 @@ impl Sim<'_> {
 
     /// The receive of `m` is posted.
     fn message_posted(&mut self, m: TaskId) {
-        let msg = self.messages.get(m);
+        let msg = self.msg(m);
         msg.set(Msg::POSTED);
         let (arrived, waits) = (
             msg.is(Msg::ARRIVED),
@@ -648,7 +710,7 @@ impl Sim<'_> {
     /// Where the bytes of `m` (described by `i`), whose send started, leave from (the node its
     /// send chose) and go to (a payload's place, or the receiver's RAM).
     fn message_places(&self, m: TaskId, i: MsgInfo) -> (MemNodeId, MemNodeId) {
-        let src = self.messages.find(m).and_then(Msg::src);
+        let src = self.msg_state(m).and_then(Msg::src);
         let t = i.to as usize;
         let dst = match i.payload {
             Some((_, dst)) => self.place_mem(t, dst).expect("checked before the run"),
@@ -663,11 +725,11 @@ impl Sim<'_> {
         let MsgInfo {
             from, to, bytes, ..
         } = i;
-        self.messages.get(m).set(Msg::MOVING);
+        self.msg(m).set(Msg::MOVING);
         let (src, dst) = self.message_places(m, i);
         let (f, t) = (from as usize, to as usize);
         let key = (from, src, to, dst);
-        let route = match self.messages.route_ids.get(&key) {
+        let route = match self.messages.routes.ids.get(&key) {
             Some(&id) => id,
             None => {
                 let steps = self.message_route(f, src, t, dst).expect(
@@ -679,13 +741,10 @@ impl Sim<'_> {
                     "a route of {} steps",
                     steps.len()
                 );
-                let id = self.messages.routes.len() as u32;
-                self.messages.routes.push(steps);
-                self.messages.route_ids.insert(key, id);
-                id
+                self.messages.routes.push(key, steps)
             }
         };
-        let steps = self.messages.routes[route as usize].len() as u32;
+        let steps = self.messages.routes.steps(route).len() as u32;
         let (gsrc, gdst) = (self.global_mem(f, src), self.global_mem(t, dst));
         self.note(&SimEvent::MessageStart {
             task: m,
@@ -696,7 +755,7 @@ impl Sim<'_> {
             bytes,
             steps,
         });
-        let msg = self.messages.get(m);
+        let msg = self.msg(m);
         msg.route = route;
         msg.done_steps = 0;
         self.message_next_step(m);
@@ -704,22 +763,22 @@ impl Sim<'_> {
 
     /// Start the next step of `m`'s route, or, if none is left, `m` has arrived.
     fn message_next_step(&mut self, m: TaskId) {
-        let msg = *self.messages.get(m);
+        let msg = *self.msg(m);
         let bytes = info(self.graph, m).bytes;
-        let route = &self.messages.routes[msg.route as usize];
-        let Some(step) = route.get(msg.done_steps as usize) else {
+        let routes = &self.messages.routes;
+        let Some(&step) = routes.steps(msg.route).get(msg.done_steps as usize) else {
             self.message_arrived(m);
             return;
         };
         match step {
-            Segment::Fluid(links) if !links.is_empty() && bytes > 0.0 => {
-                let spec = FlowSpec::new(&links[..], bytes);
+            Step::Fluid { first, len } if len > 0 && bytes > 0.0 => {
+                let spec = FlowSpec::new(routes.links(first, len), bytes);
                 let f = self.net.start_flow(self.now, spec);
                 self.own_flow(f, FlowOwner::Message(m));
             }
-            Segment::Fluid(_) => self.cal.schedule(self.now, Event::MessageStep(m)),
-            Segment::Model(model) => {
-                let at = self.now + model.duration_secs(bytes);
+            Step::Fluid { .. } => self.cal.schedule(self.now, Event::MessageStep(m)),
+            Step::Model(model) => {
+                let at = self.now + routes.models[model as usize].duration_secs(bytes);
                 self.cal.schedule(at, Event::MessageStep(m));
             }
         }
@@ -727,12 +786,12 @@ impl Sim<'_> {
 
     /// A step of `m`'s route ended.
     pub(super) fn message_step_done(&mut self, m: TaskId) {
-        self.messages.get(m).done_steps += 1;
+        self.msg(m).done_steps += 1;
         self.message_next_step(m);
     }
 
     fn message_arrived(&mut self, m: TaskId) {
-        let msg = self.messages.get(m);
+        let msg = self.msg(m);
         msg.set(Msg::ARRIVED);
         if msg.is(Msg::POSTED) {
             self.message_deliver(m);
@@ -787,5 +846,49 @@ impl Sim<'_> {
         if payload.is_none() && self.ranks[f].data.memory().kind(src) == MemKind::Gpu {
             self.retry_allocations(f, src);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_route_table_keeps_each_route_s_steps_and_links_in_order() {
+        let mut table = RouteTable::default();
+        let link = |ids: &[u32]| ids.iter().map(|&l| LinkId(l)).collect::<Vec<_>>();
+        let model = TransferModel::affine(1e-6, 1e9).unwrap();
+        let a = table.push(
+            (0, MemNodeId(1), 1, MemNodeId(0)),
+            vec![
+                Segment::Fluid(link(&[3, 4])),
+                Segment::Model(model.clone()),
+                Segment::Fluid(link(&[7])),
+            ],
+        );
+        let b = table.push((1, MemNodeId(0), 0, MemNodeId(0)), vec![]);
+        let c = table.push(
+            (1, MemNodeId(0), 2, MemNodeId(0)),
+            vec![Segment::Fluid(link(&[9, 8, 5]))],
+        );
+        assert_eq!((a, b, c), (0, 1, 2));
+        assert_eq!(table.ids[&(1, MemNodeId(0), 2, MemNodeId(0))], 2);
+        let links = |id: u32| -> Vec<Vec<u32>> {
+            table
+                .steps(id)
+                .iter()
+                .map(|s| match *s {
+                    Step::Fluid { first, len } => {
+                        table.links(first, len).iter().map(|l| l.0).collect()
+                    }
+                    Step::Model(i) => vec![u32::MAX - i],
+                })
+                .collect()
+        };
+        assert_eq!(links(a), vec![vec![3, 4], vec![u32::MAX], vec![7]]);
+        assert!(links(b).is_empty());
+        assert_eq!(links(c), vec![vec![9, 8, 5]]);
+        // 2 MB at 1 GB/s after 1 µs.
+        assert!((table.models[0].duration_secs(2e6) - 2.001e-3).abs() < 1e-15);
     }
 }

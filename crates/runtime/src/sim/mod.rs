@@ -127,26 +127,62 @@ struct PendingHint {
 }
 
 /// A task's state before it is ready, in one word so that releasing a successor reads one:
-/// its predecessors not done, whether its rank's thread submitted it, whether it is a message.
+/// whether its rank's thread submitted it, whether it is a message, and for other tasks their
+/// predecessors not done; a message counts its predecessors per side in its own state, and
+/// this word gives where that state is ([`Pending::message_slot`]).
 #[derive(Debug, Clone, Copy)]
 struct Pending(u32);
 
 impl Pending {
     const SUBMITTED: u32 = 1 << 31;
     const MESSAGE: u32 = 1 << 30;
-    const PREDS: u32 = Self::MESSAGE - 1;
+    const LOW: u32 = Self::MESSAGE - 1;
 
-    fn new(preds: u32, message: bool) -> Self {
-        assert!(preds <= Self::PREDS, "a task with {preds} predecessors");
-        Pending(preds | if message { Self::MESSAGE } else { 0 })
+    /// A task that is not a message, waiting for `preds` predecessors.
+    fn task(preds: u32) -> Self {
+        assert!(preds <= Self::LOW, "a task with {preds} predecessors");
+        Pending(preds)
+    }
+
+    /// A message whose state is the `slot`-th of the messages.
+    fn message(slot: u32) -> Self {
+        assert!(slot <= Self::LOW, "more than {} messages", Self::LOW);
+        Pending(slot | Self::MESSAGE)
+    }
+
+    /// Every task's word: the messages numbered in task order.
+    fn for_graph(graph: &TaskGraph) -> Vec<Pending> {
+        let mut messages = 0;
+        graph
+            .in_degrees()
+            .into_iter()
+            .zip(graph.tasks())
+            .map(|(preds, task)| {
+                if task.is_message() {
+                    messages += 1;
+                    Pending::message(messages - 1)
+                } else {
+                    Pending::task(preds)
+                }
+            })
+            .collect()
     }
 
     fn preds_left(self) -> u32 {
-        self.0 & Self::PREDS
+        debug_assert!(
+            !self.is_message(),
+            "a message counts its predecessors itself"
+        );
+        self.0 & Self::LOW
     }
 
     fn is_message(self) -> bool {
         self.0 & Self::MESSAGE != 0
+    }
+
+    /// Where a message's state is among the messages' (`None` for other tasks).
+    fn message_slot(self) -> Option<u32> {
+        self.is_message().then_some(self.0 & Self::LOW)
     }
 
     fn submitted(self) -> bool {
@@ -513,6 +549,8 @@ impl<'a> Sim<'a> {
         } else {
             Default::default()
         };
+        let pending = Pending::for_graph(graph);
+        let messages = messages::Messages::new(graph, &pending);
         let sim = Sim {
             machine,
             cluster,
@@ -535,16 +573,11 @@ impl<'a> Sim<'a> {
             ranks,
             worker_rank,
             runnable,
-            pending: graph
-                .in_degrees()
-                .into_iter()
-                .zip(graph.tasks())
-                .map(|(preds, task)| Pending::new(preds, task.is_message()))
-                .collect(),
+            pending,
             buffers_left: vec![0; graph.num_tasks()],
             to_submit: Vec::new(),
             task_worker: vec![u32::MAX; graph.num_tasks()],
-            messages: messages::Messages::new(graph),
+            messages,
             wont_use_after,
             hints_at_submission: FxHashMap::default(),
             hints_after,
@@ -656,7 +689,7 @@ impl<'a> Sim<'a> {
                 self.ready(t, None);
             }
         }
-        for m in self.messages.waiting_for_nothing().ones() {
+        for m in self.messages.waiting_for_nothing(self.graph).ones() {
             self.message_ready(TaskId(m as u32));
         }
         self.wake_workers();
@@ -1091,7 +1124,7 @@ impl<'a> Sim<'a> {
     /// Where buffer `access` of task `t` is needed: the rank and memory node of the worker
     /// holding it, or for a message the sender's memory node it leaves from.
     fn buffer_place(&self, t: TaskId, access: u32) -> (usize, MemNodeId) {
-        if let Some(place) = self.messages.source(self.graph, t) {
+        if let Some(place) = self.message_source(t) {
             debug_assert_eq!(access, 0);
             return place;
         }
@@ -1880,4 +1913,38 @@ fn hint_maps(graph: &TaskGraph) -> HintMaps {
         }
     }
     (by_trigger, after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hetsim_taskgraph::{NodeId, Place, TaskGraphBuilder};
+
+    #[test]
+    fn messages_are_numbered_in_task_order_and_other_tasks_count_their_predecessors() {
+        let mut b = TaskGraphBuilder::new();
+        let c = b.codelet("k").unwrap();
+        let host = |n| (NodeId(n), Place::Host);
+        let t0 = b.submit_delay(c, NodeId(0), 1.0, &[]).unwrap();
+        let m0 = b
+            .submit_payload(c, host(0), host(1), 8.0, 0, &[t0])
+            .unwrap();
+        let t1 = b.submit_delay(c, NodeId(1), 1.0, &[t0, m0]).unwrap();
+        let m1 = b
+            .submit_payload(c, host(1), host(0), 8.0, 0, &[t1, m0])
+            .unwrap();
+        let g = b.build().unwrap();
+        let p = Pending::for_graph(&g);
+        let ids = [t0, m0, t1, m1];
+        let slots: Vec<Option<u32>> = ids.iter().map(|t| p[t.index()].message_slot()).collect();
+        assert_eq!(slots, [None, Some(0), None, Some(1)]);
+        assert_eq!(
+            (p[t0.index()].preds_left(), p[t1.index()].preds_left()),
+            (0, 2)
+        );
+        // Submission leaves the slot as it is.
+        let mut q = p[m1.index()];
+        q.submit();
+        assert!(q.submitted() && q.message_slot() == Some(1));
+    }
 }
