@@ -706,7 +706,7 @@ mod runs {
             let name = g.codelet_name(task.codelet);
             for &d in &devices {
                 m.perf_models()
-                    .predict_s(name, d, task.model_size_bytes(), task.flops)
+                    .predict_s(name, d, task.model_size_bytes(), task.flops())
                     .unwrap_or_else(|e| panic!("{e}"));
             }
         }

@@ -39,7 +39,7 @@ fn differences(a: &TaskGraph, b: &TaskGraph) -> Vec<String> {
                 y.priority
             ));
         }
-        if (x.flops / 1e9 - y.flops / 1e9).abs() > 1e-6
+        if (x.flops() / 1e9 - y.flops() / 1e9).abs() > 1e-6
             || x.model_size_bytes() != y.model_size_bytes()
         {
             out.push(format!("task {}: flops or size differ", t.0));

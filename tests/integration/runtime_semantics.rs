@@ -105,7 +105,7 @@ fn one_gemm_on_one_gpu_by_hand() {
     // moves, so B follows A at once. The driver sees B arrive in its next pass (its progress
     // call, nothing left to submit) and only then queues the kernel.
     let inputs_ready = MALLOC + PASS + 2.0 * COPY - QUEUE + PASS;
-    let kernel = g.tasks()[0].flops / GPU_RATE;
+    let kernel = g.tasks()[0].flops() / GPU_RATE;
     assert_close(r.makespan_s, inputs_ready + KQ + kernel, 1e-9);
     // C was written on the GPU: xgemm.c's `starpu_data_wont_use(C)` sends it back to RAM
     // once the task ends. The hint's acquire has two internal tasks, pushed by GPU0's thread
@@ -133,7 +133,7 @@ fn free_transfers_take_no_time_by_hand() {
     let g = workload::gemm(NB, NB, Precision::Single).unwrap();
     let mut s = sched::by_name("eager", 1).unwrap();
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
-    let kernel = g.tasks()[0].flops / GPU_RATE;
+    let kernel = g.tasks()[0].flops() / GPU_RATE;
     // Only the allocation, GPU0's pass over its requests (the driver's progress call is not
     // a transfer cost; the copies complete within that pass, which sees them) and the
     // kernel's queueing are left before the kernel; C's write-back
@@ -173,7 +173,7 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
     // next pass; for trsm and syrk, that comes after the thread is done pushing the task it
     // released (1 µs) and requesting the task's two buffers (2 µs). The driver sees each copy
     // arrive in the pass after it (one more progress call) before it runs or queues the task.
-    let d: Vec<f64> = g.tasks().iter().map(|t| t.flops / GPU_RATE).collect();
+    let d: Vec<f64> = g.tasks().iter().map(|t| t.flops() / GPU_RATE).collect();
     let names: Vec<&str> = g.task_ids().map(|t| g.task_codelet_name(t)).collect();
     assert_eq!(
         names,

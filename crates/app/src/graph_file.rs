@@ -179,7 +179,7 @@ fn lacks_model(machine: &Machine, graph: &TaskGraph, task: TaskId) -> bool {
     let models = machine.perf_models();
     if models.is_empty() {
         // A flop-rate machine times only tasks that count their flops.
-        return t.flops <= 0.0;
+        return t.flops() <= 0.0;
     }
     let name = graph.task_codelet_name(task);
     let size = t.model_size_bytes();
@@ -187,7 +187,7 @@ fn lacks_model(machine: &Machine, graph: &TaskGraph, task: TaskId) -> bool {
         .chain((0..machine.gpus().len() as u32).map(|g| DeviceRef::Gpu(hetsim_models::GpuId(g))));
     !devices
         .into_iter()
-        .any(|d| models.predict_s(name, d, size, t.flops).is_ok())
+        .any(|d| models.predict_s(name, d, size, t.flops()).is_ok())
 }
 
 impl Scenario {

@@ -66,7 +66,7 @@ impl<'a> CalibratedKernels<'a> {
                 },
             });
         };
-        self.models.predict_s(name, device, size, t.flops).err()
+        self.models.predict_s(name, device, size, t.flops()).err()
     }
 }
 
@@ -79,7 +79,7 @@ impl KernelTimes for CalibratedKernels<'_> {
         let key = self.key(graph, task, worker)?;
         let t = graph.task(task);
         self.models
-            .predict_key_s(key, t.model_size_bytes(), t.flops)
+            .predict_key_s(key, t.model_size_bytes(), t.flops())
             .ok()
     }
 
@@ -96,7 +96,7 @@ impl KernelTimes for CalibratedKernels<'_> {
         };
         let t = graph.task(task);
         self.models
-            .draw_key_s(key, t.model_size_bytes(), t.flops, rng)
+            .draw_key_s(key, t.model_size_bytes(), t.flops(), rng)
             .unwrap_or(mean_s)
     }
 }

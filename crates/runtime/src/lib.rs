@@ -167,7 +167,7 @@ impl KernelTimes for FlopRate {
             WorkerKind::Cpu => self.cpu_flops_per_sec,
             WorkerKind::Gpu => self.gpu_flops_per_sec,
         };
-        (rate > 0.0).then(|| graph.task(task).flops / rate)
+        (rate > 0.0).then(|| graph.task(task).flops() / rate)
     }
 
     fn draw_s(&self, _: &TaskGraph, _: TaskId, _: &Worker, mean_s: f64, _: &mut SimRng) -> f64 {

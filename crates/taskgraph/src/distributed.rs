@@ -632,7 +632,7 @@ mod tests {
         // Tasks: m0, t0, t1, t2, m1, t3.
         assert_eq!((t0, t2, t3), (TaskId(1), TaskId(3), TaskId(5)));
         assert_eq!(
-            g.task(TaskId(0)).kind,
+            g.task(TaskId(0)).kind(),
             TaskKind::Message {
                 from: NodeId(0),
                 to: NodeId(1),
@@ -749,7 +749,7 @@ mod tests {
         let a = b.register(Handle::bytes(8), NodeId(0)).unwrap();
         b.insert_on(NodeId(1), k, 1.0, 0, &[(a, RW)]).unwrap();
         let g = b.build().unwrap();
-        let kinds: Vec<TaskKind> = g.tasks().iter().map(|t| t.kind).collect();
+        let kinds: Vec<TaskKind> = g.tasks().iter().map(|t| t.kind()).collect();
         assert_eq!(
             kinds,
             [

@@ -128,7 +128,7 @@ mod tests {
         // starpu_sgemm_gemm.mirage: size 11059200 = 3·960²·4, flops 1.769472e+09.
         let g = gemm(960, 960, Precision::Single).unwrap();
         assert_eq!(g.task(TaskId(0)).model_size_bytes(), 11_059_200);
-        assert_eq!(g.task(TaskId(0)).flops, 1.769472e9);
+        assert_eq!(g.task(TaskId(0)).flops(), 1.769472e9);
         assert_eq!(g.codelet_names(), &["starpu_sgemm_gemm".to_string()]);
     }
 }

@@ -6,6 +6,8 @@ use rustc_hash::FxHashMap;
 use std::fmt;
 use std::sync::OnceLock;
 
+use crate::params::Params;
+
 /// Index of a task in its graph, in submission order (0 is the first task submitted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(pub u32);
@@ -197,52 +199,148 @@ pub enum Place {
     /// The node's host memory.
     #[default]
     Host,
-    /// The rank's `n`-th GPU (in the order of its GPU workers).
+    /// The rank's `n`-th GPU (in the order of its GPU workers), `n` below [`Place::MAX_GPUS`].
     Device(u16),
 }
 
+impl Place {
+    /// GPUs a place can name: `Device(n)` needs `n < MAX_GPUS`.
+    pub const MAX_GPUS: u16 = u16::MAX;
+
+    /// In 16 bits: the host 0, GPU `n` `n + 1`.
+    fn packed(self) -> u16 {
+        match self {
+            Place::Host => 0,
+            Place::Device(n) => n + 1,
+        }
+    }
+
+    fn unpacked(p: u16) -> Place {
+        match p {
+            0 => Place::Host,
+            n => Place::Device(n - 1),
+        }
+    }
+}
+
 /// One task: a codelet applied to some buffers.
+///
+/// Thirty-two bytes: a graph holds tens of millions of them (HPL at thousands of GPUs), so the
+/// kind is stored as a tag, a message's sender and places in the word a computation keeps its
+/// flops in (a message has none), and the model size shares a word with the buffer count.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Task {
-    /// The codelet (performance-model symbol) name, interned in the graph.
-    pub codelet: CodeletId,
+    /// A computation's or delay's flops (`f64` bits); a message's sending node in the low 32
+    /// bits and its places ([`Place::packed`]) in the two high 16-bit halves.
+    word: u64,
+    /// [`Task::model_size_bytes`] in the low 48 bits, the buffer count in the high 16.
+    size_and_count: u64,
     /// Scheduling priority; larger runs first under priority-aware schedulers (StarPU's
     /// `STARPU_PRIORITY`). 0 is StarPU's default priority.
     pub priority: i32,
-    /// Floating-point operations, as StarPU's `STARPU_FLOPS` (used for GFlop/s figures, not for
-    /// the duration lookup).
-    pub flops: f64,
     /// The node it runs on (node 0 on a single machine); for a message, the receiving node.
     pub node: NodeId,
-    /// A computation or a message.
-    pub kind: TaskKind,
     first_access: u32,
-    access_count: u16,
-    model_size_bytes: u64,
+    /// The codelet (performance-model symbol) name, interned in the graph.
+    pub codelet: CodeletId,
+    kind: KindTag,
 }
 
+const _: () = assert!(std::mem::size_of::<Task>() == 32);
+
+/// [`TaskKind`] without its fields, as [`Task`] stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KindTag {
+    Compute,
+    Message,
+    Delay,
+}
+
+/// Largest model size a task records, bytes (48 bits, 256 TiB); larger sums saturate there.
+pub const MAX_MODEL_SIZE_BYTES: u64 = (1 << 48) - 1;
+
 impl Task {
+    fn new(
+        (codelet, flops, priority): (CodeletId, f64, i32),
+        node: NodeId,
+        kind: TaskKind,
+        (first_access, access_count): (u32, u16),
+        model_size_bytes: u64,
+    ) -> Task {
+        let (tag, word) = match kind {
+            TaskKind::Compute => (KindTag::Compute, flops.to_bits()),
+            TaskKind::Delay => (KindTag::Delay, flops.to_bits()),
+            TaskKind::Message { from, src, dst, .. } => (
+                KindTag::Message,
+                u64::from(from.0) | u64::from(src.packed()) << 32 | u64::from(dst.packed()) << 48,
+            ),
+        };
+        Task {
+            word,
+            size_and_count: model_size_bytes.min(MAX_MODEL_SIZE_BYTES)
+                | u64::from(access_count) << 48,
+            priority,
+            node,
+            first_access,
+            codelet,
+            kind: tag,
+        }
+    }
+
+    /// A computation or a message.
+    pub fn kind(&self) -> TaskKind {
+        match self.kind {
+            KindTag::Compute => TaskKind::Compute,
+            KindTag::Delay => TaskKind::Delay,
+            KindTag::Message => TaskKind::Message {
+                from: NodeId(self.word as u32),
+                to: self.node,
+                src: Place::unpacked((self.word >> 32) as u16),
+                dst: Place::unpacked((self.word >> 48) as u16),
+            },
+        }
+    }
+
+    /// Floating-point operations, as StarPU's `STARPU_FLOPS` (used for GFlop/s figures, not for
+    /// the duration lookup); 0 for a message.
+    pub fn flops(&self) -> f64 {
+        match self.kind {
+            KindTag::Message => 0.0,
+            _ => f64::from_bits(self.word),
+        }
+    }
+
     /// Whether the task is a message between nodes.
     pub fn is_message(&self) -> bool {
-        matches!(self.kind, TaskKind::Message { .. })
+        self.kind == KindTag::Message
     }
 
     /// Whether a worker runs the task (a computation, not a message or a delay).
     pub fn is_compute(&self) -> bool {
-        self.kind == TaskKind::Compute
+        self.kind == KindTag::Compute
+    }
+
+    /// Whether the task is a [`TaskKind::Delay`].
+    pub fn is_delay(&self) -> bool {
+        self.kind == KindTag::Delay
     }
 
     /// The `size` StarPU's history models are indexed by next to the footprint: the sum of the
-    /// sizes in bytes of all the task's buffers (`_starpu_job_get_data_size`). For a Cholesky
-    /// `gemm` on 960×960 single-precision tiles this is 3 × 960² × 4 = 11,059,200, the value in
-    /// the `size` column of `chol_model_gemm.<host>`.
+    /// sizes in bytes of all the task's buffers (`_starpu_job_get_data_size`), at most
+    /// [`MAX_MODEL_SIZE_BYTES`]. For a Cholesky `gemm` on 960×960 single-precision tiles this is
+    /// 3 × 960² × 4 = 11,059,200, the value in the `size` column of `chol_model_gemm.<host>`.
     pub fn model_size_bytes(&self) -> u64 {
-        self.model_size_bytes
+        self.size_and_count & MAX_MODEL_SIZE_BYTES
+    }
+
+    fn set_model_size_bytes(&mut self, bytes: u64) {
+        self.size_and_count =
+            (self.size_and_count & !MAX_MODEL_SIZE_BYTES) | bytes.min(MAX_MODEL_SIZE_BYTES);
     }
 
     /// Number of buffers the task accesses.
     pub fn access_count(&self) -> usize {
-        self.access_count as usize
+        (self.size_and_count >> 48) as usize
     }
 }
 
@@ -274,10 +372,9 @@ pub struct TaskGraph {
     /// The predecessor lists (offsets, ids), transposed from the successors on first use.
     pred: OnceLock<(Vec<u32>, Vec<TaskId>)>,
     wont_use: Vec<WontUse>,
-    /// Per task, two figures its kind gives meaning to (see [`TaskGraphBuilder::fix_duration`],
-    /// [`TaskGraphBuilder::submit_delay`], [`TaskGraphBuilder::submit_payload`]), NaN when
-    /// unset; empty when no task sets any.
-    params: Vec<[f64; 2]>,
+    /// Per task, the figures its kind gives meaning to (see [`TaskGraphBuilder::fix_duration`],
+    /// [`TaskGraphBuilder::submit_delay`], [`TaskGraphBuilder::submit_payload`]).
+    params: Params,
     /// Every edge goes from an earlier task to a later one: submission order is a
     /// topological order.
     forward: bool,
@@ -343,10 +440,8 @@ impl TaskGraph {
                 self.codelets[t.codelet.index()]
             )));
         }
-        if self.params.len() < self.tasks.len() {
-            self.params.resize(self.tasks.len(), [f64::NAN; 2]);
-        }
-        self.params[task.index()][unit.index()] = secs;
+        self.params
+            .set(task.index(), unit.index(), secs, self.tasks.len());
         Ok(())
     }
 
@@ -384,16 +479,17 @@ impl TaskGraph {
         if !self.tasks[task.index()].is_compute() {
             return None;
         }
-        let d = self.params.get(task.index())?[unit.index()];
+        let d = self.params.get(task.index(), unit.index());
         (!d.is_nan()).then_some(d)
     }
 
     /// How long a [`TaskKind::Delay`] lasts (0 for other tasks).
     #[inline]
     pub fn delay_s(&self, task: TaskId) -> f64 {
-        match self.tasks[task.index()].kind {
-            TaskKind::Delay => self.params.get(task.index()).map_or(0.0, |p| p[0]),
-            _ => 0.0,
+        if self.tasks[task.index()].is_delay() {
+            zero_if_unset(self.params.get(task.index(), 0))
+        } else {
+            0.0
         }
     }
 
@@ -402,10 +498,10 @@ impl TaskGraph {
     #[inline]
     pub fn payload_bytes(&self, task: TaskId) -> Option<f64> {
         let t = &self.tasks[task.index()];
-        if !t.is_message() || t.access_count > 0 {
+        if !t.is_message() || t.access_count() > 0 {
             return None;
         }
-        Some(self.params.get(task.index()).map_or(0.0, |p| p[0]))
+        Some(zero_if_unset(self.params.get(task.index(), 0)))
     }
 
     /// Whether `task` fixes its durations itself ([`TaskGraphBuilder::fix_duration`]): then it
@@ -413,11 +509,7 @@ impl TaskGraph {
     /// machine's kernel models say.
     #[inline]
     pub fn fixes_duration(&self, task: TaskId) -> bool {
-        self.tasks[task.index()].is_compute()
-            && self
-                .params
-                .get(task.index())
-                .is_some_and(|d| !(d[0].is_nan() && d[1].is_nan()))
+        self.tasks[task.index()].is_compute() && self.params.any(task.index())
     }
 
     /// Number of cluster nodes the graph uses (1 + the largest node of a task or handle).
@@ -458,7 +550,7 @@ impl TaskGraph {
     pub fn accesses(&self, id: TaskId) -> &[Access] {
         let t = &self.tasks[id.index()];
         let start = t.first_access as usize;
-        &self.accesses[start..start + t.access_count as usize]
+        &self.accesses[start..start + t.access_count()]
     }
 
     /// All handles, indexed by [`HandleId`].
@@ -522,7 +614,7 @@ impl TaskGraph {
 
     /// Sum of the tasks' flops.
     pub fn total_flops(&self) -> f64 {
-        self.tasks.iter().map(|t| t.flops).sum()
+        self.tasks.iter().map(Task::flops).sum()
     }
 
     /// The tasks that wait for `id` (its direct successors), in increasing order.
@@ -732,7 +824,7 @@ pub struct TaskGraphBuilder {
     /// "Will not be used" hints, in submission order.
     wont_use: Vec<WontUse>,
     /// Per task submitted so far, the figures of [`TaskGraph`]'s `params`.
-    params: Vec<[f64; 2]>,
+    params: Params,
     /// Some explicit dependency went to a task other than the newest one (it may close a
     /// cycle): the lists are merged and checked for cycles at build.
     unordered: bool,
@@ -767,8 +859,7 @@ impl TaskGraphBuilder {
     /// their durations or sizes, so that no vector ends up with twice the room it needs.
     pub fn reserve_fixed(&mut self, edges: usize) {
         self.pred.reserve_exact(edges);
-        self.params
-            .reserve_exact(self.tasks.capacity().saturating_sub(self.params.len()));
+        self.params.reserve_exact(self.tasks.capacity());
     }
 
     fn offsets_with_capacity(n: usize) -> Vec<u32> {
@@ -834,7 +925,7 @@ impl TaskGraphBuilder {
                 task.0
             )));
         };
-        t.model_size_bytes = t.model_size_bytes.saturating_add(bytes);
+        t.set_model_size_bytes(t.model_size_bytes().saturating_add(bytes));
         Ok(())
     }
 
@@ -943,6 +1034,29 @@ impl TaskGraphBuilder {
                 "task flops must be a finite number ≥ 0, got {flops}"
             )));
         }
+        if let TaskKind::Message { to, src, dst, .. } = kind {
+            if flops != 0.0 {
+                return Err(InputError::new(format!(
+                    "a message of {flops} flops: a message computes nothing (expected 0)"
+                )));
+            }
+            if to != node {
+                return Err(InputError::new(format!(
+                    "a message to node {} submitted on node {}: a message is on its receiving \
+                     node",
+                    to.0, node.0
+                )));
+            }
+            if let Some(n) = [src, dst].iter().find_map(|p| match *p {
+                Place::Device(n) if n >= Place::MAX_GPUS => Some(n),
+                _ => None,
+            }) {
+                return Err(InputError::new(format!(
+                    "a message names GPU {n}: expected a GPU index below {}",
+                    Place::MAX_GPUS
+                )));
+            }
+        }
         let id = u32::try_from(self.tasks.len())
             .ok()
             .filter(|&i| i < u32::MAX)
@@ -1020,17 +1134,14 @@ impl TaskGraphBuilder {
         self.pred_offsets.push(offset(self.pred.len())?);
 
         self.accesses.extend_from_slice(accesses);
-        self.tasks.push(Task {
-            codelet,
-            priority,
-            flops,
+        self.tasks.push(Task::new(
+            (codelet, flops, priority),
             node,
             kind,
-            first_access,
             // Checked against MAX_ACCESSES_PER_TASK above.
-            access_count: accesses.len() as u16,
+            (first_access, accesses.len() as u16),
             model_size_bytes,
-        });
+        ));
         Ok(tid)
     }
 
@@ -1119,10 +1230,7 @@ impl TaskGraphBuilder {
     }
 
     fn set_param(&mut self, task: TaskId, i: usize, v: f64) {
-        if self.params.len() < self.tasks.len() {
-            self.params.resize(self.tasks.len(), [f64::NAN; 2]);
-        }
-        self.params[task.index()][i] = v;
+        self.params.set(task.index(), i, v, self.tasks.len());
     }
 
     /// Make each of `after` a predecessor of the newest task `task`.
@@ -1180,7 +1288,7 @@ impl TaskGraphBuilder {
         let kind = TaskKind::Message { from, to, src, dst };
         let t = self.submit_kind(codelet, 0.0, priority, &[], to, kind)?;
         self.set_param(t, 0, bytes);
-        self.tasks[t.index()].model_size_bytes = bytes as u64;
+        self.tasks[t.index()].set_model_size_bytes(bytes as u64);
         self.after(t, after)?;
         Ok(t)
     }
@@ -1232,9 +1340,7 @@ impl TaskGraphBuilder {
         self.mark = Vec::new();
         self.state = Vec::new();
         self.codelet_index = FxHashMap::default();
-        if !self.params.is_empty() {
-            self.params.resize(self.tasks.len(), [f64::NAN; 2]);
-        }
+        self.params.pad(self.tasks.len());
         if !self.recorded.is_empty() {
             self.recorded.resize(self.tasks.len(), None);
         }
@@ -1282,6 +1388,11 @@ impl TaskGraphBuilder {
         let graph = TaskGraph { forward, ..graph };
         Ok(graph)
     }
+}
+
+/// A delay's length or a payload's bytes: 0 when the figure was never set.
+fn zero_if_unset(x: f64) -> f64 {
+    if x.is_nan() { 0.0 } else { x }
 }
 
 /// The lists of `offsets.len() - 1` tasks (`ids[offsets[t]..offsets[t + 1]]` for task `t`)
@@ -1594,5 +1705,88 @@ mod tests {
             .unwrap();
         let e = b.wont_use(HandleId(7)).unwrap_err().to_string();
         assert!(e.contains("unknown handle 7"), "{e}");
+    }
+
+    #[test]
+    fn a_task_record_gives_back_its_kind_size_and_buffers() {
+        let (mut b, c, h) = setup(3);
+        let m = b
+            .submit_payload(
+                c,
+                (NodeId(2), Place::Device(3)),
+                (NodeId(5), Place::Host),
+                1e6,
+                0,
+                &[],
+            )
+            .unwrap();
+        let k = b
+            .submit(c, 7.0, -4, &[Access::new(h[0], R), Access::new(h[2], RW)])
+            .unwrap();
+        b.add_model_bytes(k, 11).unwrap();
+        let d = b.submit_delay(c, NodeId(1), 0.5, &[k]).unwrap();
+        let g = b.build().unwrap();
+        assert_eq!(
+            g.task(m).kind(),
+            TaskKind::Message {
+                from: NodeId(2),
+                to: NodeId(5),
+                src: Place::Device(3),
+                dst: Place::Host,
+            }
+        );
+        assert_eq!(g.task(m).node, NodeId(5));
+        assert_eq!(g.payload_bytes(m), Some(1e6));
+        let t = g.task(k);
+        assert_eq!(
+            (t.kind(), t.flops(), t.priority),
+            (TaskKind::Compute, 7.0, -4)
+        );
+        // Two handles of 100 bytes and 11 bytes of scratch.
+        assert_eq!((t.model_size_bytes(), t.access_count()), (211, 2));
+        assert_eq!(g.accesses(k)[1], Access::new(h[2], RW));
+        assert!(g.task(d).is_delay() && g.task(d).kind() == TaskKind::Delay);
+        assert_eq!(g.delay_s(d), 0.5);
+    }
+
+    #[test]
+    fn a_model_size_saturates_at_48_bits_without_touching_the_buffer_count() {
+        let (mut b, c, h) = setup(1);
+        let k = b.submit(c, 0.0, 0, &[Access::new(h[0], R)]).unwrap();
+        b.add_model_bytes(k, u64::MAX).unwrap();
+        let g = b.build().unwrap();
+        let t = g.task(k);
+        assert_eq!(
+            (t.model_size_bytes(), t.access_count()),
+            (MAX_MODEL_SIZE_BYTES, 1)
+        );
+    }
+
+    #[test]
+    fn a_message_with_flops_off_its_receiving_node_or_to_gpu_65535_is_refused() {
+        let (mut b, c, _) = setup(0);
+        let kind = |dst| TaskKind::Message {
+            from: NodeId(0),
+            to: NodeId(1),
+            src: Place::Host,
+            dst,
+        };
+        let e = b
+            .submit_kind(c, 0.0, 0, &[], NodeId(0), kind(Place::Host))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a message to node 1 submitted on node 0"), "{e}");
+        let e = b
+            .submit_kind(c, 0.0, 0, &[], NodeId(1), kind(Place::Device(u16::MAX)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("GPU 65535: expected a GPU index below 65535"),
+            "{e}"
+        );
+        assert!(
+            b.submit_kind(c, 0.0, 0, &[], NodeId(1), kind(Place::Device(65534)))
+                .is_ok()
+        );
     }
 }

@@ -24,6 +24,7 @@ mod gemm;
 mod graph;
 pub mod import;
 mod lu;
+mod params;
 
 pub use cholesky::{
     CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, cholesky, gemm_flops, potrf_flops, syrk_flops,

@@ -1318,7 +1318,7 @@ impl<'a> Sim<'a> {
             reads: &versions,
             codelet: task.codelet,
             codelet_name: self.graph.codelet_name(task.codelet),
-            flops: task.flops,
+            flops: task.flops(),
             size_bytes: task.model_size_bytes(),
             priority: task.priority,
         });

@@ -228,7 +228,7 @@ pub fn to_file(graph: &TaskGraph, name: Option<String>) -> Result<GraphFile, Inp
         tasks.push(TaskEntry {
             id: None,
             codelet: graph.task_codelet_name(t).to_string(),
-            flops: task.flops,
+            flops: task.flops(),
             priority: task.priority,
             accesses: graph
                 .accesses(t)

@@ -211,7 +211,7 @@ fn the_graph_written_directly_is_the_programs_graph() {
                 );
             }
             assert_eq!(direct.payload_bytes(t), via_program.payload_bytes(t));
-            if via_program.task(t).kind == hetsim_taskgraph::TaskKind::Delay {
+            if via_program.task(t).is_delay() {
                 assert_eq!(direct.delay_s(t), via_program.delay_s(t));
             }
         }
