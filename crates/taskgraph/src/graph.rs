@@ -1048,7 +1048,7 @@ impl TaskGraphBuilder {
                 )));
             }
             if let Some(n) = [src, dst].iter().find_map(|p| match *p {
-                Place::Device(n) if n >= Place::MAX_GPUS => Some(n),
+                Place::Device(n) if n == Place::MAX_GPUS => Some(n),
                 _ => None,
             }) {
                 return Err(InputError::new(format!(
