@@ -124,7 +124,7 @@ struct MsgInfo {
 
 /// Message `m`'s ranks, size and places.
 fn info(graph: &TaskGraph, m: TaskId) -> MsgInfo {
-    let TaskKind::Message { from, to, src, dst } = graph.task(m).kind else {
+    let TaskKind::Message { from, to, src, dst } = graph.task(m).kind() else {
         unreachable!("task {m} is a message")
     };
     let (bytes, payload) = match graph.payload_bytes(m) {
@@ -578,7 +578,11 @@ impl Sim<'_> {
         let ram = self.ranks[r].data.memory().ram();
         let src = self.gpu_direct_source(m).unwrap_or(ram);
         self.msg(m).set_src(src);
-        self.buffers_left[m.index()] = 1;
+        let taken = super::Taken {
+            worker: u32::MAX,
+            buffers_left: 1,
+        };
+        self.taken.insert(m.0, taken);
         if self.ranks[r].data.pin_buffer(m, 0, h, src) {
             self.buffer_allocated(m, 0);
         } else {

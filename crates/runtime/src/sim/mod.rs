@@ -201,6 +201,16 @@ impl Pending {
     }
 }
 
+/// A task a worker took (or a data message whose send waits for its buffer).
+#[derive(Debug, Clone, Copy)]
+struct Taken {
+    /// The local worker holding it (a message: none, `u32::MAX`).
+    worker: u32,
+    /// Its buffers not in place yet, plus one while a GPU task waits for its submission to
+    /// the device and one while its worker requests its buffers.
+    buffers_left: u32,
+}
+
 /// Who a fluid flow belongs to.
 #[derive(Debug, Clone, Copy)]
 enum FlowOwner {
@@ -321,11 +331,9 @@ struct Sim<'a> {
     pending: Vec<Pending>,
     /// Per rank, its submitting thread.
     to_submit: Vec<Submitter>,
-    /// Per popped task: buffers not in place yet, plus one while a GPU task waits for its
-    /// submission to the device.
-    buffers_left: Vec<u32>,
-    /// Per popped task, the local worker that holds it.
-    task_worker: Vec<u32>,
+    /// The tasks a worker took and that have not ended, and the data messages whose send
+    /// waits for its buffer: a few per worker, so a map rather than arrays over every task.
+    taken: FxHashMap<u32, Taken>,
     messages: messages::Messages,
     /// "Will not be used" hints by the task whose end makes them hold (`run.wont_use`).
     wont_use_after: FxHashMap<u32, Vec<PendingHint>>,
@@ -574,9 +582,8 @@ impl<'a> Sim<'a> {
             worker_rank,
             runnable,
             pending,
-            buffers_left: vec![0; graph.num_tasks()],
             to_submit: Vec::new(),
-            task_worker: vec![u32::MAX; graph.num_tasks()],
+            taken: FxHashMap::default(),
             messages,
             wont_use_after,
             hints_at_submission: FxHashMap::default(),
@@ -1061,6 +1068,16 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// The buffers task `t` still waits for (0 once it is not taken, or has ended).
+    fn buffers_left(&self, t: TaskId) -> u32 {
+        self.taken.get(&t.0).map_or(0, |k| k.buffers_left)
+    }
+
+    /// The local worker holding task `t`.
+    fn worker_of(&self, t: TaskId) -> WorkerId {
+        WorkerId(self.taken.get(&t.0).expect("a taken task").worker)
+    }
+
     /// Whether worker `w` of rank `r` may pop: it holds fewer tasks than its pipeline depth,
     /// none of them is still fetching its inputs, and none is synchronous. StarPU's driver
     /// pops only when no task is transferring and the pipeline is not stuck behind a
@@ -1073,7 +1090,7 @@ impl<'a> Sim<'a> {
             && !self.messages.allocating(r, w, self.now)
             && held
                 .iter()
-                .all(|&t| self.buffers_left[t.index()] == 0 && !self.gpu_sync(r, t, w))
+                .all(|&t| self.buffers_left(t) == 0 && !self.gpu_sync(r, t, w))
     }
 
     fn worker_state(&mut self, r: usize, w: WorkerId, state: Option<WorkerStatus>) {
@@ -1086,7 +1103,6 @@ impl<'a> Sim<'a> {
     /// Worker `w` of rank `r` holds task `t`: pin and fetch its buffers.
     fn take(&mut self, r: usize, w: WorkerId, t: TaskId) {
         let state = self.ranks[r].workers.hold(w, t, self.now);
-        self.task_worker[t.index()] = w.0;
         self.worker_state(r, w, state);
         let node = self.ranks[r].workers.worker(w).memory;
         let accesses = self.graph.accesses(t);
@@ -1096,7 +1112,15 @@ impl<'a> Sim<'a> {
         let queued = u32::from(kernel_queue_s > 0.0);
         let requesting_s = self.machine.runtime().fetch_input_s * distinct_handles(accesses) as f64;
         let requesting = u32::from(requesting_s > 0.0);
-        self.buffers_left[t.index()] = accesses.len() as u32 + queued + requesting;
+        let buffers_left = accesses.len() as u32 + queued + requesting;
+        let taken = Taken {
+            worker: w.0,
+            buffers_left,
+        };
+        assert!(
+            self.taken.insert(t.0, taken).is_none(),
+            "task {t} taken twice"
+        );
         if requesting > 0 {
             self.cal
                 .schedule(self.now + requesting_s, Event::InputsRequested(t));
@@ -1129,7 +1153,7 @@ impl<'a> Sim<'a> {
             return place;
         }
         let r = self.rank_of(t);
-        let w = WorkerId(self.task_worker[t.index()]);
+        let w = self.worker_of(t);
         (r, self.ranks[r].workers.worker(w).memory)
     }
 
@@ -1155,17 +1179,19 @@ impl<'a> Sim<'a> {
     }
 
     fn buffer_ready(&mut self, t: TaskId) {
-        self.buffers_left[t.index()] -= 1;
+        let taken = self.taken.get_mut(&t.0).expect("a taken task");
+        taken.buffers_left -= 1;
+        let (w, left) = (WorkerId(taken.worker), taken.buffers_left);
         if self.graph.task(t).is_message() {
-            if self.buffers_left[t.index()] == 0 {
+            if left == 0 {
+                self.taken.remove(&t.0);
                 self.message_data_ready(t);
             }
             return;
         }
         let r = self.rank_of(t);
         self.mark(r);
-        let w = WorkerId(self.task_worker[t.index()]);
-        match self.buffers_left[t.index()] {
+        match left {
             0 => self.try_start(r, w),
             // Only the submission is left: the inputs are all there, the driver queues it.
             1 => {
@@ -1188,12 +1214,12 @@ impl<'a> Sim<'a> {
             && !self.graph.task(t).is_message()
         {
             let r = self.rank_of(t);
-            let w = WorkerId(self.task_worker[t.index()]);
+            let w = self.worker_of(t);
             let worker = self.ranks[r].workers.worker(w);
             let queued = u32::from(self.kernel_queue_s(r, w, t) > 0.0);
             if (sr, node) == (r, worker.memory)
                 && worker.kind == WorkerKind::Gpu
-                && self.buffers_left[t.index()] == 1 + queued
+                && self.buffers_left(t) == 1 + queued
             {
                 self.ranks[r].to_see.push((node, t));
                 return;
@@ -1273,7 +1299,7 @@ impl<'a> Sim<'a> {
         let Some(t) = self.ranks[r].workers.next_to_start(w) else {
             return;
         };
-        if self.buffers_left[t.index()] > 0 {
+        if self.buffers_left(t) > 0 {
             return;
         }
         let rank = &self.ranks[r];
@@ -1331,6 +1357,7 @@ impl<'a> Sim<'a> {
     fn task_end(&mut self, r: usize, w: WorkerId) {
         self.mark(r);
         let (t, _, state) = self.ranks[r].workers.end(w, self.now);
+        self.taken.remove(&t.0);
         self.worker_state(r, w, state);
         let node = self.ranks[r].workers.worker(w).memory;
         if self.gpu_sync(r, t, w) {
