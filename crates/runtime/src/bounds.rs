@@ -29,7 +29,7 @@
 use serde::Serialize;
 
 use crate::{KernelTimes, Worker, WorkerKind};
-use hetsim_taskgraph::TaskGraph;
+use hetsim_taskgraph::{TaskGraph, TaskId};
 
 /// Lower bounds on the makespan of a task graph on a set of workers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -95,40 +95,38 @@ pub fn bounds(graph: &TaskGraph, kernels: &dyn KernelTimes, workers: &[Worker]) 
             *slot = slot.min(m);
         }
     }
-    bounds_from_means(graph, &cpu, &gpu, workers)
+    bounds_from_means(graph, |t| (cpu[t.index()], gpu[t.index()]), workers)
 }
 
-/// [`bounds`] from each task's fastest mean duration on a CPU worker (`cpu_s`) and on a GPU
-/// worker (`gpu_s`), infinite where no worker of that kind can run the task, for callers that
-/// have them already (the runtime computes them once per run).
+/// [`bounds`] from `means`, which gives each task's fastest mean duration on a CPU worker and
+/// on a GPU worker, infinite where no worker of that kind can run the task, for callers that
+/// have them already (the runtime's table of means, or the durations the graph fixes). They
+/// are asked for as needed rather than gathered into arrays: a graph of tens of millions of
+/// tasks would hold them beside itself before its run starts.
 pub fn bounds_from_means(
     graph: &TaskGraph,
-    cpu_s: &[f64],
-    gpu_s: &[f64],
+    means: impl Fn(TaskId) -> (f64, f64),
     workers: &[Worker],
 ) -> Bounds {
     let ncpu = workers.iter().filter(|w| w.kind == WorkerKind::Cpu).count() as f64;
     let ngpu = workers.iter().filter(|w| w.kind == WorkerKind::Gpu).count() as f64;
-    let fastest: Vec<f64> = cpu_s
-        .iter()
-        .zip(gpu_s)
-        .map(|(&c, &g)| {
-            let m = c.min(g);
-            if m.is_finite() { m } else { 0.0 }
-        })
-        .collect();
+    let area_bound_s = area_bound(graph.num_tasks(), &means, ncpu, ngpu);
+    let fastest = |t: TaskId| {
+        let (c, g) = means(t);
+        let m = c.min(g);
+        if m.is_finite() { m } else { 0.0 }
+    };
     Bounds {
-        critical_path_s: critical_path(graph, &fastest),
-        area_bound_s: area_bound(cpu_s, gpu_s, ncpu, ngpu),
+        critical_path_s: critical_path(graph, fastest),
+        area_bound_s,
     }
 }
 
-/// Longest path through the graph with `weight[t]` per task: in a topological order of the
+/// Longest path through the graph with `weight(t)` per task: in a topological order of the
 /// dependencies (submission order when every edge points forward, else petgraph's: explicit
 /// dependencies may point backwards), each task finishes `weight` after the latest of its
 /// predecessors.
-fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
-    use hetsim_taskgraph::TaskId;
+fn critical_path(graph: &TaskGraph, weight: impl Fn(TaskId) -> f64) -> f64 {
     let order: Box<dyn Iterator<Item = TaskId>> = if graph.edges_point_forward() {
         Box::new(graph.task_ids())
     } else {
@@ -141,7 +139,7 @@ fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
     let mut start = vec![0.0f64; graph.num_tasks()];
     let mut best = 0.0f64;
     for v in order {
-        let f = start[v.index()] + weight[v.index()];
+        let f = start[v.index()] + weight(v);
         best = best.max(f);
         for s in graph.successors(v) {
             start[s.index()] = start[s.index()].max(f);
@@ -150,46 +148,46 @@ fn critical_path(graph: &TaskGraph, weight: &[f64]) -> f64 {
     best
 }
 
-/// The two-kind area bound (module documentation).
-fn area_bound(cpu: &[f64], gpu: &[f64], ncpu: f64, ngpu: f64) -> f64 {
-    let runnable = |i: usize| cpu[i].is_finite() || gpu[i].is_finite();
-    let n = cpu.len();
+/// The two-kind area bound (module documentation) of `n` tasks whose fastest CPU and GPU
+/// means `means` gives.
+fn area_bound(n: usize, means: &impl Fn(TaskId) -> (f64, f64), ncpu: f64, ngpu: f64) -> f64 {
+    let at = |i: usize| means(TaskId(i as u32));
+    let runnable = |(c, g): (f64, f64)| c.is_finite() || g.is_finite();
     if ngpu == 0.0 || ncpu == 0.0 {
-        let (times, count) = if ngpu == 0.0 {
-            (cpu, ncpu)
-        } else {
-            (gpu, ngpu)
-        };
+        let count = if ngpu == 0.0 { ncpu } else { ngpu };
         if count == 0.0 {
             return 0.0;
         }
-        let total: f64 = (0..n).filter(|&i| runnable(i)).map(|i| times[i]).sum();
+        let time = |(c, g): (f64, f64)| if ngpu == 0.0 { c } else { g };
+        let total: f64 = (0..n).map(at).filter(|&m| runnable(m)).map(time).sum();
         return total / count;
     }
     // Decreasing ratio c/g: GPU-only tasks first, CPU-only last.
-    let ratio = |i: usize| -> f64 {
-        match (cpu[i].is_finite(), gpu[i].is_finite()) {
+    let ratio = |(c, g): (f64, f64)| -> f64 {
+        match (c.is_finite(), g.is_finite()) {
             (false, _) => f64::INFINITY,
             (true, false) => -1.0,
-            (true, true) if gpu[i] > 0.0 => cpu[i] / gpu[i],
-            (true, true) if cpu[i] > 0.0 => f64::INFINITY,
+            (true, true) if g > 0.0 => c / g,
+            (true, true) if c > 0.0 => f64::INFINITY,
             (true, true) => 0.0,
         }
     };
-    let mut order: Vec<(f64, usize)> = (0..n)
-        .filter(|&i| runnable(i))
-        .map(|i| (ratio(i), i))
+    let mut order: Vec<(f64, u32)> = (0..n)
+        .filter_map(|i| {
+            let m = at(i);
+            runnable(m).then(|| (ratio(m), i as u32))
+        })
         .collect();
     order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     // P: GPU work assigned so far; S: CPU work of the tasks not assigned to GPUs.
     let mut p = 0.0f64;
     let mut s: f64 = order
         .iter()
-        .filter(|&&(_, i)| cpu[i].is_finite())
-        .map(|&(_, i)| cpu[i])
+        .map(|&(_, i)| at(i as usize).0)
+        .filter(|c| c.is_finite())
         .sum();
     for &(_, i) in &order {
-        let (c, g) = (cpu[i], gpu[i]);
+        let (c, g) = at(i as usize);
         if !c.is_finite() {
             p += g;
             continue;
@@ -228,24 +226,33 @@ mod tests {
             b.submit(k, 0.0, 0, &[Access::new(h, mode)]).unwrap();
         }
         let g = b.build().unwrap();
-        assert_eq!(critical_path(&g, &[1.0, 5.0, 2.0, 3.0]), 9.0);
-        assert_eq!(critical_path(&g, &[1.0, 2.0, 5.0, 3.0]), 9.0);
-        assert_eq!(critical_path(&g, &[1.0, 1.0, 1.0, 0.0]), 2.0);
+        let path = |w: [f64; 4]| critical_path(&g, |t| w[t.index()]);
+        assert_eq!(path([1.0, 5.0, 2.0, 3.0]), 9.0);
+        assert_eq!(path([1.0, 2.0, 5.0, 3.0]), 9.0);
+        assert_eq!(path([1.0, 1.0, 1.0, 0.0]), 2.0);
+    }
+
+    /// The area bound of tasks with these fastest CPU and GPU means.
+    fn area_bound_of(cpu: &[f64], gpu: &[f64], ncpu: f64, ngpu: f64) -> f64 {
+        area_bound(cpu.len(), &|t| (cpu[t.index()], gpu[t.index()]), ncpu, ngpu)
     }
 
     #[test]
     fn area_bound_by_hand() {
         // One CPU, one GPU; A: c = 10, g = 1; B: c = 2, g = 1. The GPU takes A, then 1/3 of B:
         // GPU 1 + 1/3, CPU 2/3 · 2.
-        let t = area_bound(&[10.0, 2.0], &[1.0, 1.0], 1.0, 1.0);
+        let t = area_bound_of(&[10.0, 2.0], &[1.0, 1.0], 1.0, 1.0);
         assert!((t - 4.0 / 3.0).abs() < 1e-12, "{t}");
         // GPU-only work heavier than everything else: the GPUs bound it.
-        let t = area_bound(&[f64::INFINITY, 1.0], &[10.0, 1.0], 4.0, 1.0);
+        let t = area_bound_of(&[f64::INFINITY, 1.0], &[10.0, 1.0], 4.0, 1.0);
         assert!((t - 10.0).abs() < 1e-12, "{t}");
         // CPU-only work heavier: the CPUs bound it.
-        let t = area_bound(&[8.0, 1.0], &[f64::INFINITY, 1.0], 1.0, 1.0);
+        let t = area_bound_of(&[8.0, 1.0], &[f64::INFINITY, 1.0], 1.0, 1.0);
         assert!((t - 8.0).abs() < 1e-12, "{t}");
         // One kind only.
-        assert_eq!(area_bound(&[3.0, 5.0], &[f64::INFINITY; 2], 2.0, 0.0), 4.0);
+        assert_eq!(
+            area_bound_of(&[3.0, 5.0], &[f64::INFINITY; 2], 2.0, 0.0),
+            4.0
+        );
     }
 }

@@ -35,22 +35,21 @@ impl Runnable {
     /// The makespan bounds of the graph on `workers` (all ranks') from these means
     /// (`trace::stats`).
     pub fn bounds(&self, graph: &TaskGraph, workers: &[Worker]) -> crate::bounds::Bounds {
-        let mut cpu = vec![f64::INFINITY; graph.num_tasks()];
-        let mut gpu = vec![f64::INFINITY; graph.num_tasks()];
-        for t in graph.task_ids() {
+        let fastest = |t: TaskId| {
+            let (mut cpu, mut gpu) = (f64::INFINITY, f64::INFINITY);
             for (col, kind) in self.col_kind.iter().enumerate() {
                 let Some(m) = self.mean_s(graph, t, col) else {
                     continue;
                 };
-                let t = t.index();
                 let slot = match kind {
-                    WorkerKind::Cpu => &mut cpu[t],
-                    WorkerKind::Gpu => &mut gpu[t],
+                    WorkerKind::Cpu => &mut cpu,
+                    WorkerKind::Gpu => &mut gpu,
                 };
                 *slot = slot.min(m);
             }
-        }
-        crate::bounds::bounds_from_means(graph, &cpu, &gpu, workers)
+            (cpu, gpu)
+        };
+        crate::bounds::bounds_from_means(graph, fastest, workers)
     }
 }
 
