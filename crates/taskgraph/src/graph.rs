@@ -1363,8 +1363,7 @@ impl TaskGraphBuilder {
             (self.pred_offsets, self.pred)
         };
         // The graph keeps the successors only (`TaskGraph::predecessors`).
-        let (succ_offsets, succ) = reverse_lists(&pred_offsets, &pred);
-        drop((pred_offsets, pred));
+        let (succ_offsets, succ) = reverse_lists_owned(pred_offsets, pred);
         let graph = TaskGraph {
             codelets: self.codelets,
             gpu_sync: self.gpu_sync,
@@ -1400,22 +1399,85 @@ fn zero_if_unset(x: f64) -> f64 {
 /// the lists in task order, so each new list comes out in increasing order.
 fn reverse_lists(offsets: &[u32], ids: &[TaskId]) -> (Vec<u32>, Vec<TaskId>) {
     let n = offsets.len() - 1;
-    let mut out_offsets = vec![0u32; n + 1];
+    let (mut out_offsets, mut out) = reverse_room(n, ids);
+    scatter(offsets, ids, 0, 0..n, &mut out_offsets, &mut out);
+    (out_offsets, out.into_iter().map(TaskId).collect())
+}
+
+/// [`reverse_lists`] of lists it owns, which it frees as it goes: it reads them from the last
+/// task back, a block of edges at a time, and gives each block's memory back once read, so
+/// the two copies of the edges are not both resident at the end (the edges of a graph of tens
+/// of millions of tasks are a gigabyte).
+fn reverse_lists_owned(offsets: Vec<u32>, ids: Vec<TaskId>) -> (Vec<u32>, Vec<TaskId>) {
+    reverse_lists_in_blocks(offsets, ids, 1 << 20)
+}
+
+/// [`reverse_lists_owned`], releasing the lists read every `block_edges` edges (or one task's
+/// list, if longer).
+fn reverse_lists_in_blocks(
+    offsets: Vec<u32>,
+    mut ids: Vec<TaskId>,
+    block_edges: usize,
+) -> (Vec<u32>, Vec<TaskId>) {
+    let n = offsets.len() - 1;
+    let (mut out_offsets, mut out) = reverse_room(n, &ids);
+    let mut last = n;
+    while last > 0 {
+        // The tasks whose lists start within the last block of edges left.
+        let floor = ids.len().saturating_sub(block_edges) as u32;
+        let first = offsets[..last]
+            .partition_point(|&o| o < floor)
+            .min(last - 1);
+        let base = offsets[first] as usize;
+        let block = ids.split_off(base);
+        ids.shrink_to_fit();
+        scatter(
+            &offsets,
+            &block,
+            base,
+            first..last,
+            &mut out_offsets,
+            &mut out,
+        );
+        last = first;
+    }
+    (out_offsets, out.into_iter().map(TaskId).collect())
+}
+
+/// The reversed lists' offsets with each task's list *end* (its count summed with those of
+/// the tasks before it; [`scatter`] moves each to its start), and their room, zeroed by the
+/// allocator (an integer array is, so its pages are resident only once written).
+fn reverse_room(n: usize, ids: &[TaskId]) -> (Vec<u32>, Vec<u32>) {
+    let mut ends = vec![0u32; n + 1];
     for v in ids {
-        out_offsets[v.index() + 1] += 1;
+        ends[v.index()] += 1;
     }
-    for i in 0..n {
-        out_offsets[i + 1] += out_offsets[i];
+    let mut sum = 0;
+    for e in &mut ends[..n] {
+        sum += *e;
+        *e = sum;
     }
-    let mut fill: Vec<u32> = out_offsets[..n].to_vec();
-    let mut out = vec![TaskId(0); ids.len()];
-    for u in 0..n {
-        for v in &ids[offsets[u] as usize..offsets[u + 1] as usize] {
-            out[fill[v.index()] as usize] = TaskId(u as u32);
-            fill[v.index()] += 1;
+    ends[n] = sum;
+    (ends, vec![0u32; ids.len()])
+}
+
+/// Write the lists of `tasks` (their edges `ids`, the graph's from `base` on) into the
+/// reversed lists, last task first, each at the end of its list's room left.
+fn scatter(
+    offsets: &[u32],
+    ids: &[TaskId],
+    base: usize,
+    tasks: std::ops::Range<usize>,
+    cursor: &mut [u32],
+    out: &mut [u32],
+) {
+    for u in tasks.rev() {
+        let (a, b) = (offsets[u] as usize - base, offsets[u + 1] as usize - base);
+        for v in &ids[a..b] {
+            cursor[v.index()] -= 1;
+            out[cursor[v.index()] as usize] = u as u32;
         }
     }
-    (out_offsets, out)
 }
 
 /// An edge count or offset as `u32`.
@@ -1788,5 +1850,27 @@ mod tests {
             b.submit_kind(c, 0.0, 0, &[], NodeId(1), kind(Place::Device(65534)))
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn lists_reversed_in_blocks_are_the_lists_reversed_at_once() {
+        // Lists of tasks 0..6: [1 2 3], [], [0 4], [0 1 2 4 5], [], [3]. Reversed: 0 is in the
+        // lists of 2 and 3, 1 in 0 and 3, 2 in 0 and 3, 3 in 0 and 5, 4 in 2 and 3, 5 in 3.
+        let lists: [&[u32]; 6] = [&[1, 2, 3], &[], &[0, 4], &[0, 1, 2, 4, 5], &[], &[3]];
+        let mut offsets = vec![0u32];
+        let mut ids = Vec::new();
+        for l in lists {
+            ids.extend(l.iter().map(|&v| TaskId(v)));
+            offsets.push(ids.len() as u32);
+        }
+        let ids_of = |v: &[TaskId]| v.iter().map(|t| t.0).collect::<Vec<_>>();
+        let (o, r) = reverse_lists(&offsets, &ids);
+        assert_eq!(o, [0, 2, 4, 6, 8, 10, 11]);
+        assert_eq!(ids_of(&r), [2, 3, 0, 3, 0, 3, 0, 5, 2, 3, 3]);
+        // Blocks shorter than a list, of one edge, and larger than all.
+        for block in [1, 2, 3, 4, 100] {
+            let (ob, rb) = reverse_lists_in_blocks(offsets.clone(), ids.clone(), block);
+            assert_eq!((&ob, ids_of(&rb)), (&o, ids_of(&r)), "block {block}");
+        }
     }
 }
