@@ -65,26 +65,30 @@ use hetsim_taskgraph::{HandleId, Place, TaskGraph, TaskId, TaskKind};
 /// the eager and rendezvous protocols (64 KiB).
 pub const EAGER_LIMIT_BYTES: f64 = 65536.0;
 
-/// One message's progress, in 20 bytes. What the message is (ranks, size, places) is read
+/// One message's progress, in 12 bytes. What the message is (ranks, size, places) is read
 /// from the graph ([`info`]), so that this stays small: a cluster program is mostly messages.
 #[derive(Debug, Clone, Copy)]
 struct Msg {
-    send_left: u32,
-    recv_left: u32,
+    /// Its send side's predecessors not done (at most [`Msg::MAX_SIDE_PREDS`]).
+    send_left: u16,
+    /// Its receive side's predecessors not done.
+    recv_left: u16,
     /// The sender's memory node the bytes leave from, once the send started ([`Msg::NO_SRC`]
     /// before: an `Option` would take 8 bytes).
-    src: u32,
+    src: u16,
     /// Its route in [`Messages::routes`], and how many of its steps are done, once it moves.
     route: u32,
-    done_steps: u16,
+    done_steps: u8,
     /// [`Msg::SENT`], [`Msg::POSTED`], [`Msg::MOVING`], [`Msg::ARRIVED`].
     flags: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Msg>() == 20);
+const _: () = assert!(std::mem::size_of::<Msg>() == 12);
 
 impl Msg {
-    const NO_SRC: u32 = u32::MAX;
+    const NO_SRC: u16 = u16::MAX;
+    /// Predecessors a side of a message may wait for.
+    const MAX_SIDE_PREDS: u16 = u16::MAX;
     /// The send side's overhead is paid.
     const SENT: u8 = 1;
     /// The receive is posted.
@@ -95,12 +99,16 @@ impl Msg {
     const ARRIVED: u8 = 1 << 3;
 
     fn src(&self) -> Option<MemNodeId> {
-        (self.src != Self::NO_SRC).then_some(MemNodeId(self.src))
+        (self.src != Self::NO_SRC).then_some(MemNodeId(u32::from(self.src)))
     }
 
     fn set_src(&mut self, src: MemNodeId) {
-        assert_ne!(src.0, Self::NO_SRC, "memory node id out of range");
-        self.src = src.0;
+        // A rank's memory nodes are its machine's: a handful.
+        let id = u16::try_from(src.0)
+            .ok()
+            .filter(|&i| i != Self::NO_SRC)
+            .expect("a machine's memory node id below 65535");
+        self.src = id;
     }
 
     fn is(&self, flag: u8) -> bool {
@@ -251,8 +259,9 @@ fn on_send_side(graph: &TaskGraph, m: TaskId, t: TaskId) -> bool {
 }
 
 impl Messages {
-    /// The messages of `graph`, whose states are numbered as `pending` says.
-    pub fn new(graph: &TaskGraph, pending: &[Pending]) -> Self {
+    /// The messages of `graph`, whose states are numbered as `pending` says. Fails if a side of
+    /// a message waits for more than [`Msg::MAX_SIDE_PREDS`] tasks.
+    pub fn new(graph: &TaskGraph, pending: &[Pending]) -> Result<Self, InputError> {
         let count = graph.tasks().iter().filter(|t| t.is_message()).count();
         let mut state = Vec::with_capacity(count);
         for m in graph.task_ids() {
@@ -283,11 +292,20 @@ impl Messages {
                         continue;
                     };
                     let msg = &mut state[slot as usize];
-                    if on_send_side(graph, m, p) {
-                        msg.send_left += 1;
+                    let (left, side) = if on_send_side(graph, m, p) {
+                        (&mut msg.send_left, "send")
                     } else {
-                        msg.recv_left += 1;
+                        (&mut msg.recv_left, "receive")
+                    };
+                    if *left == Msg::MAX_SIDE_PREDS {
+                        return Err(InputError::new(format!(
+                            "message {m} waits for more than {} tasks on its {side} side: \
+                             at most {} are supported",
+                            Msg::MAX_SIDE_PREDS,
+                            Msg::MAX_SIDE_PREDS
+                        )));
                     }
+                    *left += 1;
                 }
             }
         }
@@ -296,12 +314,12 @@ impl Messages {
         } else {
             (0..graph.nodes()).map(|_| RecvBuffers::default()).collect()
         };
-        Messages {
+        Ok(Messages {
             state,
             routes: RouteTable::default(),
             buffers,
             has_buffer: FxHashSet::default(),
-        }
+        })
     }
 
     /// The task ids of the messages, in order (the order of their states).
@@ -739,9 +757,9 @@ impl Sim<'_> {
                 let steps = self.message_route(f, src, t, dst).expect(
                     "data messages go RAM to RAM or GPU-direct; payload routes are checked",
                 );
-                // A message counts its steps done in 16 bits; routes have a handful.
+                // A message counts its steps done in 8 bits; routes have a handful.
                 assert!(
-                    steps.len() < usize::from(u16::MAX),
+                    steps.len() <= usize::from(u8::MAX),
                     "a route of {} steps",
                     steps.len()
                 );
@@ -894,5 +912,32 @@ mod tests {
         assert_eq!(links(c), vec![vec![9, 8, 5]]);
         // 2 MB at 1 GB/s after 1 µs.
         assert!((table.models[0].duration_secs(2e6) - 2.001e-3).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_message_side_waiting_for_more_than_65535_tasks_is_an_input_error() {
+        use hetsim_taskgraph::TaskGraphBuilder;
+        let graph = |preds: u32| {
+            let mut b = TaskGraphBuilder::new();
+            let c = b.codelet("k").unwrap();
+            let after: Vec<TaskId> = (0..preds)
+                .map(|_| b.submit_delay(c, NodeId(0), 0.0, &[]).unwrap())
+                .collect();
+            let host = |n| (NodeId(n), Place::Host);
+            b.submit_payload(c, host(0), host(1), 8.0, 0, &after)
+                .unwrap();
+            b.build().unwrap()
+        };
+        let g = graph(65535);
+        let m = Messages::new(&g, &Pending::for_graph(&g)).unwrap();
+        assert_eq!(m.state[0].send_left, 65535);
+        let g = graph(65536);
+        let e = Messages::new(&g, &Pending::for_graph(&g))
+            .expect_err("too many")
+            .to_string();
+        assert!(
+            e.contains("message task 65536 waits for more than 65535 tasks on its send side"),
+            "{e}"
+        );
     }
 }

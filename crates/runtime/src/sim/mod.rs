@@ -558,7 +558,7 @@ impl<'a> Sim<'a> {
             Default::default()
         };
         let pending = Pending::for_graph(graph);
-        let messages = messages::Messages::new(graph, &pending);
+        let messages = messages::Messages::new(graph, &pending)?;
         let sim = Sim {
             machine,
             cluster,
