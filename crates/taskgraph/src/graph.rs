@@ -287,7 +287,7 @@ impl Task {
         }
     }
 
-    /// A computation or a message.
+    /// What the task does: a computation, a message or a delay.
     pub fn kind(&self) -> TaskKind {
         match self.kind {
             KindTag::Compute => TaskKind::Compute,

@@ -32,8 +32,8 @@ pub use cholesky::{
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
-    Access, AccessMode, CodeletId, Handle, HandleId, Home, NodeId, Place, RecordedWorker, Task,
-    TaskGraph, TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
+    Access, AccessMode, CodeletId, Handle, HandleId, Home, MAX_MODEL_SIZE_BYTES, NodeId, Place,
+    RecordedWorker, Task, TaskGraph, TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
 };
 pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
 
