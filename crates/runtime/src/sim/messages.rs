@@ -103,7 +103,8 @@ impl Msg {
     }
 
     fn set_src(&mut self, src: MemNodeId) {
-        // A rank's memory nodes are its machine's: a handful.
+        // A rank's memory nodes are its machine's, checked against this bound before the run
+        // ([`Messages::new`]).
         let id = u16::try_from(src.0)
             .ok()
             .filter(|&i| i != Self::NO_SRC)
@@ -259,10 +260,24 @@ fn on_send_side(graph: &TaskGraph, m: TaskId, t: TaskId) -> bool {
 }
 
 impl Messages {
-    /// The messages of `graph`, whose states are numbered as `pending` says. Fails if a side of
-    /// a message waits for more than [`Msg::MAX_SIDE_PREDS`] tasks.
-    pub fn new(graph: &TaskGraph, pending: &[Pending]) -> Result<Self, InputError> {
+    /// The messages of `graph`, whose states are numbered as `pending` says, on ranks whose
+    /// machine has `memory_nodes` memory nodes. Fails if a side of a message waits for more
+    /// than [`Msg::MAX_SIDE_PREDS`] tasks, or if the machine has more memory nodes than a
+    /// message's state can name.
+    pub fn new(
+        graph: &TaskGraph,
+        pending: &[Pending],
+        memory_nodes: usize,
+    ) -> Result<Self, InputError> {
         let count = graph.tasks().iter().filter(|t| t.is_message()).count();
+        if count > 0 && memory_nodes > usize::from(Msg::NO_SRC) {
+            return Err(InputError::new(format!(
+                "the graph has messages and the machine {memory_nodes} memory nodes: messages \
+                 between ranks support machines of at most {} memory nodes",
+                Msg::NO_SRC
+            ))
+            .at_field("memory_nodes"));
+        }
         let mut state = Vec::with_capacity(count);
         for m in graph.task_ids() {
             if !graph.task(m).is_message() {
@@ -915,7 +930,7 @@ mod tests {
     }
 
     #[test]
-    fn a_message_side_waiting_for_more_than_65535_tasks_is_an_input_error() {
+    fn a_message_side_over_65535_tasks_or_a_machine_over_65535_memory_nodes_is_an_input_error() {
         use hetsim_taskgraph::TaskGraphBuilder;
         let graph = |preds: u32| {
             let mut b = TaskGraphBuilder::new();
@@ -929,15 +944,25 @@ mod tests {
             b.build().unwrap()
         };
         let g = graph(65535);
-        let m = Messages::new(&g, &Pending::for_graph(&g)).unwrap();
+        let m = Messages::new(&g, &Pending::for_graph(&g), 2).unwrap();
         assert_eq!(m.state[0].send_left, 65535);
         let g = graph(65536);
-        let e = Messages::new(&g, &Pending::for_graph(&g))
+        let e = Messages::new(&g, &Pending::for_graph(&g), 2)
             .expect_err("too many")
             .to_string();
         assert!(
             e.contains("message task 65536 waits for more than 65535 tasks on its send side"),
             "{e}"
         );
+        // A machine whose memory nodes a message's state cannot name.
+        let g = graph(1);
+        let e = Messages::new(&g, &Pending::for_graph(&g), 65536)
+            .expect_err("too many memory nodes")
+            .to_string();
+        assert!(
+            e.contains("messages between ranks support machines of at most 65535 memory nodes"),
+            "{e}"
+        );
+        assert!(Messages::new(&g, &Pending::for_graph(&g), 65535).is_ok());
     }
 }

@@ -558,7 +558,7 @@ impl<'a> Sim<'a> {
             Default::default()
         };
         let pending = Pending::for_graph(graph);
-        let messages = messages::Messages::new(graph, &pending)?;
+        let messages = messages::Messages::new(graph, &pending, machine.memory_nodes().len())?;
         let sim = Sim {
             machine,
             cluster,
