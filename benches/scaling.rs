@@ -12,8 +12,7 @@
 //! - **HPL** on the HD-PEX cluster file (4 P100 per node, collapsed pivot searches), 16, 64 and
 //!   256 nodes with N = 100 000 · √(nodes / 16) (so the work per GPU grows with N like a weak
 //!   scaling run): the task graph's build (as `hetsim run` writes it) and the simulation apart,
-//!   operations/s, bytes per operation. x is
-//!   the operations.
+//!   operations/s, bytes per operation. x is the operations.
 //!
 //! The network's growth is in `benches/network.rs` (flow events/s per topology and flow count).
 //!
