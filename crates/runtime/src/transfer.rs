@@ -683,13 +683,17 @@ impl Runners {
 
     /// Submit from one list of pair `p` as far as its limit allows.
     fn submit_list(&mut self, p: usize, list: usize, now_s: f64, out: &mut Vec<u32>) {
+        // Most visits find the list empty or the pair full: nothing to look up.
+        let mut room = self.limits[list].saturating_sub(self.npending[p]);
+        if room == 0 || self.requests[p][list].is_empty() {
+            return;
+        }
         let h = self.handler(p);
         // The thread takes the list's requests when it reaches it, after its submissions from
         // the lists before (`__starpu_handle_node_data_requests` moves them to a local list).
         let visit_s = self.handler_free_s[h].max(now_s);
         // The visit takes as many requests as the pair has room for; a duplicate takes its
         // slot and is dropped.
-        let mut room = self.limits[list].saturating_sub(self.npending[p]);
         while room > 0 {
             let post_s = &self.post_s;
             let Some(&key) = self.requests[p][list]
