@@ -260,9 +260,17 @@ impl Memory {
     /// The valid replica of `h` cheapest to copy to `dst` by nominal figures (lowest node index
     /// on ties), as StarPU's `_starpu_select_src_node` prefers the fastest bus.
     pub fn best_source(&self, h: HandleId, dst: MemNodeId, est: &Estimates) -> MemNodeId {
+        let mut valid = self.valid_nodes(h);
+        let Some(first) = valid.next() else {
+            return self.ram;
+        };
+        // Usually the only one: no estimate to compare.
+        let Some(second) = valid.next() else {
+            return first;
+        };
         let bytes = self.size(h) as f64;
         let mut best: Option<(f64, MemNodeId)> = None;
-        for n in self.valid_nodes(h) {
+        for n in [first, second].into_iter().chain(valid) {
             let t = est.nominal_s(n, dst, bytes);
             if best.is_none_or(|(bt, _)| t < bt) {
                 best = Some((t, n));
