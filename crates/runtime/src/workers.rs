@@ -300,6 +300,12 @@ impl WorkerPool {
         order: &mut Vec<u32>,
     ) -> usize {
         order.clear();
+        self.lead_pop_s.clear();
+        if pushes.is_empty() && releasing.is_none() {
+            // Nobody woken and nobody releasing (most events): only the others pop.
+            self.others_with_room(all_pop, |_| true, order);
+            return 0;
+        }
         let n = self.workers.len() as u32;
         // Delays rounded to the picosecond: dates summed in different orders differ in their
         // last bits, and equal dates must tie.
@@ -345,25 +351,29 @@ impl WorkerPool {
         // Stable: equal dates keep push order, the releaser last.
         dated.sort_by(|a, b| a.0.total_cmp(&b.0));
         order.extend(dated.iter().map(|&(_, w)| w));
-        self.lead_pop_s.clear();
         self.lead_pop_s.extend(dated.iter().map(|&(at, _)| at));
         self.scratch_dated = dated;
         let leading = order.len();
-        // A worker whose pipeline is full could not pop: left out here rather than asked
-        // again for each event.
-        let others = |w: &usize| Some(WorkerId(*w as u32)) != releasing && !woken[*w];
+        let others = |w: usize| Some(WorkerId(w as u32)) != releasing && !woken[w];
+        self.others_with_room(all_pop, others, order);
+        self.scratch_woken = woken;
+        leading
+    }
+
+    /// Append to `order` the workers `other` accepts that have room in their pipeline, awake
+    /// or (if `all_pop`) not: a worker whose pipeline is full could not pop, so it is left
+    /// out here rather than asked again for each event.
+    fn others_with_room(&self, all_pop: bool, other: impl Fn(usize) -> bool, order: &mut Vec<u32>) {
         if all_pop {
-            order.extend(self.room.ones().filter(others).map(|w| w as u32));
+            order.extend(self.room.ones().filter(|&w| other(w)).map(|w| w as u32));
         } else {
             order.extend(
                 self.room
                     .intersection(&self.awake)
-                    .filter(others)
+                    .filter(|&w| other(w))
                     .map(|w| w as u32),
             );
         }
-        self.scratch_woken = woken;
-        leading
     }
 }
 
