@@ -306,6 +306,8 @@ type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
 pub(crate) struct Runners {
     nnodes: usize,
     gpu: Vec<bool>,
+    /// Per handling node, the pairs whose requests its driver handles (both directions).
+    handled: Vec<Vec<usize>>,
     /// Per pair, the fetch, prefetch and idle request lists.
     requests: Vec<[std::collections::BTreeSet<RequestKey>; 3]>,
     /// Per transfer id still in a request list: which list, and its key there.
@@ -361,10 +363,18 @@ pub(crate) struct Runners {
 impl Runners {
     pub fn new(kinds: &[MemKind], limits: PendingLimits) -> Self {
         let n = kinds.len();
+        let gpu: Vec<bool> = kinds.iter().map(|&k| k == MemKind::Gpu).collect();
+        let mut handled = vec![Vec::new(); n];
+        for s in 0..n {
+            for d in (0..n).filter(|&d| d != s) {
+                handled[if gpu[d] { d } else { s }].push(s * n + d);
+            }
+        }
         Runners {
             limits: [limits.fetch, limits.prefetch, limits.idle],
             nnodes: n,
-            gpu: kinds.iter().map(|&k| k == MemKind::Gpu).collect(),
+            gpu,
+            handled,
             requests: (0..n * n).map(|_| Default::default()).collect(),
             queued: Vec::new(),
             nqueued: vec![0; n],
@@ -565,16 +575,9 @@ impl Runners {
     /// Whether a pass of node `h` may submit something: a list of a pair it handles holds a
     /// request and the pair has room under that list's limit.
     fn may_submit(&self, h: usize) -> bool {
-        let n = self.nnodes;
         self.nqueued[h] > 0
-            && (0..n).any(|peer| {
-                [peer * n + h, h * n + peer].into_iter().any(|p| {
-                    peer != h
-                        && self.handler(p) == h
-                        && (0..3).any(|l| {
-                            self.npending[p] < self.limits[l] && !self.requests[p][l].is_empty()
-                        })
-                })
+            && self.handled[h].iter().any(|&p| {
+                (0..3).any(|l| self.npending[p] < self.limits[l] && !self.requests[p][l].is_empty())
             })
     }
 
@@ -643,7 +646,8 @@ impl Runners {
         }
         for peer in 0..n {
             let p = h * n + peer;
-            if peer != h && self.handler(p) == h {
+            // h handles its copies out to a peer that is not a GPU (a GPU handles its own).
+            if peer != h && !self.gpu[peer] {
                 self.submit_list(p, FETCH, now_s, out);
                 self.submit_list(p, PREFETCH, now_s, out);
                 // Idle requests out to a peer while none to it is pending.
