@@ -148,6 +148,46 @@ fn critical_path(graph: &TaskGraph, weight: impl Fn(TaskId) -> f64) -> f64 {
     best
 }
 
+/// The tasks `0..n` that `ratio` gives a ratio, as (ratio, index) sorted by decreasing ratio
+/// (`f64::total_cmp`), equal ratios in index order. A graph's tasks take few distinct ratios
+/// (one per kernel and size), so up to a few thousand it counts them and then places each
+/// task in one pass (asking `ratio` twice) instead of sorting: no more memory than the result.
+fn by_decreasing_ratio(n: usize, ratio: impl Fn(usize) -> Option<f64>) -> Vec<(f64, u32)> {
+    const MAX_DISTINCT: usize = 4096;
+    // The integer that orders as `total_cmp` orders the ratios.
+    let key = |x: f64| {
+        let bits = x.to_bits() as i64;
+        bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+    };
+    let mut counts: std::collections::BTreeMap<i64, usize> = Default::default();
+    for r in (0..n).filter_map(&ratio) {
+        *counts.entry(key(r)).or_default() += 1;
+        if counts.len() > MAX_DISTINCT {
+            let mut items: Vec<(f64, u32)> = (0..n)
+                .filter_map(|i| ratio(i).map(|r| (r, i as u32)))
+                .collect();
+            items.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            return items;
+        }
+    }
+    // Each ratio's first place, the largest first.
+    let mut next = 0;
+    for count in counts.values_mut().rev() {
+        let c = *count;
+        *count = next;
+        next += c;
+    }
+    let mut out = vec![(0.0, 0); next];
+    for i in 0..n {
+        if let Some(r) = ratio(i) {
+            let at = counts.get_mut(&key(r)).expect("counted");
+            out[*at] = (r, i as u32);
+            *at += 1;
+        }
+    }
+    out
+}
+
 /// The two-kind area bound (module documentation) of `n` tasks whose fastest CPU and GPU
 /// means `means` gives.
 fn area_bound(n: usize, means: &impl Fn(TaskId) -> (f64, f64), ncpu: f64, ngpu: f64) -> f64 {
@@ -172,13 +212,10 @@ fn area_bound(n: usize, means: &impl Fn(TaskId) -> (f64, f64), ncpu: f64, ngpu: 
             (true, true) => 0.0,
         }
     };
-    let mut order: Vec<(f64, u32)> = (0..n)
-        .filter_map(|i| {
-            let m = at(i);
-            runnable(m).then(|| (ratio(m), i as u32))
-        })
-        .collect();
-    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let order = by_decreasing_ratio(n, |i| {
+        let m = at(i);
+        runnable(m).then(|| ratio(m))
+    });
     // P: GPU work assigned so far; S: CPU work of the tasks not assigned to GPUs.
     let mut p = 0.0f64;
     let mut s: f64 = order
@@ -230,6 +267,41 @@ mod tests {
         assert_eq!(path([1.0, 5.0, 2.0, 3.0]), 9.0);
         assert_eq!(path([1.0, 2.0, 5.0, 3.0]), 9.0);
         assert_eq!(path([1.0, 1.0, 1.0, 0.0]), 2.0);
+    }
+
+    /// Counting the ratios places the tasks as sorting them does: decreasing ratio, then
+    /// index, with -0.0 below 0.0 and the infinities at the ends, the tasks without a ratio
+    /// left out, whether a few ratios repeat (counted) or every task has its own (more than
+    /// the counting takes: sorted).
+    #[test]
+    fn ordering_by_ratio_counts_as_sorting_does() {
+        use rand::{RngExt, SeedableRng, rngs::StdRng};
+        let few = [0.5, 2.0, -1.0, 0.0, -0.0, f64::INFINITY, 13.25];
+        for seed in 0..10 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            for distinct in [false, true] {
+                let items: Vec<(f64, u32)> = (0..6000u32)
+                    .map(|i| {
+                        let r = if distinct {
+                            rng.random_range(-5.0..5.0)
+                        } else {
+                            few[rng.random_range(0..few.len())]
+                        };
+                        (r, i)
+                    })
+                    .collect();
+                // Every seventh task runs nowhere: it has no ratio and no place.
+                let mut sorted: Vec<(f64, u32)> =
+                    items.iter().copied().filter(|&(_, i)| i % 7 != 0).collect();
+                sorted.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                let bits = |v: &[(f64, u32)]| -> Vec<(u64, u32)> {
+                    v.iter().map(|&(r, i)| (r.to_bits(), i)).collect()
+                };
+                let counted =
+                    by_decreasing_ratio(items.len(), |i| (i % 7 != 0).then_some(items[i].0));
+                assert_eq!(bits(&counted), bits(&sorted));
+            }
+        }
     }
 
     /// The area bound of tasks with these fastest CPU and GPU means.
