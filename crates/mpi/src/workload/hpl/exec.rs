@@ -251,12 +251,36 @@ impl Script {
     }
 }
 
-/// The operations of `ops`, sorted, each once.
-fn deps_of(ops: &[&[OpId]]) -> Vec<OpId> {
-    let mut v: Vec<OpId> = ops.iter().flat_map(|o| o.iter().copied()).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+/// The operations of `a` and `b` into `out`, sorted, each once.
+fn deps_of<'o>(a: &[OpId], b: &[OpId], out: &'o mut Vec<OpId>) -> &'o [OpId] {
+    out.clear();
+    out.extend_from_slice(a);
+    out.extend_from_slice(b);
+    sorted(out)
+}
+
+/// A list of operations kept in [`Exec::pool`] until the end of the current
+/// [`Exec::run`]: the positions and completions a run stores, without a vector each.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ops {
+    start: u32,
+    len: u32,
+}
+
+impl Ops {
+    fn of(self, pool: &[OpId]) -> &[OpId] {
+        &pool[self.start as usize..(self.start + self.len) as usize]
+    }
+}
+
+/// Append `ops` to `pool`: their [`Ops`].
+fn keep(pool: &mut Vec<OpId>, ops: &[OpId]) -> Ops {
+    let start = u32::try_from(pool.len()).expect("one run keeps fewer than 2^32 operation ids");
+    pool.extend_from_slice(ops);
+    Ops {
+        start,
+        len: ops.len() as u32,
+    }
 }
 
 /// `front` sorted, each operation once (in place: no list is allocated per operation).
@@ -273,7 +297,7 @@ type ReqId = usize;
 #[derive(Debug)]
 struct SendRec {
     /// The sender's position when it posted the send.
-    posted: Vec<OpId>,
+    posted: Ops,
     bytes: f64,
     /// The message, already moving (eager sends).
     eager: Option<OpId>,
@@ -283,9 +307,9 @@ struct SendRec {
 #[derive(Debug)]
 enum Posted {
     /// A receive posted at this position.
-    At(Vec<OpId>),
+    At(Ops),
     /// A receive posted by a probe once past this gate.
-    Probe(Vec<OpId>),
+    Probe(Ops),
 }
 
 /// Sends and receives match by (source rank, destination rank, tag).
@@ -338,16 +362,24 @@ pub(super) struct Exec<S: OpSink> {
     blocked: Vec<Option<Block>>,
     /// A completed request: the operations it completes with, and whether they already wait
     /// for everything its thread waited for when it posted it.
-    reqs: Vec<Option<(Vec<OpId>, bool)>>,
+    reqs: Vec<Option<(Ops, bool)>>,
     req_owner: Vec<usize>,
     /// Per (source, destination, tag), the sends or the receives posted and not matched yet
     /// (never both: one matches the other as it is posted); a key with none has no entry, so
     /// the map holds only what is outstanding.
     waiting: FxHashMap<Key, Waiting>,
-    slots: FxHashMap<Slot, Vec<OpId>>,
+    /// Emptied waiting lists, kept for the next key (a key waits for one record or two,
+    /// millions of times).
+    spare_sends: Vec<VecDeque<SendRec>>,
+    spare_recvs: Vec<VecDeque<RecvRec>>,
+    slots: FxHashMap<Slot, Ops>,
     slot_waiters: FxHashMap<Slot, Vec<usize>>,
     queue: VecDeque<usize>,
     queued: Vec<bool>,
+    /// The operation lists the current run keeps ([`Ops`]), emptied when it ends.
+    pool: Vec<OpId>,
+    /// Room to gather a probe's or a message's dependencies.
+    scratch: Vec<OpId>,
 }
 
 impl<S: OpSink> Exec<S> {
@@ -365,10 +397,14 @@ impl<S: OpSink> Exec<S> {
             reqs: Vec::new(),
             req_owner: Vec::new(),
             waiting: FxHashMap::default(),
+            spare_sends: Vec::new(),
+            spare_recvs: Vec::new(),
             slots: FxHashMap::default(),
             slot_waiters: FxHashMap::default(),
             queue: VecDeque::new(),
             queued: vec![false; threads],
+            pool: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
@@ -415,6 +451,7 @@ impl<S: OpSink> Exec<S> {
         self.slot_waiters.clear();
         self.reqs.clear();
         self.req_owner.clear();
+        self.pool.clear();
     }
 
     fn enqueue(&mut self, t: usize) {
@@ -434,7 +471,7 @@ impl<S: OpSink> Exec<S> {
         self.reqs.len() - 1
     }
 
-    fn fill(&mut self, r: ReqId, ops: Vec<OpId>, covers: bool) {
+    fn fill(&mut self, r: ReqId, ops: Ops, covers: bool) {
         self.reqs[r] = Some((ops, covers));
         let owner = self.req_owner[r];
         if self.blocked[owner].is_some() {
@@ -449,22 +486,22 @@ impl<S: OpSink> Exec<S> {
         };
         match block {
             Block::Req(r) => {
-                let Some((ops, covers)) = &self.reqs[r] else {
+                let Some((ops, covers)) = self.reqs[r] else {
                     return false;
                 };
                 // A blocking call: the thread has not moved since it posted it.
-                if *covers {
+                if covers {
                     self.front[t].clear();
                 }
-                self.front[t].extend_from_slice(ops);
+                self.front[t].extend_from_slice(ops.of(&self.pool));
             }
             Block::AllReqs => {
                 if self.pending[t].iter().any(|&r| self.reqs[r].is_none()) {
                     return false;
                 }
                 for r in std::mem::take(&mut self.pending[t]) {
-                    let (ops, _) = self.reqs[r].as_ref().expect("checked");
-                    self.front[t].extend_from_slice(ops);
+                    let (ops, _) = self.reqs[r].expect("checked");
+                    self.front[t].extend_from_slice(ops.of(&self.pool));
                 }
             }
             Block::Slot(s) => {
@@ -472,7 +509,7 @@ impl<S: OpSink> Exec<S> {
                     self.slot_waiters.entry(s).or_default().push(t);
                     return false;
                 };
-                self.front[t].extend_from_slice(ops);
+                self.front[t].extend_from_slice(ops.of(&self.pool));
             }
         }
         self.blocked[t] = None;
@@ -545,11 +582,13 @@ impl<S: OpSink> Exec<S> {
                     blocking,
                 } => {
                     let req = self.new_req(t);
-                    let posted = sorted(&mut self.front[t]).to_vec();
+                    let posted = keep(&mut self.pool, sorted(&mut self.front[t]));
                     let eager = if !sync && bytes < EAGER_LIMIT_BYTES {
-                        let m = self.b.message(Message::device(rank, to, bytes), &posted);
+                        let m = self
+                            .b
+                            .message(Message::device(rank, to, bytes), posted.of(&self.pool));
                         // A detached send is complete for the sender at once.
-                        self.reqs[req] = Some((Vec::new(), false));
+                        self.reqs[req] = Some((Ops::default(), false));
                         Some(m)
                     } else {
                         None
@@ -571,12 +610,12 @@ impl<S: OpSink> Exec<S> {
                 } => {
                     let req = self.new_req(t);
                     let key = (from.0, rank.0, tag);
-                    let posted = Posted::At(self.front[t].clone());
+                    let posted = Posted::At(keep(&mut self.pool, &self.front[t]));
                     self.post(key, Posting::Recv(RecvRec { posted, req }));
                     self.wait_or_keep(t, req, blocking);
                 }
                 Act::ProbeRecv { from, tag, gate } => {
-                    let Some(g) = self.slots.get(&gate).cloned() else {
+                    let Some(&g) = self.slots.get(&gate) else {
                         // Not past its gate yet: retry this step once it is. (Not a join: the
                         // probe waits for the gate, the thread only for the receive.)
                         self.pc[t] -= 1;
@@ -593,7 +632,7 @@ impl<S: OpSink> Exec<S> {
                     self.blocked[t] = Some(Block::AllReqs);
                 }
                 Act::Mark(s) => {
-                    let here = self.front[t].clone();
+                    let here = keep(&mut self.pool, &self.front[t]);
                     self.slots.insert(s, here);
                     if let Some(w) = self.slot_waiters.remove(&s) {
                         for x in w {
@@ -630,8 +669,16 @@ impl<S: OpSink> Exec<S> {
         let matched = match self.waiting.entry(key) {
             Entry::Vacant(e) => {
                 e.insert(match posting {
-                    Posting::Send(s) => Waiting::Sends(VecDeque::from([s])),
-                    Posting::Recv(r) => Waiting::Recvs(VecDeque::from([r])),
+                    Posting::Send(s) => {
+                        let mut q = self.spare_sends.pop().unwrap_or_default();
+                        q.push_back(s);
+                        Waiting::Sends(q)
+                    }
+                    Posting::Recv(r) => {
+                        let mut q = self.spare_recvs.pop().unwrap_or_default();
+                        q.push_back(r);
+                        Waiting::Recvs(q)
+                    }
                 });
                 None
             }
@@ -653,7 +700,10 @@ impl<S: OpSink> Exec<S> {
                     }
                 };
                 if e.get().is_empty() {
-                    e.remove();
+                    match e.remove() {
+                        Waiting::Sends(q) => self.spare_sends.push(q),
+                        Waiting::Recvs(q) => self.spare_recvs.push(q),
+                    }
                 }
                 matched
             }
@@ -670,29 +720,45 @@ impl<S: OpSink> Exec<S> {
         let covers = matches!(r.posted, Posted::At(_));
         // Where the receive is posted: the receiver's position, or a probe on the receiver's
         // GPU once the send is posted and the receiver is past its gate.
-        let posted: Vec<OpId> = match r.posted {
+        let posted = match r.posted {
             Posted::At(at) => at,
             Posted::Probe(gate) => {
-                let deps = deps_of(&[&s.posted, &gate]);
-                vec![self.b.kernel(
+                let deps = deps_of(
+                    s.posted.of(&self.pool),
+                    gate.of(&self.pool),
+                    &mut self.scratch,
+                );
+                let probe = self.b.kernel(
                     Kernel::new(dst, Unit::Gpu, "probe", 0.0, 0.0).with_priority(PROBE_PRIORITY),
-                    &deps,
-                )]
+                    deps,
+                );
+                keep(&mut self.pool, &[probe])
             }
         };
         let recv_done = match s.eager {
             // The bytes left at the send; the receive completes when they are there and it is
             // posted.
             Some(m) => {
-                let mut done = posted;
-                done.push(m);
-                done
+                let start = self.pool.len();
+                self.pool.extend_from_within(
+                    posted.start as usize..(posted.start + posted.len) as usize,
+                );
+                self.pool.push(m);
+                Ops {
+                    start: start as u32,
+                    len: posted.len + 1,
+                }
             }
             None => {
-                let deps = deps_of(&[&s.posted, &posted]);
-                let m = self.b.message(Message::device(src, dst, s.bytes), &deps);
-                self.fill(s.req, vec![m], true);
-                vec![m]
+                let deps = deps_of(
+                    s.posted.of(&self.pool),
+                    posted.of(&self.pool),
+                    &mut self.scratch,
+                );
+                let m = self.b.message(Message::device(src, dst, s.bytes), deps);
+                let done = keep(&mut self.pool, &[m]);
+                self.fill(s.req, done, true);
+                done
             }
         };
         self.fill(r.req, recv_done, covers);
