@@ -13,6 +13,13 @@ use crate::program::OpSink;
 use crate::{Buffer, ProgramBuilder, RankId, Unit};
 use hetsim_platform::cluster::Cluster;
 
+/// A process row's part of a panel factorisation: the flops between its pivot searches
+/// ([`pfact::segments`]) and their seconds.
+struct Segments {
+    flops: Vec<f64>,
+    secs: Vec<f64>,
+}
+
 /// Bytes of a double, HPL's element.
 const WORD: f64 = 8.0;
 
@@ -190,10 +197,17 @@ impl<'a> Builder<'a> {
         let curr = k % g.p;
         let (rate, unit) = self.panel_rate();
         let rank_at = |d: u64| g.rank((curr + d) % g.p, c);
-        // Per process row: the flops between searches and their seconds.
-        let segs: Vec<(Vec<f64>, Vec<f64>)> = (0..g.p)
+        // Per process row: the flops between searches and their seconds. They depend on the
+        // row's count of panel rows and on whether it holds the diagonal block only, so the
+        // rows share a few distinct lists (computed once each).
+        let mut kinds: Vec<((u64, bool), Segments)> = Vec::new();
+        let kind_of: Vec<usize> = (0..g.p)
             .map(|r| {
-                let mp = g.rows_from(j, r);
+                let key = (g.rows_from(j, r), r == curr);
+                if let Some(i) = kinds.iter().position(|(k, _)| *k == key) {
+                    return i;
+                }
+                let (mp, is_curr) = key;
                 // The recursion's largest products have inner dimension jb/2; a process without
                 // rows still updates its copy of the jb × jb top block.
                 let size = if mp > 0 {
@@ -201,20 +215,24 @@ impl<'a> Builder<'a> {
                 } else {
                     jb as f64 / 2.0
                 };
-                let flops = pfact::segments(&self.algo, mp, jb, r == curr);
+                let flops = pfact::segments(&self.algo, mp, jb, is_curr);
                 let secs = flops.iter().map(|&f| rate.secs(f, size)).collect();
-                (flops, secs)
+                kinds.push((key, Segments { flops, secs }));
+                kinds.len() - 1
             })
             .collect();
+        let segs = |r: u64| &kinds[kind_of[r as usize]].1;
         let lockstep_s = (self.pivot_search == PivotSearch::Collapsed).then(|| {
+            // The slowest row at each step (a maximum: the same over the distinct lists).
             let slowest: f64 = (0..=jb as usize)
-                .map(|i| segs.iter().map(|(_, s)| s[i]).fold(0.0, f64::max))
+                .map(|i| kinds.iter().map(|(_, k)| k.secs[i]).fold(0.0, f64::max))
                 .sum();
             let msg =
                 |a: u64, b: u64, bytes: f64| self.wires.message_secs(rank_at(a), rank_at(b), bytes);
             slowest + (jb - 1) as f64 * pfact::pivot_search_secs(g.p, jb, &msg)
         });
-        for (r, (flops, secs)) in (0..g.p).zip(&segs) {
+        for r in 0..g.p {
+            let Segments { flops, secs } = segs(r);
             let mp = g.rows_from(j, r);
             let s = e.script(Tid::main(g.rank(r, c)));
             let bytes = WORD * (mp * jb) as f64;
