@@ -268,19 +268,29 @@ struct Ops {
 }
 
 impl Ops {
+    fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..(self.start + self.len) as usize
+    }
+
     fn of(self, pool: &[OpId]) -> &[OpId] {
-        &pool[self.start as usize..(self.start + self.len) as usize]
+        &pool[self.range()]
+    }
+
+    /// The operations `pool` holds from `start` on.
+    fn from(pool: &[OpId], start: usize) -> Ops {
+        let at = |i: usize| u32::try_from(i).expect("one run keeps fewer than 2^32 operation ids");
+        Ops {
+            start: at(start),
+            len: at(pool.len() - start),
+        }
     }
 }
 
 /// Append `ops` to `pool`: their [`Ops`].
 fn keep(pool: &mut Vec<OpId>, ops: &[OpId]) -> Ops {
-    let start = u32::try_from(pool.len()).expect("one run keeps fewer than 2^32 operation ids");
+    let start = pool.len();
     pool.extend_from_slice(ops);
-    Ops {
-        start,
-        len: ops.len() as u32,
-    }
+    Ops::from(pool, start)
 }
 
 /// `front` sorted, each operation once (in place: no list is allocated per operation).
@@ -740,14 +750,9 @@ impl<S: OpSink> Exec<S> {
             // posted.
             Some(m) => {
                 let start = self.pool.len();
-                self.pool.extend_from_within(
-                    posted.start as usize..(posted.start + posted.len) as usize,
-                );
+                self.pool.extend_from_within(posted.range());
                 self.pool.push(m);
-                Ops {
-                    start: start as u32,
-                    len: posted.len + 1,
-                }
+                Ops::from(&self.pool, start)
             }
             None => {
                 let deps = deps_of(
