@@ -615,6 +615,9 @@ impl<'a> Sim<'a> {
 
     /// Apply rank `r`'s data manager's effects, in the order it returned them.
     fn apply(&mut self, r: usize) {
+        if self.fx.is_empty() {
+            return;
+        }
         let mut fx = std::mem::take(&mut self.fx);
         let base = self.ranks[r].mem_base;
         let ranks = RankOf {
