@@ -692,7 +692,7 @@ impl<'a> Sim<'a> {
                 .task_ids()
                 .filter(|&t| {
                     let p = self.pending[t.index()];
-                    p.preds_left() == 0 && !p.is_message()
+                    !p.is_message() && p.preds_left() == 0
                 })
                 .collect();
             for t in roots {
