@@ -86,8 +86,12 @@ pub(crate) struct WorkerPool {
     lead_pop_s: Vec<f64>,
     /// Per worker: asleep, woken, or awake.
     rest: Vec<Rest>,
-    /// The workers awake ([`Rest::Awake`]), and those with room in their pipeline: kept as
-    /// they change, so that a pop order does not ask every worker at every event.
+    /// Per worker: the tasks it holds that keep it from popping (still fetching their inputs,
+    /// or synchronous), as the runtime reports them ([`WorkerPool::set_stuck`]).
+    stuck: Vec<u32>,
+    /// The workers awake ([`Rest::Awake`]), and those that may pop (room in their pipeline,
+    /// nothing held that keeps them from it): kept as they change, so that a pop order does
+    /// not ask every worker at every event.
     awake: FixedBitSet,
     room: FixedBitSet,
     scratch_woken: Vec<bool>,
@@ -117,6 +121,7 @@ impl WorkerPool {
             scratch_dated: Vec::new(),
             lead_pop_s: Vec::new(),
             rest: vec![Rest::Sleeping; n],
+            stuck: vec![0; n],
             awake: FixedBitSet::with_capacity(n),
             room: FixedBitSet::with_capacity(n),
             scratch_woken: Vec::new(),
@@ -130,8 +135,31 @@ impl WorkerPool {
     /// Bring `w`'s bits in `awake` and `room` up to date.
     fn note(&mut self, w: usize) {
         self.awake.set(w, self.rest[w] == Rest::Awake);
-        self.room
-            .set(w, self.loads[w].held < self.workers[w].pipeline_depth);
+        self.room.set(
+            w,
+            self.loads[w].held < self.workers[w].pipeline_depth && self.stuck[w] == 0,
+        );
+    }
+
+    /// A task `w` holds starts (`true`) or stops (`false`) keeping it from popping: StarPU's
+    /// driver pops nothing while a popped task still fetches its inputs or a synchronous one
+    /// is in its pipeline.
+    pub fn set_stuck(&mut self, w: WorkerId, stuck: bool) {
+        let count = &mut self.stuck[w.index()];
+        if stuck {
+            *count += 1;
+        } else {
+            *count = count
+                .checked_sub(1)
+                .expect("a worker unstuck more often than stuck");
+        }
+        self.note(w.index());
+    }
+
+    /// Whether `w` may pop as far as its pipeline goes: not full, and no held task keeps it
+    /// from popping.
+    pub fn has_room(&self, w: WorkerId) -> bool {
+        self.room.contains(w.index())
     }
 
     pub fn workers(&self) -> &[Worker] {
@@ -361,8 +389,9 @@ impl WorkerPool {
     }
 
     /// Append to `order` the workers `other` accepts that have room in their pipeline, awake
-    /// or (if `all_pop`) not: a worker whose pipeline is full could not pop, so it is left
-    /// out here rather than asked again for each event.
+    /// or (if `all_pop`) not: a worker whose pipeline is full, or stuck behind a task still
+    /// fetching or a synchronous one, could not pop, so it is left out here rather than asked
+    /// again for each event.
     fn others_with_room(&self, all_pop: bool, other: impl Fn(usize) -> bool, order: &mut Vec<u32>) {
         if all_pop {
             order.extend(self.room.ones().filter(|&w| other(w)).map(|w| w as u32));

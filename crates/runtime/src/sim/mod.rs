@@ -1088,12 +1088,16 @@ impl<'a> Sim<'a> {
     /// `pipeline_stuck`), so a GPU fetches the inputs of one popped task at a time.
     fn has_room(&self, r: usize, w: WorkerId) -> bool {
         let workers = &self.ranks[r].workers;
-        let held = workers.held(w);
-        (held.len() as u32) < workers.worker(w).pipeline_depth
-            && !self.messages.allocating(r, w, self.now)
-            && held
-                .iter()
-                .all(|&t| self.buffers_left(t) == 0 && !self.gpu_sync(r, t, w))
+        debug_assert_eq!(
+            workers.has_room(w),
+            (workers.held(w).len() as u32) < workers.worker(w).pipeline_depth
+                && workers
+                    .held(w)
+                    .iter()
+                    .all(|&t| self.buffers_left(t) == 0 && !self.gpu_sync(r, t, w)),
+            "worker {w:?}'s room out of step with the tasks it holds"
+        );
+        workers.has_room(w) && !self.messages.allocating(r, w, self.now)
     }
 
     fn worker_state(&mut self, r: usize, w: WorkerId, state: Option<WorkerStatus>) {
@@ -1124,6 +1128,9 @@ impl<'a> Sim<'a> {
             self.taken.insert(t.0, taken).is_none(),
             "task {t} taken twice"
         );
+        if buffers_left > 0 || self.gpu_sync(r, t, w) {
+            self.ranks[r].workers.set_stuck(w, true);
+        }
         if requesting > 0 {
             self.cal
                 .schedule(self.now + requesting_s, Event::InputsRequested(t));
@@ -1194,6 +1201,9 @@ impl<'a> Sim<'a> {
         }
         let r = self.rank_of(t);
         self.mark(r);
+        if left == 0 && !self.gpu_sync(r, t, w) {
+            self.ranks[r].workers.set_stuck(w, false);
+        }
         match left {
             0 => self.try_start(r, w),
             // Only the submission is left: the inputs are all there, the driver queues it.
@@ -1364,6 +1374,7 @@ impl<'a> Sim<'a> {
         self.worker_state(r, w, state);
         let node = self.ranks[r].workers.worker(w).memory;
         if self.gpu_sync(r, t, w) {
+            self.ranks[r].workers.set_stuck(w, false);
             self.ranks[r].data.set_blocked(node, false);
             // The driver is back in its loop: it sees the transfers that completed meanwhile.
             for id in self.take_unseen(r, node) {
