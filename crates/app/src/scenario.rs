@@ -1279,7 +1279,12 @@ impl Scenario {
     /// file of one node (its node machine). Errors in the machine file name that file; a
     /// machine file that cannot be read is reported at `scenario.machine`.
     pub fn load_machine(&self) -> Result<Machine, InputError> {
-        let c = self.load_cluster()?;
+        self.node_machine_of(&self.load_cluster()?)
+    }
+
+    /// [`load_machine`](Self::load_machine) from the cluster [`load_cluster`](Self::load_cluster)
+    /// gave, without reading it again.
+    fn node_machine_of(&self, c: &Cluster) -> Result<Machine, InputError> {
         if c.nodes() > 1 {
             return Err(self.locate(
                 InputError::new(format!(
@@ -1346,7 +1351,7 @@ impl Scenario {
         if self.graph_file.is_none() && (cluster.nodes() > 1 || self.ranks_per_node > 1) {
             return self.run_distributed(cluster, observer);
         }
-        let machine = self.load_machine()?;
+        let machine = self.node_machine_of(&cluster)?;
         let kernels = hetsim_runtime::kernels_for(&machine).map_err(|e| {
             let e = e.at_field("scenario.machine");
             self.locate(e)
