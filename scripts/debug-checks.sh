@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Run hetsim built with debug assertions over the bundled scenarios and every scheduler.
+# Run the unit tests, and hetsim over the bundled scenarios and every scheduler, built with
+# debug assertions.
 #
-# The tests run the release build, where `debug_assert!` compiles to nothing: the invariants
-# those assertions state (a worker's bookkeeping in step with the tasks it holds, a message's
-# counters, the solver's dates) are checked only here. Each run must exit 0; the outputs are
-# not compared (the tests do that). Usage: scripts/debug-checks.sh (from anywhere; about a
-# minute after the dev build).
+# The README's tests run the release build, where `debug_assert!` compiles to nothing: the
+# invariants those assertions state (a worker's bookkeeping in step with the tasks it holds, a
+# message's counters, the solver's dates) are checked only here. Each run must exit 0; the
+# outputs are not compared (the tests do that). Usage: scripts/debug-checks.sh (from anywhere;
+# under a minute after the dev builds).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+cargo test --quiet --workspace --lib
 cargo build --quiet --bin hetsim
 bin=target/debug/hetsim
 failed=0
