@@ -70,6 +70,16 @@ pub trait Scheduler {
         None
     }
 
+    /// Whether a pop that finds nothing, and the [`Scheduler::pop_again_after_s`] after it
+    /// (which must then be `None`), leave the policy as it was, and a pop by the same worker
+    /// finds nothing again, whatever the [`View`], until the policy is next pushed to, popped
+    /// from or told of a change (replicas, a task's start or end). The runtime then does not
+    /// ask a worker again in between: an awake worker with room would otherwise be asked at
+    /// every event of its rank. `false` (the default) when unsure.
+    fn pop_fails_alike(&self) -> bool {
+        false
+    }
+
     /// Whether the policy follows the state of replicas ([`Scheduler::replicas_changed`]), to
     /// keep keys that depend on it up to date instead of querying the [`View`] at each pop.
     fn watches_replicas(&self) -> bool {

@@ -210,10 +210,16 @@ impl WorkerPool {
 
     /// `w`'s pop found nothing: holding no task, its driver thread waits for a wake.
     pub fn found_nothing(&mut self, w: WorkerId) {
-        if self.slots[w.index()].held.is_empty() {
+        if !self.keeps_on_nothing(w) {
             self.rest[w.index()] = Rest::Sleeping;
             self.note(w.index());
         }
+    }
+
+    /// Whether a pop of `w` that finds nothing leaves it as it is: it holds a task, or it
+    /// sleeps already.
+    pub fn keeps_on_nothing(&self, w: WorkerId) -> bool {
+        !self.slots[w.index()].held.is_empty() || self.rest[w.index()] == Rest::Sleeping
     }
 
     /// How long after the event the `i`-th leading worker of the last

@@ -34,6 +34,11 @@ impl Scheduler for Eager {
     fn queued(&self) -> usize {
         self.queue.len()
     }
+
+    /// A worker finds nothing when no queued task can run on it: so it stays until a push.
+    fn pop_fails_alike(&self) -> bool {
+        true
+    }
 }
 
 /// One central queue ordered by priority (highest first), FIFO within a priority.
@@ -65,6 +70,11 @@ impl Scheduler for Prio {
 
     fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    /// A worker finds nothing when no queued task can run on it: so it stays until a push.
+    fn pop_fails_alike(&self) -> bool {
+        true
     }
 
     /// StarPU's prio sets its context's priority bounds (`DEFAULT_MIN_LEVEL`..

@@ -79,6 +79,11 @@ impl Scheduler for Random {
         self.queued
     }
 
+    /// A worker finds nothing when its own queue is empty: so it stays until a push.
+    fn pop_fails_alike(&self) -> bool {
+        true
+    }
+
     fn wakes(&self) -> Wakes {
         Wakes::Chosen
     }

@@ -31,6 +31,9 @@ use hetsim_platform::machine::{Machine, MemKind, MemNodeId};
 use hetsim_taskgraph::{Access, HandleId, TaskGraph, TaskId};
 
 mod messages;
+mod policy;
+
+use policy::Policy;
 
 /// Rank `$r`'s view for its scheduler, borrowing only the fields it reads so the scheduler
 /// itself can be borrowed mutably beside it.
@@ -227,7 +230,7 @@ struct Rank<'a> {
     node: u32,
     workers: WorkerPool,
     data: DataManager,
-    sched: &'a mut dyn Scheduler,
+    sched: Policy<'a>,
     /// Per local worker, its class in the runnable table.
     cols: Vec<usize>,
     /// Global id of local worker 0.
@@ -531,6 +534,7 @@ impl<'a> Sim<'a> {
             let worker_base = worker_rank.len() as u32;
             worker_rank.extend(std::iter::repeat_n(r as u32, s.workers.len()));
             let to_push = vec![VecDeque::new(); s.workers.len()];
+            let sched = Policy::new(sched, s.workers.len());
             ranks.push(Rank {
                 index: r as u32,
                 node: s.node,
@@ -1032,10 +1036,20 @@ impl<'a> Sim<'a> {
 
     /// Worker `w` of rank `r` pops while it has room, `most` tasks at the most.
     fn pop_into(&mut self, r: usize, w: WorkerId, most: u32) {
+        let rank = &self.ranks[r];
+        if rank.sched.finds_nothing(w) && rank.workers.keeps_on_nothing(w) {
+            // Its last pop found nothing and the policy has not changed since: nor would this
+            // one, which would leave the worker as it is.
+            return;
+        }
         let mut popped = 0;
         while popped < most && self.has_room(r, w) {
             popped += 1;
             let rank = &mut self.ranks[r];
+            if rank.sched.finds_nothing(w) {
+                rank.workers.found_nothing(w);
+                break;
+            }
             let mut changes = std::mem::take(&mut self.scratch_changes);
             if rank.sched.watches_replicas() {
                 rank.data.swap_replica_changes(&mut changes);
