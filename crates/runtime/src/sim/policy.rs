@@ -93,3 +93,92 @@ impl<'a> Deref for Policy<'a> {
         self.sched
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{Fixture, RATES, star_machine, workers};
+    use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
+
+    /// One FIFO, each pop taking the first task; `fails_alike` says whether it promises that
+    /// its empty pops repeat.
+    struct Fifo {
+        queue: Vec<TaskId>,
+        fails_alike: bool,
+    }
+
+    impl Scheduler for Fifo {
+        fn name(&self) -> &'static str {
+            "fifo"
+        }
+        fn push(&mut self, task: TaskId, _view: &View<'_>, _decisions: &mut Vec<Decision>) {
+            self.queue.push(task);
+        }
+        fn pop(&mut self, _worker: WorkerId, _view: &View<'_>) -> Option<TaskId> {
+            (!self.queue.is_empty()).then(|| self.queue.remove(0))
+        }
+        fn queued(&self) -> usize {
+            self.queue.len()
+        }
+        fn pop_fails_alike(&self) -> bool {
+            self.fails_alike
+        }
+    }
+
+    fn graph() -> hetsim_taskgraph::TaskGraph {
+        let mut b = TaskGraphBuilder::new();
+        let cl = b.codelet("k").unwrap();
+        let h = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+        for _ in 0..2 {
+            b.submit(cl, 1e6, 0, &[Access::new(h, AccessMode::R)])
+                .unwrap();
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn an_empty_pop_holds_until_the_policy_changes() {
+        let (m, g) = (star_machine(1, 3), graph());
+        let f = Fixture::new(&m, &g, &RATES, &workers(2, 1));
+        let view = f.view(0.0);
+        let (w0, w1) = (WorkerId(0), WorkerId(1));
+        let mut fifo = Fifo {
+            queue: Vec::new(),
+            fails_alike: true,
+        };
+        let mut p = Policy::new(&mut fifo, 3);
+        assert!(!p.finds_nothing(w0), "never asked yet");
+        // Both workers find nothing: each holds, the other's empty pop changing nothing.
+        for w in [w0, w1] {
+            assert_eq!(p.pop(w, &view), None);
+            assert_eq!(p.pop_again_after_s(w), None);
+        }
+        assert!(p.finds_nothing(w0) && p.finds_nothing(w1));
+        assert!(!p.finds_nothing(WorkerId(2)), "worker 2 never popped");
+        // A push changes the policy: both must ask again, and one finds the task.
+        p.push(TaskId(0), &view, &mut Vec::new());
+        assert!(!p.finds_nothing(w0) && !p.finds_nothing(w1));
+        assert_eq!(p.pop(w1, &view), Some(TaskId(0)));
+        // So does a task's end.
+        assert_eq!(p.pop(w0, &view), None);
+        assert_eq!(p.pop_again_after_s(w0), None);
+        assert!(p.finds_nothing(w0));
+        p.task_ended(TaskId(0), w1, &view);
+        assert!(!p.finds_nothing(w0));
+    }
+
+    #[test]
+    fn a_policy_that_promises_nothing_is_always_asked() {
+        let (m, g) = (star_machine(1, 3), graph());
+        let f = Fixture::new(&m, &g, &RATES, &workers(2, 1));
+        let view = f.view(0.0);
+        let mut fifo = Fifo {
+            queue: Vec::new(),
+            fails_alike: false,
+        };
+        let mut p = Policy::new(&mut fifo, 3);
+        assert_eq!(p.pop(WorkerId(0), &view), None);
+        assert_eq!(p.pop_again_after_s(WorkerId(0)), None);
+        assert!(!p.finds_nothing(WorkerId(0)));
+    }
+}
