@@ -1036,20 +1036,18 @@ impl<'a> Sim<'a> {
 
     /// Worker `w` of rank `r` pops while it has room, `most` tasks at the most.
     fn pop_into(&mut self, r: usize, w: WorkerId, most: u32) {
-        let rank = &self.ranks[r];
-        if rank.sched.finds_nothing(w) && rank.workers.keeps_on_nothing(w) {
+        if self.ranks[r].sched.finds_nothing(w) {
             // Its last pop found nothing and the policy has not changed since: nor would this
-            // one, which would leave the worker as it is.
+            // one, which only sends to sleep a worker that holds nothing.
+            if !self.ranks[r].workers.keeps_on_nothing(w) && self.has_room(r, w) {
+                self.ranks[r].workers.found_nothing(w);
+            }
             return;
         }
         let mut popped = 0;
         while popped < most && self.has_room(r, w) {
             popped += 1;
             let rank = &mut self.ranks[r];
-            if rank.sched.finds_nothing(w) {
-                rank.workers.found_nothing(w);
-                break;
-            }
             let mut changes = std::mem::take(&mut self.scratch_changes);
             if rank.sched.watches_replicas() {
                 rank.data.swap_replica_changes(&mut changes);
