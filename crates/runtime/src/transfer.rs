@@ -271,6 +271,13 @@ const FETCH: usize = 0;
 const PREFETCH: usize = 1;
 const IDLE: usize = 2;
 
+/// The node whose driver handles copies from `s` to `d` (`gpu`: which nodes are GPUs): the
+/// destination if it is a GPU (copies into a GPU, from RAM or from a peer), else the source (a
+/// GPU's copies back to RAM).
+fn handling_node(gpu: &[bool], s: usize, d: usize) -> usize {
+    if gpu[d] { d } else { s }
+}
+
 /// A queued request: highest priority first, then first come first served.
 type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
 
@@ -367,7 +374,7 @@ impl Runners {
         let mut handled = vec![Vec::new(); n];
         for s in 0..n {
             for d in (0..n).filter(|&d| d != s) {
-                handled[if gpu[d] { d } else { s }].push(s * n + d);
+                handled[handling_node(&gpu, s, d)].push(s * n + d);
             }
         }
         Runners {
@@ -419,11 +426,9 @@ impl Runners {
         src.index() * self.nnodes + dst.index()
     }
 
-    /// The node whose driver handles a pair's requests: the destination if it is a GPU (copies
-    /// into a GPU, from RAM or from a peer), else the source (a GPU's copies back to RAM).
+    /// The node whose driver handles a pair's requests ([`handling_node`]).
     fn handler(&self, p: usize) -> usize {
-        let (s, d) = (p / self.nnodes, p % self.nnodes);
-        if self.gpu[d] { d } else { s }
+        handling_node(&self.gpu, p / self.nnodes, p % self.nnodes)
     }
 
     /// How long node `h`'s driver's progress call takes before it reads the request lists (a
@@ -646,8 +651,7 @@ impl Runners {
         }
         for peer in 0..n {
             let p = h * n + peer;
-            // h handles its copies out to a peer that is not a GPU (a GPU handles its own).
-            if peer != h && !self.gpu[peer] {
+            if peer != h && handling_node(&self.gpu, h, peer) == h {
                 self.submit_list(p, FETCH, now_s, out);
                 self.submit_list(p, PREFETCH, now_s, out);
                 // Idle requests out to a peer while none to it is pending.
