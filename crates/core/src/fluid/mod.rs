@@ -167,6 +167,9 @@ pub struct SolveStats {
     pub links_solved: u64,
     /// Dates moved in the network's date queue (one per link or variable, never per flow).
     pub retimes: u64,
+    /// Re-solves whose changed links carried one variable at most, which skip the floor and
+    /// the general scan.
+    pub alone: u64,
     /// Flows whose joining was put off to a pending re-share
     /// ([`FluidNetwork::set_reshare_delay_s`]).
     pub deferred_joins: u64,
@@ -415,6 +418,8 @@ pub struct FluidNetwork {
     stamp: u32,
     scratch: solver::Scratch,
     stats: SolveStats,
+    /// Re-solve every change by the general path (tests compare it with the shortcut).
+    general_only: bool,
 }
 
 /// Date at which `amount` is done at `speed` from `from_s` (`from_s` when it already is).
@@ -470,6 +475,7 @@ impl FluidNetwork {
             stamp: 0,
             scratch: solver::Scratch::default(),
             stats: SolveStats::default(),
+            general_only: false,
         }
     }
 
@@ -1206,14 +1212,27 @@ impl FluidNetwork {
             self.vars.iter_mut().for_each(|v| v.stamp = 0);
             self.stamp = 1;
         }
+        let alone = if self.general_only {
+            None
+        } else {
+            self.alone()
+        };
         let mut net = solver::Net {
             links: &mut self.links,
             vars: &mut self.vars,
             elems: &self.elems,
             stamp: self.stamp,
         };
-        let floor = net.floor(&self.changed, self.removed_floor, &self.var_data);
-        net.collect(&self.seeds, &self.changed, floor, &mut self.scratch);
+        match alone {
+            Some(alone) => {
+                self.stats.alone += 1;
+                net.collect_alone(alone, &self.seeds, &mut self.scratch);
+            }
+            None => {
+                let floor = net.floor(&self.changed, self.removed_floor, &self.var_data);
+                net.collect(&self.seeds, &self.changed, floor, &mut self.scratch);
+            }
+        }
         self.stats.solves += 1;
         self.stats.vars_solved += self.scratch.vars.len() as u64;
         self.stats.flows_solved += self
@@ -1244,6 +1263,29 @@ impl FluidNetwork {
             }
         }
         self.changed.clear();
+    }
+
+    /// When the links the changes touch carry no variable but one, that variable
+    /// (`Some(None)`: they carry none any more), which a re-solve then takes alone; `None`
+    /// when other variables share them.
+    fn alone(&self) -> Option<Option<u32>> {
+        let mut alone = None;
+        for &v in &self.changed {
+            if self.vars[v as usize].active > 0 {
+                if alone.is_some() {
+                    return None;
+                }
+                alone = Some(v);
+            }
+        }
+        for &l in &self.seeds {
+            match self.links[l as usize].elems[..] {
+                [] => {}
+                [e] if Some(e.var) == alone => {}
+                _ => return None,
+            }
+        }
+        Some(alone)
     }
 
     /// Carry the solver's levels into rates, attachments, link clocks and dates.

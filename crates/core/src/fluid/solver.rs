@@ -158,6 +158,55 @@ impl Net<'_> {
         }
     }
 
+    /// Step 2 when the links the changes touch carry no variable but `alone` (or none at all):
+    /// the region is that variable and those links whatever the floor, so step 1 is skipped
+    /// and each link's share comes from its one variable without the general scan. Gives what
+    /// [`Net::collect`] gives, in the same order (the order in which links are re-dated
+    /// breaks ties between equal dates).
+    pub fn collect_alone(&mut self, alone: Option<u32>, seeds: &[u32], s: &mut Scratch) {
+        let stamp = self.stamp;
+        s.links.clear();
+        s.vars.clear();
+        s.stack.clear();
+        s.bounded.clear();
+        s.in_play.clear();
+        if let Some(v) = alone {
+            self.enter(v, s);
+        }
+        for &l in seeds {
+            let link = &mut self.links[l as usize];
+            if link.stamp != stamp {
+                link.stamp = stamp;
+                s.stack.push(l);
+            }
+        }
+        while let Some(l) = s.stack.pop() {
+            s.links.push(l);
+            let start = s.in_play.len() as u32;
+            let link = &mut self.links[l as usize];
+            let usage = match link.elems[..] {
+                [] => 0.0,
+                [e] => {
+                    let var = &self.vars[e.var as usize];
+                    s.in_play.push((e.var, e.weight));
+                    match link.sharing {
+                        Sharing::Shared => e.weight * var.mp,
+                        Sharing::Fatpipe => e.weight / var.penalty,
+                    }
+                }
+                _ => unreachable!("a link the changes touch carries one variable at most"),
+            };
+            let end = s.in_play.len() as u32;
+            link.remaining = link.capacity_bytes_per_sec.max(0.0);
+            link.usage = usage;
+            link.usage_ref = usage;
+            link.unfixed = end - start;
+            link.in_play = start..end;
+            link.dirty = false;
+            link.new_level = f64::NAN;
+        }
+    }
+
     /// Forget a failed region: its variables and links get a stamp no longer current.
     fn stamp_fresh(&mut self, s: &Scratch) {
         for &v in &s.vars {

@@ -643,6 +643,69 @@ proptest::proptest! {
     }
 }
 
+/// Run `case` with or without the shortcut for a variable alone on its links; the finish dates
+/// and the solver's work.
+fn run_alone_or_not(case: &RefCase, general_only: bool) -> (Vec<u64>, SolveStats) {
+    let mut n = FluidNetwork::new(case.mode);
+    n.general_only = general_only;
+    let ids: Vec<LinkId> = case
+        .links
+        .iter()
+        .map(|&(c, l, s)| n.add_link(c, l, s))
+        .collect();
+    let specs = case
+        .flows
+        .iter()
+        .map(|f| (f.start, spec_of(&ids, f)))
+        .collect();
+    let dates = run_flow_set(&mut n, specs);
+    (dates.iter().map(|d| d.to_bits()).collect(), n.solve_stats())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+    /// The shortcut for a variable alone on its links finds what the general re-solve finds,
+    /// bit for bit, and re-solves the same regions.
+    #[test]
+    fn a_variable_alone_is_solved_as_the_general_path_solves_it(
+        case in ref_case(6, 30, 0.02),
+    ) {
+        let (general, general_stats) = run_alone_or_not(&case, true);
+        let (short, short_stats) = run_alone_or_not(&case, false);
+        proptest::prop_assert_eq!(general, short);
+        proptest::prop_assert_eq!(general_stats.alone, 0);
+        proptest::prop_assert_eq!(
+            SolveStats { alone: 0, ..short_stats },
+            general_stats
+        );
+    }
+}
+
+#[test]
+fn flows_on_links_of_their_own_take_the_shortcut_and_others_do_not() {
+    let mut n = FluidNetwork::new(Plain);
+    let a = n.add_link(GB, 0.0, Shared);
+    let b = n.add_link(2.0 * GB, 0.0, Fatpipe);
+    let c = n.add_link(GB, 0.0, Shared);
+    // p alone on a and b; then q joins on c, alone; then r joins p on a.
+    let got = run_flow_set(
+        &mut n,
+        vec![
+            (0.0, FlowSpec::new(vec![a, b], GB)),
+            (0.1, FlowSpec::new(vec![c], GB)),
+            (0.2, FlowSpec::new(vec![a], 0.1 * GB)),
+        ],
+    );
+    // p at 1 GB/s until r joins at 0.2 s (0.8 GB left), 0.5 GB/s each until r's 0.1 GB are
+    // done at 0.4 s, then 1 GB/s for its last 0.7 GB: 1.1 s. q alone: 0.1 + 1 s.
+    assert_close(&got, &[1.1, 1.1, 0.4]);
+    let s = n.solve_stats();
+    // Alone: p's start, q's start, and their ends at one date (their links left empty).
+    // Shared: r's start and end.
+    assert_eq!((s.solves, s.alone), (5, 3));
+}
+
 /// With a re-share delay, a completion's re-share waits: the flows left keep their rates until
 /// it comes, and a flow whose latency ends meanwhile joins then; a flow joining when no
 /// re-share waits re-shares at once.
