@@ -1212,26 +1212,19 @@ impl FluidNetwork {
             self.vars.iter_mut().for_each(|v| v.stamp = 0);
             self.stamp = 1;
         }
-        let alone = if self.general_only {
-            None
-        } else {
-            self.alone()
-        };
+        let alone = !self.general_only && self.alone();
         let mut net = solver::Net {
             links: &mut self.links,
             vars: &mut self.vars,
             elems: &self.elems,
             stamp: self.stamp,
         };
-        match alone {
-            Some(alone) => {
-                self.stats.alone += 1;
-                net.collect_alone(alone, &self.seeds, &mut self.scratch);
-            }
-            None => {
-                let floor = net.floor(&self.changed, self.removed_floor, &self.var_data);
-                net.collect(&self.seeds, &self.changed, floor, &mut self.scratch);
-            }
+        if alone {
+            self.stats.alone += 1;
+            net.collect_alone(&self.seeds, &self.changed, &mut self.scratch);
+        } else {
+            let floor = net.floor(&self.changed, self.removed_floor, &self.var_data);
+            net.collect(&self.seeds, &self.changed, floor, &mut self.scratch);
         }
         self.stats.solves += 1;
         self.stats.vars_solved += self.scratch.vars.len() as u64;
@@ -1265,27 +1258,25 @@ impl FluidNetwork {
         self.changed.clear();
     }
 
-    /// When the links the changes touch carry no variable but one, that variable
-    /// (`Some(None)`: they carry none any more), which a re-solve then takes alone; `None`
-    /// when other variables share them.
-    fn alone(&self) -> Option<Option<u32>> {
+    /// Whether the links the changes touch carry one variable at most (the one changed
+    /// variable with members, if any), which a re-solve then takes alone.
+    fn alone(&self) -> bool {
         let mut alone = None;
         for &v in &self.changed {
             if self.vars[v as usize].active > 0 {
                 if alone.is_some() {
-                    return None;
+                    return false;
                 }
                 alone = Some(v);
             }
         }
-        for &l in &self.seeds {
-            match self.links[l as usize].elems[..] {
-                [] => {}
-                [e] if Some(e.var) == alone => {}
-                _ => return None,
-            }
-        }
-        Some(alone)
+        self.seeds
+            .iter()
+            .all(|&l| match self.links[l as usize].elems[..] {
+                [] => true,
+                [e] => Some(e.var) == alone,
+                _ => false,
+            })
     }
 
     /// Carry the solver's levels into rates, attachments, link clocks and dates.

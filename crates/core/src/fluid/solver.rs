@@ -158,28 +158,13 @@ impl Net<'_> {
         }
     }
 
-    /// Step 2 when the links the changes touch carry no variable but `alone` (or none at all):
-    /// the region is that variable and those links whatever the floor, so step 1 is skipped
-    /// and each link's share comes from its one variable without the general scan. Gives what
-    /// [`Net::collect`] gives, in the same order (the order in which links are re-dated
-    /// breaks ties between equal dates).
-    pub fn collect_alone(&mut self, alone: Option<u32>, seeds: &[u32], s: &mut Scratch) {
-        let stamp = self.stamp;
-        s.links.clear();
-        s.vars.clear();
-        s.stack.clear();
-        s.bounded.clear();
-        s.in_play.clear();
-        if let Some(v) = alone {
-            self.enter(v, s);
-        }
-        for &l in seeds {
-            let link = &mut self.links[l as usize];
-            if link.stamp != stamp {
-                link.stamp = stamp;
-                s.stack.push(l);
-            }
-        }
+    /// Step 2 when the links the changes touch carry one variable at most (the one changed
+    /// variable with members, if any): the region is that variable and those links whatever
+    /// the floor, so step 1 is skipped and each link's share comes from its one variable
+    /// without the general scan. Gives what [`Net::collect`] gives, in the same order (the
+    /// order in which links are re-dated breaks ties between equal dates).
+    pub fn collect_alone(&mut self, seeds: &[u32], changed: &[u32], s: &mut Scratch) {
+        self.begin_region(seeds, changed, s);
         while let Some(l) = s.stack.pop() {
             s.links.push(l);
             let start = s.in_play.len() as u32;
@@ -196,14 +181,31 @@ impl Net<'_> {
                 }
                 _ => unreachable!("a link the changes touch carries one variable at most"),
             };
-            let end = s.in_play.len() as u32;
-            link.remaining = link.capacity_bytes_per_sec.max(0.0);
-            link.usage = usage;
-            link.usage_ref = usage;
-            link.unfixed = end - start;
-            link.in_play = start..end;
-            link.dirty = false;
-            link.new_level = f64::NAN;
+            let remaining = link.capacity_bytes_per_sec;
+            link.set_share(remaining, usage, start..s.in_play.len() as u32);
+        }
+    }
+
+    /// Empty the region and put in it the changed variables with members, then the seed links
+    /// (on the stack of links to scan).
+    fn begin_region(&mut self, seeds: &[u32], changed: &[u32], s: &mut Scratch) {
+        let stamp = self.stamp;
+        s.links.clear();
+        s.vars.clear();
+        s.stack.clear();
+        s.bounded.clear();
+        s.in_play.clear();
+        for &v in changed {
+            if self.vars[v as usize].active > 0 && self.vars[v as usize].stamp != stamp {
+                self.enter(v, s);
+            }
+        }
+        for &l in seeds {
+            let link = &mut self.links[l as usize];
+            if link.stamp != stamp {
+                link.stamp = stamp;
+                s.stack.push(l);
+            }
         }
     }
 
@@ -230,24 +232,7 @@ impl Net<'_> {
         // Levels found by different re-solves may differ by rounding: a variable within 1e-9 of
         // the floor is taken too.
         let floor = floor * (1.0 - 1e-9);
-        let stamp = self.stamp;
-        s.links.clear();
-        s.vars.clear();
-        s.stack.clear();
-        s.bounded.clear();
-        s.in_play.clear();
-        for &v in changed {
-            if self.vars[v as usize].active > 0 && self.vars[v as usize].stamp != stamp {
-                self.enter(v, s);
-            }
-        }
-        for &l in seeds {
-            let link = &mut self.links[l as usize];
-            if link.stamp != stamp {
-                link.stamp = stamp;
-                s.stack.push(l);
-            }
-        }
+        self.begin_region(seeds, changed, s);
         while let Some(l) = s.stack.pop() {
             s.links.push(l);
             // Taken out while scanned: entering a variable stamps other links.
@@ -286,15 +271,7 @@ impl Net<'_> {
                 remaining -= e.weight * f64::from(var.active) * var.rate;
             }
         }
-        let end = s.in_play.len() as u32;
-        let link = &mut self.links[l as usize];
-        link.remaining = remaining.max(0.0);
-        link.usage = usage;
-        link.usage_ref = usage;
-        link.unfixed = end - start;
-        link.in_play = start..end;
-        link.dirty = false;
-        link.new_level = f64::NAN;
+        self.links[l as usize].set_share(remaining, usage, start..s.in_play.len() as u32);
         Ok(())
     }
 
@@ -517,6 +494,20 @@ impl Net<'_> {
                 Sharing::Fatpipe => link.dirty = true,
             }
         }
+    }
+}
+
+impl Link {
+    /// Start a re-solve's filling of this region link: `remaining` capacity for the region's
+    /// variables, listed at `in_play` in the scratch, whose usage is `usage`.
+    fn set_share(&mut self, remaining: f64, usage: f64, in_play: std::ops::Range<u32>) {
+        self.remaining = remaining.max(0.0);
+        self.usage = usage;
+        self.usage_ref = usage;
+        self.unfixed = in_play.end - in_play.start;
+        self.in_play = in_play;
+        self.dirty = false;
+        self.new_level = f64::NAN;
     }
 }
 
