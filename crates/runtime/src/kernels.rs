@@ -75,6 +75,10 @@ impl KernelTimes for CalibratedKernels<'_> {
         CalibratedKernels::explain(self, graph, task, worker)
     }
 
+    fn means_by_shape(&self) -> bool {
+        true
+    }
+
     fn mean_s(&self, graph: &TaskGraph, task: TaskId, worker: &Worker) -> Option<f64> {
         let key = self.key(graph, task, worker)?;
         let t = graph.task(task);

@@ -149,6 +149,13 @@ pub trait KernelTimes {
     fn explain(&self, _graph: &TaskGraph, _task: TaskId, _worker: &Worker) -> Option<NoModel> {
         None
     }
+
+    /// Whether [`mean_s`](Self::mean_s) reads nothing of a task but its codelet, model size
+    /// (`Task::model_size_bytes`) and flops: the runtime then asks once per run of alike tasks
+    /// (a Cholesky's GEMMs come in runs). False unless an implementation promises it.
+    fn means_by_shape(&self) -> bool {
+        false
+    }
 }
 
 /// Kernel durations from a flop rate per worker kind: the simplest model, for tests and for
@@ -168,6 +175,10 @@ impl KernelTimes for FlopRate {
             WorkerKind::Gpu => self.gpu_flops_per_sec,
         };
         (rate > 0.0).then(|| graph.task(task).flops() / rate)
+    }
+
+    fn means_by_shape(&self) -> bool {
+        true
     }
 
     fn draw_s(&self, _: &TaskGraph, _: TaskId, _: &Worker, mean_s: f64, _: &mut SimRng) -> f64 {

@@ -3,7 +3,7 @@
 use hetsim_core::error::InputError;
 use hetsim_models::NoModel;
 use hetsim_platform::machine::Machine;
-use hetsim_taskgraph::{TaskGraph, TaskId};
+use hetsim_taskgraph::{CodeletId, NodeId, TaskGraph, TaskId};
 
 use super::{KernelTimes, RunConfig, Worker, WorkerId, WorkerKind};
 
@@ -146,6 +146,11 @@ pub(crate) fn workers_in(
     Ok(workers)
 }
 
+/// What a task's means depend on when the kernels read its shape only
+/// ([`KernelTimes::means_by_shape`]), with its rank and the bytes its data takes (the
+/// checks): codelet, rank, model size, flops (bits), data bytes.
+type Shape = (CodeletId, NodeId, u64, u64, u64);
+
 /// The mean duration of every task on every worker class of its rank (`ranks[r]`: rank r's
 /// workers, local ids), and per rank the class of each worker. Errors before the run: a task
 /// that no worker of its rank has a model for, or whose data does not fit in the memory of any
@@ -192,6 +197,11 @@ pub(crate) fn runnable_of(
     } else {
         Vec::new()
     };
+    // The last task whose means came from the kernels, and its shape: a task of the same
+    // shape on the same rank has the same means (and passed the same checks), when the
+    // kernels read nothing else.
+    let by_shape = kernels.means_by_shape();
+    let mut last: Option<(TaskId, Shape)> = None;
     for t in graph.task_ids() {
         let task = graph.task(t);
         if !task.is_compute() {
@@ -212,9 +222,28 @@ pub(crate) fn runnable_of(
             .iter()
             .map(|a| graph.handle(a.handle).size_bytes)
             .sum();
+        let fixed = graph.fixes_duration(t);
+        let shape = (
+            task.codelet,
+            task.node,
+            task.model_size_bytes(),
+            task.flops().to_bits(),
+            need,
+        );
+        if by_shape && !fixed {
+            match last {
+                Some((prev, prev_shape)) if prev_shape == shape => {
+                    if table {
+                        let from = prev.index() * ndev;
+                        means.copy_within(from..from + ndev, t.index() * ndev);
+                    }
+                    continue;
+                }
+                _ => last = Some((t, shape)),
+            }
+        }
         let mut modelled = false;
         let mut fits_somewhere = false;
-        let fixed = graph.fixes_duration(t);
         for &col in mine {
             let w = devs[col];
             let m = if fixed {
@@ -282,4 +311,92 @@ pub(crate) fn runnable_of(
         },
         cols,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{star_machine, workers};
+    use crate::{FlopRate, SimRng};
+    use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
+
+    /// Means by codelet, flops and model size: a kernel model of shapes, which may or may not
+    /// say so.
+    struct Shaped {
+        promise: bool,
+    }
+
+    impl KernelTimes for Shaped {
+        fn mean_s(&self, g: &TaskGraph, t: TaskId, w: &Worker) -> Option<f64> {
+            let task = g.task(t);
+            let per_kind = match w.kind {
+                WorkerKind::Cpu => 1.0,
+                WorkerKind::Gpu => 0.1,
+            };
+            let codelet = f64::from(task.codelet.0 + 1);
+            Some(
+                per_kind * codelet * (task.flops() * 1e-9 + task.model_size_bytes() as f64 * 1e-12),
+            )
+        }
+
+        fn draw_s(&self, _: &TaskGraph, _: TaskId, _: &Worker, mean_s: f64, _: &mut SimRng) -> f64 {
+            mean_s
+        }
+
+        fn means_by_shape(&self) -> bool {
+            self.promise
+        }
+    }
+
+    #[test]
+    fn alike_tasks_get_the_means_the_kernels_give_each() {
+        // Neighbours that differ in one thing each: codelet, flops, data size; and runs of
+        // alike ones.
+        let mut b = TaskGraphBuilder::new();
+        let (k, l) = (b.codelet("k").unwrap(), b.codelet("l").unwrap());
+        let small = b.add_handle(Handle::bytes(1 << 20)).unwrap();
+        let large = b.add_handle(Handle::bytes(1 << 22)).unwrap();
+        let tasks = [
+            (k, 1e9, small),
+            (k, 1e9, small),
+            (l, 1e9, small),
+            (l, 1e9, small),
+            (l, 2e9, small),
+            (l, 2e9, large),
+            (l, 2e9, large),
+            (k, 2e9, large),
+            (k, 1e9, small),
+        ];
+        for (codelet, flops, h) in tasks {
+            b.submit(codelet, flops, 0, &[Access::new(h, AccessMode::R)])
+                .unwrap();
+        }
+        let g = b.build().unwrap();
+        let m = star_machine(1, 3);
+        let ws = workers_of(&m, &workers(2, 1)).unwrap();
+        let table = |k: &dyn KernelTimes| runnable_of(&g, k, &[&ws], &m).unwrap().0.means;
+        let asked = table(&Shaped { promise: false });
+        let copied = table(&Shaped { promise: true });
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&copied), bits(&asked));
+        // Every neighbour pair that differs has different means.
+        let ndev = asked.len() / tasks.len();
+        for (i, pair) in tasks.windows(2).enumerate() {
+            let row = |t: usize| &asked[t * ndev..][..ndev];
+            assert_eq!(
+                pair[0] == pair[1],
+                bits(row(i)) == bits(row(i + 1)),
+                "tasks {i}, {}",
+                i + 1
+            );
+        }
+        // The flop-rate model promises it too.
+        assert!(
+            FlopRate {
+                cpu_flops_per_sec: 1e9,
+                gpu_flops_per_sec: 1e10
+            }
+            .means_by_shape()
+        );
+    }
 }
