@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use rustc_hash::FxHashMap;
 
 use crate::{KernelTimes, SimRng, Worker, WorkerKind};
-use hetsim_models::{DeviceRef, ModelKey, NoModel, NoModelReason, PerfModels};
+use hetsim_models::{DeviceRef, ModelKey, NoModel, NoModelReason, Noise, PerfModels};
 use hetsim_taskgraph::{TaskGraph, TaskId};
 
 /// [`PerfModels`] behind the runtime's [`KernelTimes`] trait. (codelet, worker) pairs are
@@ -98,6 +98,10 @@ impl KernelTimes for CalibratedKernels<'_> {
         let Some(key) = self.key(graph, task, worker) else {
             return mean_s;
         };
+        // Without noise a draw is the mean, which the runtime passes: no second lookup.
+        if matches!(self.models.noise(key.codelet()), Noise::None) {
+            return mean_s;
+        }
         let t = graph.task(task);
         self.models
             .draw_key_s(key, t.model_size_bytes(), t.flops(), rng)
