@@ -223,14 +223,14 @@ pub(crate) fn runnable_of(
             .map(|a| graph.handle(a.handle).size_bytes)
             .sum();
         let fixed = graph.fixes_duration(t);
-        let shape = (
-            task.codelet,
-            task.node,
-            task.model_size_bytes(),
-            task.flops().to_bits(),
-            need,
-        );
         if by_shape && !fixed {
+            let shape = (
+                task.codelet,
+                task.node,
+                task.model_size_bytes(),
+                task.flops().to_bits(),
+                need,
+            );
             match last {
                 Some((prev, prev_shape)) if prev_shape == shape => {
                     if table {

@@ -1038,7 +1038,9 @@ impl<'a> Sim<'a> {
     fn pop_into(&mut self, r: usize, w: WorkerId, most: u32) {
         if self.ranks[r].sched.finds_nothing(w) {
             // Its last pop found nothing and the policy has not changed since: nor would this
-            // one, which only sends to sleep a worker that holds nothing.
+            // one, which only sends to sleep a worker that holds nothing. (Whether that changes
+            // anything is asked before the room: most workers skipped here sleep already, and
+            // leaving the test to `found_nothing` costs HPL 6 % more instructions.)
             if !self.ranks[r].workers.keeps_on_nothing(w) && self.has_room(r, w) {
                 self.ranks[r].workers.found_nothing(w);
             }
