@@ -281,6 +281,48 @@ fn handling_node(gpu: &[bool], s: usize, d: usize) -> usize {
 /// A queued request: highest priority first, then first come first served.
 type RequestKey = (std::cmp::Reverse<i32>, u64, u32);
 
+/// One request list of a pair, in [`RequestKey`] order. A heap rather than a sorted tree:
+/// passes take requests from the front, and dmda's prefetches make lists of hundreds, where a
+/// tree's insertion costs several times a heap's.
+#[derive(Debug, Default)]
+struct RequestList {
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<RequestKey>>,
+}
+
+impl RequestList {
+    fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    fn insert(&mut self, key: RequestKey) {
+        self.heap.push(std::cmp::Reverse(key));
+    }
+
+    /// Take `key` out (a request moving to another list: rare, so a linear pass).
+    fn remove(&mut self, key: RequestKey) {
+        self.heap.retain(|k| k.0 != key);
+    }
+
+    /// Take out the first request, in list order, that `takes` accepts. Requests before it
+    /// stay (a pass skips only those posted after its visit, which are few).
+    fn take_first(
+        &mut self,
+        takes: impl Fn(u32) -> bool,
+        skipped: &mut Vec<RequestKey>,
+    ) -> Option<RequestKey> {
+        let mut found = None;
+        while let Some(std::cmp::Reverse(key)) = self.heap.pop() {
+            if takes(key.2) {
+                found = Some(key);
+                break;
+            }
+            skipped.push(key);
+        }
+        self.heap.extend(skipped.drain(..).map(std::cmp::Reverse));
+        found
+    }
+}
+
 /// StarPU's two stages between a data request and the bytes moving (`starpu-reference.md`
 /// §1a "three priority lists" and §1e):
 ///
@@ -316,7 +358,7 @@ pub(crate) struct Runners {
     /// Per handling node, the pairs whose requests its driver handles (both directions).
     handled: Vec<Vec<usize>>,
     /// Per pair, the fetch, prefetch and idle request lists.
-    requests: Vec<[std::collections::BTreeSet<RequestKey>; 3]>,
+    requests: Vec<[RequestList; 3]>,
     /// Per transfer id still in a request list: which list, and its key there.
     queued: Vec<Option<(usize, RequestKey)>>,
     /// Per handling node, how many requests its lists hold.
@@ -365,6 +407,8 @@ pub(crate) struct Runners {
     /// Per handling node, the requests posted, earliest post first (date bits, sequence,
     /// id); entries no longer queued, or posted before a pass began, are dropped lazily.
     posts: Vec<std::collections::BinaryHeap<std::cmp::Reverse<(u64, u64, u32)>>>,
+    /// Scratch for [`RequestList::take_first`].
+    skipped: Vec<RequestKey>,
 }
 
 impl Runners {
@@ -403,6 +447,7 @@ impl Runners {
             duplicate: Vec::new(),
             dropped: Vec::new(),
             posts: vec![Default::default(); n],
+            skipped: Vec::new(),
         }
     }
 
@@ -506,7 +551,7 @@ impl Runners {
         let p = self.pair(t.src, t.dst);
         match self.queued[id as usize] {
             Some((list, key)) if list != FETCH => {
-                self.requests[p][list].remove(&key);
+                self.requests[p][list].remove(key);
                 self.requests[p][FETCH].insert(key);
                 self.queued[id as usize] = Some((FETCH, key));
                 true
@@ -704,14 +749,12 @@ impl Runners {
         // slot and is dropped.
         while room > 0 {
             let post_s = &self.post_s;
-            let Some(&key) = self.requests[p][list]
-                .iter()
-                .find(|&&(_, _, id)| post_s[id as usize] <= visit_s)
+            let Some(key) = self.requests[p][list]
+                .take_first(|id| post_s[id as usize] <= visit_s, &mut self.skipped)
             else {
                 break;
             };
             room -= 1;
-            self.requests[p][list].remove(&key);
             let id = key.2;
             self.queued[id as usize] = None;
             self.nqueued[h] -= 1;
@@ -806,6 +849,33 @@ impl Runners {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A request list gives the highest priority first, first come first within a priority;
+    /// a request the visit may not take yet keeps its place in front of those taken after it;
+    /// a request moved out leaves the others in order.
+    #[test]
+    fn a_request_list_takes_by_priority_then_arrival_and_skips_without_reordering() {
+        let mut list = RequestList::default();
+        let mut skipped = Vec::new();
+        // (priority, arrival, id): ids 1..=5.
+        for (prio, seq, id) in [(0, 1, 1), (5, 2, 2), (0, 3, 3), (5, 4, 4), (9, 5, 5)] {
+            list.insert((std::cmp::Reverse(prio), seq, id));
+        }
+        list.remove((std::cmp::Reverse(0), 3, 3));
+        let mut take = |list: &mut RequestList, blocked: u32| {
+            list.take_first(|id| id != blocked, &mut skipped)
+                .map(|k| k.2)
+        };
+        // Id 5 (priority 9) is first but not takeable yet: 2 comes out, 5 stays first.
+        assert_eq!(take(&mut list, 5), Some(2));
+        assert_eq!(take(&mut list, 0), Some(5));
+        assert_eq!(take(&mut list, 0), Some(4));
+        assert_eq!(take(&mut list, 1), None);
+        assert!(!list.is_empty());
+        assert_eq!(take(&mut list, 0), Some(1));
+        assert!(list.is_empty());
+        assert_eq!(take(&mut list, 0), None);
+    }
 
     /// StarPU-SimGrid's estimate applies 2·nGPUs to every hop. By hand, RAM and two GPUs, each
     /// GPU on its own 1 GB/s, 10 µs link, and a 2 GB/s, 20 µs route GPU0→GPU1 only; 1 MB:
