@@ -9,9 +9,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-600}"
 target="${2:-all}"
 seed="${3:-1}"
-cargo build --release -p hetsim-fuzz
+# Profile `fuzz`: the release build with unwinding, which the fuzzer needs to catch a panic.
+cargo build --profile fuzz -p hetsim-fuzz
 status=0
-target/release/hetsim-fuzz "$target" --seconds "$seconds" --seed "$seed" || status=$?
+target/fuzz/hetsim-fuzz "$target" --seconds "$seconds" --seed "$seed" || status=$?
 # A target killed by its memory bound leaves the input it was running.
 for f in fuzz/crashes/*.current; do
     [ -e "$f" ] || continue

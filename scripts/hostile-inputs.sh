@@ -52,10 +52,11 @@ t() {
     local outcome
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         outcome=hang
+    elif [ "$rc" = 101 ] || grep -q 'panicked' "$W/err"; then
+        # A release build aborts on a panic (status 134): the message tells it from a runaway.
+        outcome=panic
     elif [ "$rc" = 134 ] || grep -q 'memory allocation of .* failed' "$W/err"; then
         outcome=runaway
-    elif [ "$rc" = 101 ] || grep -q 'panicked' "$W/err"; then
-        outcome=panic
     elif [ "$sums_before" != "$sums_after" ]; then
         outcome=data_lost
     elif [ "$rc" = 2 ]; then
