@@ -317,10 +317,81 @@ type Readiness = (u64, u64, u64);
 /// variants, 0 for FIFO ones), highest first, then push order.
 type Place = (Reverse<i32>, u64);
 
+/// A worker's queued tasks in pop order, by place. Where places only grow (FIFO queues that pop
+/// from the front) a deque, whose push and pop cost nothing to find; otherwise (sorted queues,
+/// ready-first pops that take from anywhere) a sorted map.
+#[derive(Debug, Clone, Default)]
+struct Tasks {
+    fifo: Option<VecDeque<(Place, Queued)>>,
+    sorted: BTreeMap<Place, Queued>,
+}
+
+impl Tasks {
+    /// Empty: a deque if `fifo` (places pushed in increasing order, popped mostly first).
+    fn new(fifo: bool) -> Self {
+        Tasks {
+            fifo: fifo.then(VecDeque::new),
+            sorted: BTreeMap::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.fifo
+            .as_ref()
+            .map_or(self.sorted.is_empty(), VecDeque::is_empty)
+    }
+
+    fn insert(&mut self, place: Place, queued: Queued) {
+        match &mut self.fifo {
+            Some(f) => {
+                debug_assert!(f.back().is_none_or(|b| b.0 < place), "FIFO places grow");
+                f.push_back((place, queued));
+            }
+            None => {
+                self.sorted.insert(place, queued);
+            }
+        }
+    }
+
+    /// The first place in pop order.
+    fn first(&self) -> Option<Place> {
+        match &self.fifo {
+            Some(f) => f.front().map(|e| e.0),
+            None => self.sorted.first_key_value().map(|(&p, _)| p),
+        }
+    }
+
+    fn remove(&mut self, place: Place) -> Option<Queued> {
+        match &mut self.fifo {
+            Some(f) => {
+                let i = f.binary_search_by(|e| e.0.cmp(&place)).ok()?;
+                f.remove(i).map(|e| e.1)
+            }
+            None => self.sorted.remove(&place),
+        }
+    }
+
+    /// The queued tasks in pop order.
+    fn values(&self) -> impl Iterator<Item = &Queued> {
+        let fifo = self.fifo.iter().flatten().map(|e| &e.1);
+        fifo.chain(self.sorted.values())
+    }
+
+    /// The queued tasks of priority level `level`, in pop order.
+    fn level(&self, level: i32) -> impl Iterator<Item = &Queued> {
+        let fifo = self.fifo.iter().flatten();
+        let fifo = fifo.filter(move |e| e.0.0 == Reverse(level)).map(|e| &e.1);
+        let sorted = self
+            .sorted
+            .range((Reverse(level), 0)..=(Reverse(level), u64::MAX));
+        fifo.chain(sorted.map(|(_, q)| q))
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct Queue {
     /// The queued tasks in pop order.
-    tasks: BTreeMap<Place, Queued>,
+    tasks: Tasks,
     /// The tasks popped and not ended, in pop order (the order they start and end in), with
     /// the length and transfer booked for them (µs).
     popped: VecDeque<(TaskId, f64, f64)>,
@@ -528,8 +599,10 @@ impl Dmda {
     fn ensure(&mut self, view: &View<'_>) {
         if self.queues.len() < view.workers().len() {
             let now_us = view.now_s() * 1e6;
+            let fifo = !self.variant.sorted() && !self.variant.ready_first();
             self.queues.resize_with(view.workers().len(), || Queue {
                 exp_start_us: now_us,
+                tasks: Tasks::new(fifo),
                 ..Queue::default()
             });
         }
@@ -699,7 +772,7 @@ impl Dmda {
     /// Make the level of worker `w`'s head the active one (if it is not), keying its tasks.
     fn activate(&mut self, w: WorkerId, view: &View<'_>) {
         let q = &mut self.queues[w.index()];
-        let top = q.tasks.first_key_value().map(|(&(Reverse(l), _), _)| l);
+        let top = q.tasks.first().map(|(Reverse(l), _)| l);
         if q.active == top {
             return;
         }
@@ -710,11 +783,7 @@ impl Dmda {
         };
         let mut tasks = std::mem::take(&mut self.scratch_level);
         tasks.clear();
-        tasks.extend(
-            q.tasks
-                .range((Reverse(level), 0)..=(Reverse(level), u64::MAX))
-                .map(|(_, q)| q.task),
-        );
+        tasks.extend(q.tasks.level(level).map(|q| q.task));
         for &t in &tasks {
             self.enter_ready(w, t, view);
         }
@@ -850,7 +919,7 @@ impl Scheduler for Dmda {
             let b = self.booked.remove(&task).expect("queued tasks are booked");
             (b.place, Some(b.readiness))
         } else {
-            (*q.tasks.first_key_value()?.0, None)
+            (q.tasks.first()?, None)
         };
         let q = &mut self.queues[worker.index()];
         let Queued {
@@ -858,7 +927,7 @@ impl Scheduler for Dmda {
             len_us,
             transfer_us: transfer,
             ..
-        } = q.tasks.remove(&place).expect("a queued task");
+        } = q.tasks.remove(place).expect("a queued task");
         q.popped.push_back((task, len_us, transfer));
         if let Some(readiness) = readiness {
             q.ready.remove(&(readiness, place.1, task));
@@ -979,6 +1048,45 @@ mod tests {
     use hetsim_platform::machine::{self, MemNodeId};
     use hetsim_runtime::fixture::{Fixture, star_machine};
     use hetsim_taskgraph::{Access, AccessMode, Handle, HandleId, TaskGraph, TaskGraphBuilder};
+
+    /// A queue's deque and its sorted map answer alike for places pushed in increasing order,
+    /// removals from the front and from the middle included.
+    #[test]
+    fn a_fifo_queue_answers_as_the_sorted_one() {
+        let queued = |t: u32| Queued {
+            task: TaskId(t),
+            priority: 0,
+            len_us: f64::from(t),
+            transfer_us: 0.0,
+        };
+        let (mut fifo, mut sorted) = (Tasks::new(true), Tasks::new(false));
+        let tasks = |q: &Tasks| q.values().map(|q| q.task.0).collect::<Vec<_>>();
+        for t in 0..6 {
+            for q in [&mut fifo, &mut sorted] {
+                q.insert((Reverse(0), u64::from(t) * 10), queued(t));
+            }
+        }
+        assert_eq!(fifo.first(), Some((Reverse(0), 0)));
+        for place in [(Reverse(0), 0), (Reverse(0), 30), (Reverse(0), 35)] {
+            let (a, b) = (fifo.remove(place), sorted.remove(place));
+            assert_eq!(a.map(|q| q.task), b.map(|q| q.task), "{place:?}");
+        }
+        assert_eq!(tasks(&fifo), vec![1, 2, 4, 5]);
+        assert_eq!(tasks(&fifo), tasks(&sorted));
+        assert_eq!(fifo.first(), sorted.first());
+        let level = |q: &Tasks, l| q.level(l).map(|q| q.task.0).collect::<Vec<_>>();
+        assert_eq!(level(&fifo, 0), vec![1, 2, 4, 5]);
+        assert!(level(&fifo, 1).is_empty() && level(&sorted, 1).is_empty());
+        for place in [
+            (Reverse(0), 10),
+            (Reverse(0), 20),
+            (Reverse(0), 40),
+            (Reverse(0), 50),
+        ] {
+            assert!(fifo.remove(place).is_some() && sorted.remove(place).is_some());
+        }
+        assert!(fifo.is_empty() && sorted.is_empty() && fifo.first().is_none());
+    }
 
     /// RAM, `ngpu` GPUs each on its own link pair (BW = 1 GB/s, LAT = 10 µs), four CPU cores.
     fn machine(ngpu: usize) -> machine::Machine {
