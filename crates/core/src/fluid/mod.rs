@@ -328,6 +328,29 @@ struct Var {
     flags: u8,
 }
 
+impl Var {
+    /// A variable of no member yet, unsolved.
+    fn fresh(penalty: f64, bound: f64, elem_start: u32, elem_len: u16) -> Self {
+        Var {
+            level: f64::NAN,
+            rate: 0.0,
+            mp: 0.0,
+            penalty,
+            new_level: f64::NAN,
+            active: 0,
+            stamp: 0,
+            attach: ATTACH_UNSOLVED,
+            new_attach: ATTACH_UNSOLVED,
+            elem_start,
+            elem_len,
+            flags: if bound.is_finite() { BOUNDED } else { 0 },
+        }
+    }
+}
+
+/// How many variables without flows the network keeps for reuse.
+const IDLE_VARS: usize = 1024;
+
 /// `Var::flags` bit: fixed by the current re-solve.
 const FIXED: u8 = 1;
 /// A member joined or left since the last re-solve.
@@ -369,6 +392,11 @@ struct VarData {
     /// Hash of (elems, penalty, bound), and the next variable with the same hash.
     hash: u64,
     next_in_class: u32,
+    /// Without flows, kept in its class for the next flow of the same class
+    /// ([`FluidNetwork::retire_var`]).
+    idle: bool,
+    /// Times it went idle: tells its current entry in the idle queue from stale ones.
+    idle_gen: u32,
 }
 
 /// Links, flows, and the incremental max-min solver that shares the one among the other.
@@ -387,6 +415,10 @@ pub struct FluidNetwork {
     free_vars: Vec<u32>,
     /// First variable of each (elems, penalty, bound) hash.
     classes: FxHashMap<u64, u32>,
+    /// Variables without flows kept for reuse, oldest first, with the generation they went
+    /// idle at (entries of variables revived since are stale), and how many are idle.
+    idle_vars: std::collections::VecDeque<(u32, u32)>,
+    idle_count: usize,
     flows: Vec<Flow>,
     free_flows: Vec<u32>,
     live_flows: usize,
@@ -420,6 +452,8 @@ pub struct FluidNetwork {
     stats: SolveStats,
     /// Re-solve every change by the general path (tests compare it with the shortcut).
     general_only: bool,
+    /// How many variables without flows are kept for reuse ([`IDLE_VARS`]; tests vary it).
+    idle_cap: usize,
 }
 
 /// Date at which `amount` is done at `speed` from `from_s` (`from_s` when it already is).
@@ -454,6 +488,8 @@ impl FluidNetwork {
             route_scratch: Vec::new(),
             free_vars: Vec::new(),
             classes: FxHashMap::default(),
+            idle_vars: std::collections::VecDeque::new(),
+            idle_count: 0,
             flows: Vec::new(),
             free_flows: Vec::new(),
             live_flows: 0,
@@ -476,6 +512,7 @@ impl FluidNetwork {
             scratch: solver::Scratch::default(),
             stats: SolveStats::default(),
             general_only: false,
+            idle_cap: IDLE_VARS,
         }
     }
 
@@ -767,7 +804,11 @@ impl FluidNetwork {
                     .zip(elems)
                     .all(|(a, b)| a.link == b.link && a.weight.to_bits() == b.weight.to_bits());
             if same {
-                self.var_data[v as usize].refs += 1;
+                if self.var_data[v as usize].idle {
+                    self.revive_var(v);
+                } else {
+                    self.var_data[v as usize].refs += 1;
+                }
                 return v;
             }
             v = self.var_data[v as usize].next_in_class;
@@ -784,20 +825,7 @@ impl FluidNetwork {
                 start
             }
         };
-        let var = Var {
-            level: f64::NAN,
-            rate: 0.0,
-            mp: 0.0,
-            penalty,
-            new_level: f64::NAN,
-            active: 0,
-            stamp: 0,
-            attach: ATTACH_UNSOLVED,
-            new_attach: ATTACH_UNSOLVED,
-            elem_start,
-            elem_len: len,
-            flags: if bound.is_finite() { BOUNDED } else { 0 },
-        };
+        let var = Var::fresh(penalty, bound, elem_start, len);
         let v = match self.free_vars.pop() {
             Some(v) => {
                 self.vars[v as usize] = var;
@@ -821,8 +849,53 @@ impl FluidNetwork {
         d.redundant = redundant as u16;
         d.hash = hash;
         d.next_in_class = head;
+        d.idle = false;
         self.classes.insert(hash, v);
         v
+    }
+
+    /// Idle variable `v` takes its first flow again: as [`FluidNetwork::class_of`] makes a new
+    /// one, its class, links and index kept.
+    fn revive_var(&mut self, v: u32) {
+        let var = &self.vars[v as usize];
+        let d = &mut self.var_data[v as usize];
+        self.vars[v as usize] = Var::fresh(var.penalty, d.bound, var.elem_start, var.elem_len);
+        d.base = 0.0;
+        d.base_s = 0.0;
+        d.members.clear();
+        d.refs = 1;
+        d.idle = false;
+        self.idle_count -= 1;
+    }
+
+    /// Variable `v` has no flow left: keep it idle in its class, so that the next flow of the
+    /// class (a message over the same route, often) finds it instead of making one, up to
+    /// [`IDLE_VARS`] of them; past that, free the one idle longest. A variable's index is
+    /// bookkeeping: which one a class gets changes no rate and no date.
+    fn retire_var(&mut self, v: u32) {
+        let d = &mut self.var_data[v as usize];
+        d.idle = true;
+        d.idle_gen = d.idle_gen.wrapping_add(1);
+        self.idle_vars.push_back((v, d.idle_gen));
+        self.idle_count += 1;
+        while self.idle_count > self.idle_cap {
+            let (u, g) = self
+                .idle_vars
+                .pop_front()
+                .expect("idle variables are queued");
+            let d = &mut self.var_data[u as usize];
+            if d.idle && d.idle_gen == g {
+                d.idle = false;
+                self.idle_count -= 1;
+                self.free_var(u);
+            }
+        }
+        // Entries of revived variables go stale: drop them before they outnumber the others.
+        if self.idle_vars.len() > 2 * self.idle_cap + 16 {
+            let data = &self.var_data;
+            self.idle_vars
+                .retain(|&(u, g)| data[u as usize].idle && data[u as usize].idle_gen == g);
+        }
     }
 
     /// Forget a variable no flow refers to any more.
@@ -1120,7 +1193,7 @@ impl FluidNetwork {
         }
         // A variable still listed as changed is freed after the re-solve, which skips it.
         if self.var_data[v as usize].refs == 0 && !self.vars[v as usize].has(CHANGED) {
-            self.free_var(v);
+            self.retire_var(v);
         }
     }
 
@@ -1252,7 +1325,7 @@ impl FluidNetwork {
             var.set(CHANGED, false);
             var.set(GREW, false);
             if var.active == 0 && self.var_data[v as usize].refs == 0 {
-                self.free_var(v);
+                self.retire_var(v);
             }
         }
         self.changed.clear();

@@ -646,8 +646,18 @@ proptest::proptest! {
 /// Run `case` to completion on a fresh network (re-solving every change by the general path if
 /// `general_only`): every flow's finish date, in input order, and the network.
 fn run_case(case: &RefCase, general_only: bool) -> (Vec<f64>, FluidNetwork) {
+    run_case_keeping(case, general_only, IDLE_VARS)
+}
+
+/// [`run_case`], keeping `idle_cap` variables without flows for reuse.
+fn run_case_keeping(
+    case: &RefCase,
+    general_only: bool,
+    idle_cap: usize,
+) -> (Vec<f64>, FluidNetwork) {
     let mut n = FluidNetwork::new(case.mode);
     n.general_only = general_only;
+    n.idle_cap = idle_cap;
     let ids: Vec<LinkId> = case
         .links
         .iter()
@@ -683,6 +693,81 @@ proptest::proptest! {
             general_stats
         );
     }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]
+
+    /// Reusing the variables of finished flows, none, two or many of them, changes no date bit
+    /// and no re-solve: a variable's index is bookkeeping.
+    #[test]
+    fn reused_variables_give_the_dates_of_new_ones(case in recycled_case()) {
+        let bits = |dates: Vec<f64>| dates.iter().map(|d| d.to_bits()).collect::<Vec<_>>();
+        let (fresh, n) = run_case_keeping(&case, false, 0);
+        let fresh_stats = n.solve_stats();
+        for cap in [2, IDLE_VARS] {
+            let (reused, n) = run_case_keeping(&case, false, cap);
+            proptest::prop_assert_eq!(bits(fresh.clone()), bits(reused));
+            proptest::prop_assert_eq!(n.solve_stats(), fresh_stats);
+        }
+    }
+}
+
+/// A reference case whose flows take turns on one to three routes (links, loads and bounds of
+/// its first flows), spread over two seconds: a route's variable goes idle and comes back.
+fn recycled_case() -> impl proptest::strategy::Strategy<Value = RefCase> {
+    use proptest::prelude::*;
+    (ref_case(4, 40, 2.0), 1usize..=3).prop_map(|(mut case, k)| {
+        let templates: Vec<RefFlow> = case.flows.iter().take(k).cloned().collect();
+        for (i, f) in case.flows.iter_mut().enumerate() {
+            let t = &templates[i % templates.len()];
+            f.route.clone_from(&t.route);
+            f.loads.clone_from(&t.loads);
+            f.bound = t.bound;
+        }
+        case
+    })
+}
+
+/// A flow on the route of a finished one takes its idle variable; past the cap the variable
+/// idle longest is freed and its index made anew.
+#[test]
+fn a_finished_flows_variable_waits_idle_for_the_next_flow_of_its_class() {
+    let mut n = FluidNetwork::new(Plain);
+    n.idle_cap = 1;
+    let a = n.add_link(GB, 0.0, Shared);
+    let b = n.add_link(GB, 0.0, Shared);
+    let mut finished = Vec::new();
+    let mut run = |n: &mut FluidNetwork, route: Vec<LinkId>| {
+        let now = n.now_s;
+        let f = n.start_flow(now, FlowSpec::new(route, GB));
+        let v = n.flows[f.0 as usize].var;
+        while let Some(t) = n.next_event_time() {
+            n.advance(t, &mut finished);
+        }
+        v
+    };
+    let first_a = run(&mut n, vec![a]);
+    assert_eq!(
+        (n.idle_count, n.classes.len()),
+        (1, 1),
+        "kept idle in its class"
+    );
+    assert_eq!(run(&mut n, vec![a]), first_a, "the same route finds it");
+    // A flow on b: a's variable stays idle until b's goes idle too, past the cap of one.
+    let first_b = run(&mut n, vec![b]);
+    assert_ne!(first_b, first_a);
+    assert_eq!(
+        (n.idle_count, n.classes.len()),
+        (1, 1),
+        "a's freed, b's idle"
+    );
+    assert_eq!(
+        run(&mut n, vec![a]),
+        first_a,
+        "a's index made anew from the free list"
+    );
+    assert_eq!(n.now_s, 4.0);
 }
 
 #[test]
