@@ -23,7 +23,10 @@
 //!   the same rate, so they share one solver variable with a member count; the solver works on
 //!   variables. Each variable keeps its members' finishing points on its own served-bytes scale
 //!   (bytes sent per member since the variable appeared), so members that started at different
-//!   dates, with different sizes, finish in order without ever being touched one by one.
+//!   dates, with different sizes, finish in order without ever being touched one by one. A
+//!   variable whose last member ends waits idle in its class, a bounded number of them, for the
+//!   next flow over the same route (a cluster's messages take the same few routes again and
+//!   again).
 //! - **Levels and clocks.** A variable's level is its rate × penalty. The solver fixes each
 //!   variable either at its bound or at the level of the link whose saturation fixed it: the
 //!   variable is then *attached* to that link, and follows the link's level. Every link keeps a
