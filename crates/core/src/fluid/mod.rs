@@ -681,16 +681,21 @@ impl FluidNetwork {
         for (link, weight) in loads {
             assert!((link.0 as usize) < self.links.len(), "unknown {link:?}");
             assert!(weight > 0.0, "a flow's load on a link must be > 0");
-            match elems.iter_mut().find(|e| e.link == link.0) {
-                Some(e) => e.weight += weight,
-                None => elems.push(VarElem {
-                    link: link.0,
-                    weight,
-                    slot: 0,
-                }),
-            }
+            elems.push(VarElem {
+                link: link.0,
+                weight,
+                slot: 0,
+            });
         }
+        // Stable: a link's loads are summed in the order they were named.
         elems.sort_by_key(|e| e.link);
+        elems.dedup_by(|later, kept| {
+            let same = later.link == kept.link;
+            if same {
+                kept.weight += later.weight;
+            }
+            same
+        });
     }
 
     /// Declare every route flows will take (a link named twice counts twice), so that the
