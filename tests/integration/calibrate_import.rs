@@ -116,8 +116,10 @@ fn the_shipped_library_is_the_importers_output() {
 /// `tests/data/starpu/old-writer/README.md` lists): a FATPIPE link, a symmetrical route, a GPU
 /// without a `model` property, an affinity file in NUMA nodes with two NUMA nodes, an older
 /// codelet name, a file without combinations, an OpenCL combination and a line without samples.
-fn tiny_variant() -> PathBuf {
-    broken("variant", |d| {
+/// `test` names the directory: tests run in parallel, and one's cleanup must not remove
+/// another's copy.
+fn tiny_variant(test: &str) -> PathBuf {
+    broken(&format!("variant-{test}"), |d| {
         let (bus, codelets) = (d.join("bus"), d.join("codelets/45"));
         edit(&bus.join("tiny.config"), |t| {
             t + "2 # Number of NUMA nodes\n"
@@ -251,7 +253,7 @@ fn imports_load_to_the_machines_the_hand_written_writer_gave() {
         machine::from_str(&without_estimates(&tiny), "tiny.toml").unwrap(),
         old("tiny.toml")
     );
-    let dir = tiny_variant();
+    let dir = tiny_variant("writer");
     let tinyx = calibrate::import_to_toml(&tiny_variant_options(dir.clone())).unwrap();
     assert_eq!(
         machine::from_str(&without_estimates(&tinyx), "tinyx.toml").unwrap(),
@@ -365,7 +367,7 @@ fn provenance_comments_sit_on_the_values_they_describe() {
     );
 
     // The variant: lines of its edited files.
-    let dir = tiny_variant();
+    let dir = tiny_variant("provenance");
     let x = calibrate::import_to_toml(&tiny_variant_options(dir.clone())).unwrap();
     let _ = std::fs::remove_dir_all(dir);
     // Share is line 50 once CUDA1's model line is gone.
