@@ -320,70 +320,90 @@ type Place = (Reverse<i32>, u64);
 /// A worker's queued tasks in pop order, by place. Where places only grow (FIFO queues that pop
 /// from the front) a deque, whose push and pop cost nothing to find; otherwise (sorted queues,
 /// ready-first pops that take from anywhere) a sorted map.
-#[derive(Debug, Clone, Default)]
-struct Tasks {
-    fifo: Option<VecDeque<(Place, Queued)>>,
-    sorted: BTreeMap<Place, Queued>,
+#[derive(Debug, Clone)]
+enum Tasks {
+    Fifo(Fifo),
+    Sorted(BTreeMap<Place, Queued>),
+}
+
+/// [`Tasks::Fifo`]'s deque.
+type Fifo = VecDeque<(Place, Queued)>;
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Tasks::Sorted(BTreeMap::new())
+    }
 }
 
 impl Tasks {
     /// Empty: a deque if `fifo` (places pushed in increasing order, popped mostly first).
     fn new(fifo: bool) -> Self {
-        Tasks {
-            fifo: fifo.then(VecDeque::new),
-            sorted: BTreeMap::new(),
+        if fifo {
+            Tasks::Fifo(VecDeque::new())
+        } else {
+            Tasks::default()
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.fifo
-            .as_ref()
-            .map_or(self.sorted.is_empty(), VecDeque::is_empty)
+        match self {
+            Tasks::Fifo(f) => f.is_empty(),
+            Tasks::Sorted(m) => m.is_empty(),
+        }
     }
 
     fn insert(&mut self, place: Place, queued: Queued) {
-        match &mut self.fifo {
-            Some(f) => {
+        match self {
+            Tasks::Fifo(f) => {
                 debug_assert!(f.back().is_none_or(|b| b.0 < place), "FIFO places grow");
                 f.push_back((place, queued));
             }
-            None => {
-                self.sorted.insert(place, queued);
+            Tasks::Sorted(m) => {
+                m.insert(place, queued);
             }
         }
     }
 
     /// The first place in pop order.
     fn first(&self) -> Option<Place> {
-        match &self.fifo {
-            Some(f) => f.front().map(|e| e.0),
-            None => self.sorted.first_key_value().map(|(&p, _)| p),
+        match self {
+            Tasks::Fifo(f) => f.front().map(|e| e.0),
+            Tasks::Sorted(m) => m.first_key_value().map(|(&p, _)| p),
         }
     }
 
     fn remove(&mut self, place: Place) -> Option<Queued> {
-        match &mut self.fifo {
-            Some(f) => {
+        match self {
+            Tasks::Fifo(f) => {
                 let i = f.binary_search_by(|e| e.0.cmp(&place)).ok()?;
                 f.remove(i).map(|e| e.1)
             }
-            None => self.sorted.remove(&place),
+            Tasks::Sorted(m) => m.remove(&place),
+        }
+    }
+
+    /// The deque or the map, whichever holds the tasks (the other `None`).
+    fn parts(&self) -> (Option<&Fifo>, Option<&BTreeMap<Place, Queued>>) {
+        match self {
+            Tasks::Fifo(f) => (Some(f), None),
+            Tasks::Sorted(m) => (None, Some(m)),
         }
     }
 
     /// The queued tasks in pop order.
     fn values(&self) -> impl Iterator<Item = &Queued> {
-        let fifo = self.fifo.iter().flatten().map(|e| &e.1);
-        fifo.chain(self.sorted.values())
+        let (fifo, sorted) = self.parts();
+        let fifo = fifo.into_iter().flatten().map(|e| &e.1);
+        fifo.chain(sorted.into_iter().flat_map(BTreeMap::values))
     }
 
     /// The queued tasks of priority level `level`, in pop order.
     fn level(&self, level: i32) -> impl Iterator<Item = &Queued> {
-        let fifo = self.fifo.iter().flatten();
+        let (fifo, sorted) = self.parts();
+        let fifo = fifo.into_iter().flatten();
         let fifo = fifo.filter(move |e| e.0.0 == Reverse(level)).map(|e| &e.1);
-        let sorted = self
-            .sorted
-            .range((Reverse(level), 0)..=(Reverse(level), u64::MAX));
+        let range = (Reverse(level), 0)..=(Reverse(level), u64::MAX);
+        let sorted = sorted.into_iter().flat_map(move |m| m.range(range.clone()));
         fifo.chain(sorted.map(|(_, q)| q))
     }
 }
