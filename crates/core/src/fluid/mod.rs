@@ -1199,7 +1199,7 @@ impl FluidNetwork {
                 self.seeds.push(e.link);
             }
         }
-        // A variable still listed as changed is freed after the re-solve, which skips it.
+        // A variable still listed as changed is retired after the re-solve, which skips it.
         if self.var_data[v as usize].refs == 0 && !self.vars[v as usize].has(CHANGED) {
             self.retire_var(v);
         }
