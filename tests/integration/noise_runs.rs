@@ -105,3 +105,128 @@ fn run_noise_from_the_command_line_makes_seeds_matter() {
          [perfmodels])\n"
     );
 }
+
+/// Every history mean of mirage's models, codelet by codelet, in file order.
+fn history_means(m: &machine::Machine) -> Vec<f64> {
+    let mut out = Vec::new();
+    for c in m.perf_models().codelets() {
+        for d in c.models() {
+            out.extend(d.history().entries().iter().map(|e| e.mean_s));
+        }
+    }
+    out
+}
+
+/// `run.perturb_means` multiplies each calibrated duration by its own factor within the width:
+/// every mean moves, none by more than 1 %, both ways, and the seed alone decides the factors.
+#[test]
+fn perturbed_means_stay_within_their_width_and_follow_the_seed() {
+    let m = machine::from_str(&std::fs::read_to_string(MIRAGE).unwrap(), MIRAGE).unwrap();
+    let perturbed = |seed: u64| {
+        let mut p = m.clone();
+        p.perturb_means(0.01, seed).unwrap();
+        history_means(&p)
+    };
+    let calibrated = history_means(&m);
+    let mut refused = m.clone();
+    assert!(
+        refused.perturb_means(1.0, 1).is_err(),
+        "a factor could reach 0"
+    );
+    assert!(refused.perturb_means(f64::NAN, 1).is_err());
+    assert!(calibrated.len() > 50, "mirage has many history entries");
+    let a = perturbed(1);
+    assert_eq!(a, perturbed(1), "same seed, same factors");
+    assert_ne!(a, perturbed(2), "another seed, other factors");
+    let ratios: Vec<f64> = a.iter().zip(&calibrated).map(|(p, c)| p / c).collect();
+    assert!(
+        ratios
+            .iter()
+            .all(|&r| (0.99..=1.01).contains(&r) && r != 1.0),
+        "{ratios:?}"
+    );
+    let (lo, hi) = ratios
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(lo, hi), &r| {
+            (lo.min(r), hi.max(r))
+        });
+    assert!(
+        lo < 0.995 && hi > 1.005,
+        "factors spread over the width: {lo} to {hi}"
+    );
+}
+
+/// `run.jitter` and `run.perturb_means` from the command line: the seed decides the run, the
+/// same seed gives the same bytes, a width of 0 changes nothing, and a width out of range, or
+/// a jitter beside `run.noise`, is refused with exit status 2.
+#[test]
+fn jitter_and_perturbed_means_from_the_command_line() {
+    let run = |sets: &[&str], seed: &str| -> serde_json::Value {
+        let mut args = vec![
+            "run",
+            "scenarios/cholesky-mirage.toml",
+            "--json",
+            "--seed",
+            seed,
+        ];
+        args.extend(["--sched", "dmda", "--set", "workload.n=9600"]);
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let out = crate::common::hetsim(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let plain = run(&[], "1");
+    for key in ["run.jitter", "run.perturb_means"] {
+        let zero = run(&[&format!("{key}=0")], "2");
+        assert_eq!(zero["makespan_s"], plain["makespan_s"], "{key}=0");
+        assert_eq!(zero["workers"], plain["workers"], "{key}=0");
+        let set = format!("{key}=0.001");
+        let a = run(&[&set], "1");
+        assert_eq!(a, run(&[&set], "1"), "{key}: same seed, same output");
+        assert_ne!(
+            a["makespan_s"],
+            run(&[&set], "2")["makespan_s"],
+            "{key}: seeds differ"
+        );
+        let field = key.trim_start_matches("run.");
+        assert_eq!(a["run"][field], 0.001);
+
+        let out = crate::common::hetsim(&[
+            "run",
+            "scenarios/cholesky-mirage.toml",
+            "--set",
+            &format!("{key}=0.6"),
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "hetsim: error: --set {key}=0.6: field `{key}`: expected a relative half-width \
+                 between 0 and 0.5 (0.001 is ±0.1 %), found 0.6\n"
+            )
+        );
+    }
+    let out = crate::common::hetsim(&[
+        "run",
+        "scenarios/cholesky-mirage.toml",
+        "--set",
+        "run.noise=normal",
+        "--set",
+        "run.jitter=0.01",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "field `run.jitter`: run.jitter and run.noise both set: the jitter is a noise of \
+             its own; expected one of them"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

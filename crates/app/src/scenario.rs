@@ -38,7 +38,7 @@ use toml::de::{DeArray, DeTable, DeValue};
 
 use hetsim_core::error::{Error, InputError, Location, line_of_offset, read_input};
 use hetsim_core::fluid::SharingMode;
-use hetsim_models::Noise;
+use hetsim_models::{Histogram, Noise};
 use hetsim_mpi::workload::ProgramWorkload;
 use hetsim_platform::cluster::Cluster;
 use hetsim_platform::machine::format::RawRuntime;
@@ -244,6 +244,12 @@ pub struct Scenario {
     /// `run.noise`: the kernel-time noise of every codelet, replacing the machine file's
     /// (`None`: the machine file's own).
     pub noise: Option<Noise>,
+    /// `run.jitter`: the relative half-width of the uniform perturbation `run.noise` stands
+    /// for when it was set this way (0 when it was not).
+    pub jitter: f64,
+    /// `run.perturb_means`: the relative half-width of the uniform factor each duration of the
+    /// kernel models is multiplied by, drawn from the run's seed (0: the models as calibrated).
+    pub perturb_means: f64,
     /// `run.runtime_costs`: whether StarPU's simulated runtime costs of the machine file apply
     /// (allocation, request and kernel queueing, push). Default on for task graphs, off for
     /// program workloads (MPI programs, not StarPU ones).
@@ -830,7 +836,35 @@ struct RawRun {
     #[serde(default)]
     noise: Option<Spanned<String>>,
     #[serde(default)]
+    jitter: Option<Spanned<f64>>,
+    #[serde(default)]
+    perturb_means: Option<Spanned<f64>>,
+    #[serde(default)]
     runtime_costs: Option<Spanned<bool>>,
+}
+
+/// Largest `run.jitter` and `run.perturb_means`: a duration may become up to half as long or
+/// one and a half times as long.
+pub const MAX_HALF_WIDTH: f64 = 0.5;
+
+/// A relative half-width of `run.jitter` or `run.perturb_means`: in `[0, MAX_HALF_WIDTH]`.
+fn check_half_width(w: f64) -> Result<(), String> {
+    if (0.0..=MAX_HALF_WIDTH).contains(&w) {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a relative half-width between 0 and {MAX_HALF_WIDTH} (0.001 is ±0.1 %), \
+             found {w}"
+        ))
+    }
+}
+
+/// The noise of `run.jitter = j` (checked, positive): each kernel's mean multiplied by a factor
+/// uniform in `[1 - j, 1 + j]` (its deviation unused), so that runs with different seeds show how
+/// much the makespan depends on ties and on durations known only to that precision.
+fn jitter_noise(j: f64) -> Noise {
+    let bins = Histogram::from_bins(vec![1.0 - j, 1.0 + j], vec![1.0]);
+    Noise::Histogram(bins.expect("one bin of positive width and weight"))
 }
 
 /// Default scheduler when `[scheduler]` names none.
@@ -961,6 +995,8 @@ fn build(
     // [run]
     let mut run = RunConfig::default();
     let mut noise = None;
+    let mut jitter = 0.0;
+    let mut perturb_means = 0.0;
     let mut runtime_costs = program.is_none();
     if let Some(r) = raw.run {
         if let Some(v) = &r.runtime_costs {
@@ -1030,6 +1066,30 @@ fn build(
                 }
             });
         }
+        if let Some(v) = &r.jitter {
+            note!("run.jitter", &v.span());
+            if r.noise.is_some() {
+                return Err(src.err(
+                    &v.span(),
+                    "run.jitter",
+                    "run.jitter and run.noise both set: the jitter is a noise of its own; \
+                     expected one of them"
+                        .to_string(),
+                ));
+            }
+            jitter = *v.get_ref();
+            check_half_width(jitter).map_err(|e| src.err(&v.span(), "run.jitter", e))?;
+            // A jitter of 0 leaves the machine file's noise as it is.
+            if jitter > 0.0 {
+                noise = Some(jitter_noise(jitter));
+            }
+        }
+        if let Some(v) = &r.perturb_means {
+            note!("run.perturb_means", &v.span());
+            perturb_means = *v.get_ref();
+            check_half_width(perturb_means)
+                .map_err(|e| src.err(&v.span(), "run.perturb_means", e))?;
+        }
     }
 
     // [runtime]: checked here, where its spans name the scenario or the --set; applied to the
@@ -1061,6 +1121,8 @@ fn build(
         scheduler,
         run,
         noise,
+        jitter,
+        perturb_means,
         runtime_costs,
         runtime,
         overrides: overrides.to_vec(),
@@ -1275,6 +1337,17 @@ impl Scenario {
         c.with_shape(n, g).map_err(|e| self.locate(e))
     }
 
+    /// `run.noise` (or `run.jitter`) and `run.perturb_means` applied to a machine's models.
+    fn adjust_models(&self, m: &mut Machine) {
+        if let Some(noise) = &self.noise {
+            m.set_noise_everywhere(noise.clone());
+        }
+        if self.perturb_means > 0.0 {
+            m.perturb_means(self.perturb_means, self.run.seed)
+                .expect("run.perturb_means is checked to lie in [0, 0.5] when read");
+        }
+    }
+
     /// Load the scenario's machine file for a task-graph run: a machine file, or a cluster
     /// file of one node (its node machine). Errors in the machine file name that file; a
     /// machine file that cannot be read is reported at `scenario.machine`.
@@ -1302,9 +1375,7 @@ impl Scenario {
             ));
         }
         let mut m = c.node_machine().clone();
-        if let Some(noise) = &self.noise {
-            m.set_noise_everywhere(noise.clone());
-        }
+        self.adjust_models(&mut m);
         Ok(m)
     }
 
@@ -1408,10 +1479,7 @@ impl Scenario {
         observer: &mut dyn hetsim_runtime::Observer,
     ) -> Result<RunReport, Error> {
         let w = self.graph_workload()?;
-        let cluster = match &self.noise {
-            Some(noise) => cluster.map_node_machine(|m| m.set_noise_everywhere(noise.clone())),
-            None => cluster,
-        };
+        let cluster = cluster.map_node_machine(|m| self.adjust_models(m));
         let ranks = cluster.nodes() * self.ranks_per_node;
         let grid = match w.grid {
             Some((p, q)) => BlockCyclic::new(p, q).map_err(|e| self.locate(e))?,
@@ -1550,6 +1618,8 @@ impl Scenario {
                 "wont_use": self.run.wont_use,
                 "gpu_sync": self.run.gpu_sync,
                 "noise": self.noise.as_ref().map(|n| n.kind_name()),
+                "jitter": self.jitter,
+                "perturb_means": self.perturb_means,
             }),
         );
         let mut v = with_report_fields(obj, report, "run report")?;

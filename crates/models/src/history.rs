@@ -129,6 +129,16 @@ impl History {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// Multiply each entry's mean and deviation by the next factor of `factors`, entry by
+    /// entry by increasing size.
+    pub fn scale_each(&mut self, factors: &mut impl FnMut() -> f64) {
+        for e in &mut self.entries {
+            let f = factors();
+            e.mean_s *= f;
+            e.stddev_s *= f;
+        }
+    }
 }
 
 /// StarPU's non-linear regression `t(size) = a·size^b + c` (seconds, size in bytes), valid for
@@ -147,6 +157,16 @@ pub struct Regression {
 }
 
 impl Regression {
+    /// The same regression with every duration multiplied by `factor` (`a` and `c` scaled; a
+    /// positive factor keeps the durations of its range non-negative).
+    pub fn scaled(&self, factor: f64) -> Regression {
+        Regression {
+            a: self.a * factor,
+            c_s: self.c_s * factor,
+            ..*self
+        }
+    }
+
     /// A checked regression: `a` (seconds per byte^b), `b` and `c_s` (seconds) finite. With a
     /// size range, the durations at both ends must be non-negative (the function is monotone in
     /// size, so then every size of the range gets a non-negative duration); without one, `a`

@@ -50,7 +50,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rand::Rng;
+use rand::{Rng, RngExt};
 
 /// Index of a GPU in the machine's list of GPUs (`Machine::gpus`): models of one GPU are keyed
 /// by it.
@@ -228,6 +228,19 @@ impl DeviceModel {
     /// Deviation of regression and flop-rate predictions relative to their mean.
     pub fn rel_stddev(&self) -> f64 {
         self.rel_stddev
+    }
+
+    /// Multiply each duration this model gives by a factor of `factors`: one per history
+    /// entry (by increasing size), then one for the regression and one for the flop rate, if
+    /// the model has them.
+    fn scale_each(&mut self, factors: &mut impl FnMut() -> f64) {
+        self.history.scale_each(factors);
+        if let Some(r) = &self.regression {
+            self.regression = Some(r.scaled(factors()));
+        }
+        if let Some(rate) = self.flop_rate_per_s {
+            self.flop_rate_per_s = Some(rate / factors());
+        }
     }
 
     /// (mean, deviation) in seconds, if this model covers the size (or the flops).
@@ -555,6 +568,28 @@ impl PerfModels {
             c.noise = None;
         }
         self.default_noise = noise;
+    }
+
+    /// Multiply every duration the models give by its own factor drawn uniformly in
+    /// `[1 - rel, 1 + rel]`: one per history entry, regression and flop rate, in file order,
+    /// from `rng`. A calibration known only to that precision; runs with different draws show
+    /// how much a prediction depends on it. `rel` must lie in `[0, 1)`, so that every
+    /// duration stays positive.
+    pub fn perturb_means(&mut self, rel: f64, rng: &mut SimRng) -> Result<(), ParamError> {
+        if !(0.0..1.0).contains(&rel) {
+            return Err(ParamError::new(
+                "perturb_means",
+                None,
+                format!("expected a relative half-width in [0, 1), found {rel}"),
+            ));
+        }
+        let mut factors = || 1.0 + rel * (2.0 * rng.random::<f64>() - 1.0);
+        for c in &mut self.codelets {
+            for m in &mut c.models {
+                m.scale_each(&mut factors);
+            }
+        }
+        Ok(())
     }
 
     /// The noise of codelets that do not set their own.

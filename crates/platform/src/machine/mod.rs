@@ -520,6 +520,15 @@ impl Machine {
         self.perf_models.set_noise_everywhere(noise);
     }
 
+    /// Multiply each duration of the kernel models by its own factor uniform in
+    /// `[1 - rel, 1 + rel]`, drawn from a generator seeded with `seed`
+    /// ([`PerfModels::perturb_means`](hetsim_models::PerfModels::perturb_means)).
+    pub fn perturb_means(&mut self, rel: f64, seed: u64) -> Result<(), hetsim_models::ParamError> {
+        // A stream of its own: the run's generator, seeded alike, draws the same numbers.
+        let mut rng = hetsim_models::rng_from_seed(seed ^ 0x6d6f_6465_6c73_0000);
+        self.perf_models.perturb_means(rel, &mut rng)
+    }
+
     /// The CPU cores nearest a GPU, nearest first (`[affinity]`, from StarPU's
     /// `bus/<host>.affinity`): core indices from 0 to [`Machine::cpu_cores`] − 1, counted across
     /// the `[[cpus]]` groups in file order. Empty if the file gives none for this GPU; a
