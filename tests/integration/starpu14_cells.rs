@@ -136,6 +136,31 @@ fn gaps() -> BTreeMap<Key, Gap> {
         .collect()
 }
 
+/// Per measured cell, the lowest and highest of StarPU's figures with its sampled calibration
+/// and with each perturbed one (`docs/validation/starpu14-sensitivity.csv`, written by
+/// `scripts/starpu14-sensitivity.sh`), in ms.
+fn starpu_ranges() -> BTreeMap<Key, (f64, f64)> {
+    read_csv("docs/validation/starpu14-sensitivity.csv")
+        .into_iter()
+        .map(|row| {
+            let figures: Vec<f64> = std::iter::once(row["starpu_ms"].as_str())
+                .chain(row["starpu_perturbed_ms"].split(';'))
+                .map(|v| v.parse().unwrap())
+                .collect();
+            let lo = figures.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = figures.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            (key_of(&row), (lo, hi))
+        })
+        .collect()
+}
+
+/// A gap explained as `sensitive`: hetsim's figure is one StarPU itself gives when its
+/// calibration moves by the measured width. StarPU prints whole milliseconds, hence the half
+/// millisecond either side.
+fn within_starpu_range(range: Option<&(f64, f64)>, hetsim_ms: f64) -> bool {
+    range.is_some_and(|&(lo, hi)| lo - 0.5 <= hetsim_ms && hetsim_ms <= hi + 0.5)
+}
+
 /// The `hetsim run` arguments of a cell with `seed`.
 fn args(c: &Cell, seed: usize) -> Vec<String> {
     let (app, machine, sched, n, tile, variant) = &c.key;
@@ -327,6 +352,14 @@ fn write_table(cells: &[Cell], outcomes: &[Outcome], gaps: &BTreeMap<Key, Gap>) 
 fn every_cell_of_starpu_1_4_within_target_or_explained() {
     let cells = cells();
     let gaps = gaps();
+    let ranges = starpu_ranges();
+    for k in ranges.keys() {
+        assert!(
+            cells.iter().any(|c| &c.key == k),
+            "docs/validation/starpu14-sensitivity.csv measures {k:?}, which is not a cell of \
+             starpu14-simgrid.csv"
+        );
+    }
     for k in gaps.keys() {
         assert!(
             cells.iter().any(|c| &c.key == k),
@@ -357,6 +390,16 @@ fn every_cell_of_starpu_1_4_within_target_or_explained() {
                 "{line}): within its {target} % target now; take it off \
                  docs/validation/starpu14-gaps.csv"
             )),
+            Some(g)
+                if g.why == "sensitive"
+                    && !within_starpu_range(ranges.get(&c.key), o.hetsim_ms) =>
+            {
+                failures.push(format!(
+                    "{line}): listed as sensitive, but outside StarPU's own range {:?} in \
+                     docs/validation/starpu14-sensitivity.csv",
+                    ranges.get(&c.key)
+                ));
+            }
             _ => {}
         }
     }
