@@ -1474,3 +1474,42 @@ fn a_worker_told_to_come_back_pops_after_its_sleep_and_progress_call() {
     assert_close(once_back - at_once, SLEEP + PASS, 1e-9);
     assert_close(twice_back - at_once, 2.0 * (SLEEP + PASS), 1e-9);
 }
+
+/// A driver allocates for its requests in the order its pass reaches them, its lists by the
+/// copy's source node, RAM's first (`__starpu_datawizard_progress` over the peers in node
+/// order), not in the order of the task's buffers: StarPU's sirocco Cholesky allocates a
+/// GEMM's tile from RAM before the one from a GPU, 175 µs apart. Two GPUs; K, queued to GPU 0,
+/// reads X (buffer 0, 8 MiB, valid on GPU 1 only) and Y (buffer 1, 8 MiB, in RAM): each needs a
+/// cudaMalloc of its own on GPU 0 (over the 4 MiB the suballocator serves), one at a time.
+/// By hand, from K's push p: Y's room is allocated from p to p + 175 µs, its copy is posted
+/// then and moves after GPU 0's pass and queueing sleep; X's room from p + 175 µs to
+/// p + 350 µs, its copy (staged through RAM, first hop handled by GPU 1's driver, idle too)
+/// posted then, moving after the same pass and sleep: 175 µs after Y's. In buffer order X
+/// would move first, 175 µs before Y.
+#[test]
+fn a_driver_allocates_for_its_requests_in_its_pass_order() {
+    let m = machine(2, 1 << 30);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let size = 8 << 20;
+    let x = b
+        .add_handle(Handle {
+            home: workload::Home::Gpu(1),
+            ..Handle::bytes(size)
+        })
+        .unwrap();
+    let y = b.add_handle(Handle::bytes(size)).unwrap();
+    b.submit(
+        cl,
+        1e6,
+        0,
+        &[Access::new(x, AccessMode::R), Access::new(y, AccessMode::R)],
+    )
+    .unwrap();
+    let g = b.build().unwrap();
+    let mut log = Timeline::default();
+    let mut sc = OnGpus::new(vec![0], true);
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(2), &mut log).unwrap();
+    let (x_moves, y_moves) = (Timeline::at(&log.moves, x.0), Timeline::at(&log.moves, y.0));
+    assert_close(x_moves - y_moves, MALLOC, 1e-9);
+}

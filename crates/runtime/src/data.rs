@@ -109,6 +109,7 @@ pub(crate) struct DataManager {
     clean_pct: (u32, u32),
     scratch_ids: Vec<u32>,
     scratch_handles: Vec<HandleId>,
+    scratch_order: Vec<(u32, usize)>,
     scratch_passes: Vec<(MemNodeId, f64)>,
 }
 
@@ -174,6 +175,7 @@ impl DataManager {
             clean_pct: (rt.min_clean_pct, rt.target_clean_pct),
             scratch_ids: Vec::new(),
             scratch_handles: Vec::new(),
+            scratch_order: Vec::new(),
             scratch_passes: Vec::new(),
         }
     }
@@ -596,16 +598,26 @@ impl DataManager {
     ) {
         let accesses = graph.accesses(task);
         self.prefetched.insert(task.0);
+        // The node's driver allocates for its requests as its pass reaches them: the lists of
+        // the pairs into it in source-node order (RAM's first), not the task's buffer order.
+        let mut order = std::mem::take(&mut self.scratch_order);
+        order.clear();
         for (i, a) in accesses.iter().enumerate() {
-            if !a.mode.reads() {
-                continue;
+            if a.mode.reads() {
+                let src = self.memory.best_source(a.handle, node, &self.estimates);
+                order.push((src.0, i));
             }
+        }
+        order.sort_unstable();
+        for &(_, i) in &order {
+            let a = &accesses[i];
             // A task's own requests are one per handle.
             let first = accesses[..i].iter().all(|b| b.handle != a.handle);
             if self.request_prefetch(graph, a.handle, node, priority, first, now_s, fx) {
                 self.memory.note_task_prefetch(a.handle, node);
             }
         }
+        self.scratch_order = order;
     }
 
     /// Request `h` on `node` for a task's prefetch (`first`: the task's first request of `h`).
