@@ -75,6 +75,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/starpu14-cell.sh
+. "$root/scripts/starpu14-cell.sh"
 starpu="${STARPU14_DIR:-}"
 sampling="${STARPU_SAMPLING_DIR:-$root/tests/data/starpu-samples/starpu-sampling}"
 gsampling="${STARPU_GEMINI_SAMPLING_DIR:-$root/tests/data/starpu-samples/starpu-sampling-icpp2023-gemini}"
@@ -105,11 +107,8 @@ if [ "${1:-}" = "--run-one" ]; then
     ORACLE_TMO=$1 idx=$2 app=$3 machine=$4 sched=$5 n=$6 tile=$7 variant=$8 seed=$9
     : "${ORACLE_WORK:?}" "${ORACLE_OUT:?}" "${ORACLE_EX:?}"
     nb=$((n / tile))
-    case "$app" in
-        chol) prog="$ORACLE_EX/cholesky_implicit"; args=(-size "$n" -nblocks "$nb") ;;
-        lu) prog="$ORACLE_EX/lu_implicit_example_float"; args=(-size "$n" -nblocks "$nb") ;;
-        gemm) prog="$ORACLE_EX/sgemm"; args=(-3d -size "$n" -nblocks "$nb" -iter 1) ;;
-    esac
+    starpu14_example "$app" "$n" "$tile" || exit 2
+    prog="$ORACLE_EX/$(basename "$example")"; args=("${example_args[@]}")
     if [ "$machine" = gemini ]; then
         pmdir="$ORACLE_WORK/perfmodels-gemini"; host="$ORACLE_GEMINI_HOST"
     else
@@ -117,17 +116,7 @@ if [ "${1:-}" = "--run-one" ]; then
     fi
     envs=(STARPU_PERF_MODEL_DIR="$pmdir" STARPU_HOSTNAME="$host" STARPU_SCHED="$sched"
           STARPU_HOME="$ORACLE_WORK/home" STARPU_RAND_SEED="$seed" STARPU_SILENT=1)
-    case "$variant" in
-        default) ;;
-        cpu-only) envs+=(STARPU_NCUDA=0) ;;
-        gpu-only) envs+=(STARPU_NCPU=0) ;;
-        costs-off) envs+=(STARPU_SIMGRID_TRANSFER_COST=0 STARPU_SIMGRID_TASK_SUBMIT_COST=0
-                          STARPU_SIMGRID_TASK_PUSH_COST=0 STARPU_SIMGRID_FETCHING_INPUT_COST=0
-                          STARPU_SIMGRID_CUDA_QUEUE_COST=0 STARPU_SIMGRID_CUDA_MALLOC_COST=0
-                          STARPU_SIMGRID_SCHED_COST=0) ;;
-        transfers-off) envs+=(STARPU_SIMGRID_TRANSFER_COST=0) ;;
-        *) echo "unknown variant $variant" >&2; exit 2 ;;
-    esac
+    starpu14_variant_env "$variant" || exit 2
     key="$app-$machine-$sched-$n-$tile-$variant-$seed"
     log="$ORACLE_WORK/logs/$key"
     # worker counts, once per (machine, variant)
@@ -209,7 +198,7 @@ if [ -n "$starpu" ]; then
         cfg_h="$starpu/include/starpu/1.4/starpu_config.h"
     elif [ -x "$starpu/examples/cholesky/cholesky_implicit" ]; then
         # build tree: one directory per example; link them side by side
-        ex="$(mktemp -d)"; ex_tmp="$ex"; for p in cholesky/cholesky_implicit lu/lu_implicit_example_float mult/sgemm; do
+        ex="$(mktemp -d)"; ex_tmp="$ex"; for p in $starpu14_examples; do
             ln -s "$starpu/examples/$p" "$ex/$(basename "$p")"; done
         md="$starpu/tools/starpu_machine_display"; cfg_h="$starpu/include/starpu_config.h"
         [ -z "$config_log" ] && [ -f "$starpu/config.log" ] && config_log="$starpu/config.log"

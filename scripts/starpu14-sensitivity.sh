@@ -33,6 +33,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/starpu14-cell.sh
+. "$root/scripts/starpu14-cell.sh"
 starpu="${STARPU14_DIR:-}"
 sampling="${STARPU_SAMPLING_DIR:-$root/tests/data/starpu-samples/starpu-sampling}"
 gsampling="${STARPU_GEMINI_SAMPLING_DIR:-$root/tests/data/starpu-samples/starpu-sampling-icpp2023-gemini}"
@@ -126,18 +128,12 @@ fi
 # --one app machine sched n tile variant: one cell, both sides, one CSV row.
 shift
 app=$1 machine=$2 sched=$3 n=$4 tile=$5 variant=$6
-nb=$((n / tile))
-find_prog() {
-    for p in "$ORACLE_STARPU/examples/$1/$2" "$ORACLE_STARPU/lib/starpu/examples/$2"; do
-        [ -x "$p" ] && { echo "$p"; return; }
-    done
-    echo "no $2 under $ORACLE_STARPU" >&2; exit 2
-}
-case "$app" in
-    chol) prog=$(find_prog cholesky cholesky_implicit); args=(-size "$n" -nblocks "$nb") ;;
-    lu) prog=$(find_prog lu lu_implicit_example_float); args=(-size "$n" -nblocks "$nb") ;;
-    gemm) prog=$(find_prog mult sgemm); args=(-3d -size "$n" -nblocks "$nb" -iter 1) ;;
-esac
+starpu14_example "$app" "$n" "$tile" || exit 2
+prog=""
+for p in "$ORACLE_STARPU/examples/$example" "$ORACLE_STARPU/lib/starpu/examples/$(basename "$example")"; do
+    [ -x "$p" ] && { prog="$p"; break; }
+done
+[ -n "$prog" ] || { echo "no $example under $ORACLE_STARPU" >&2; exit 2; }
 if [ "$machine" = gemini ]; then base="$ORACLE_GSAMPLING"; host="$gemini_host"; tag=g
 else base="$ORACLE_SAMPLING"; host="$machine"; tag=s; fi
 envs=(STARPU_HOSTNAME="$host" STARPU_SCHED="$sched" STARPU_HOME="$ORACLE_WORK/home" STARPU_SILENT=1)
@@ -147,20 +143,14 @@ read -r ncpu ncuda < <(awk -F, -v a="$app" -v m="$machine" -v s="$sched" -v n="$
     print $4, $5; exit }' "$ORACLE_ROOT/docs/validation/starpu14-simgrid.csv")
 [ -n "${ncuda:-}" ] || { echo "$app $machine $sched $n $tile $variant: not in starpu14-simgrid.csv" >&2; exit 2; }
 sets=(--set "run.ncpu=$ncpu" --set "run.ncuda=$ncuda")
+starpu14_variant_env "$variant" || exit 2
 case "$variant" in
-    default) ;;
-    cpu-only) envs+=(STARPU_NCUDA=0) ;;
-    gpu-only) envs+=(STARPU_NCPU=0) ;;
-    costs-off) envs+=(STARPU_SIMGRID_TRANSFER_COST=0 STARPU_SIMGRID_TASK_SUBMIT_COST=0
-                      STARPU_SIMGRID_TASK_PUSH_COST=0 STARPU_SIMGRID_FETCHING_INPUT_COST=0
-                      STARPU_SIMGRID_CUDA_QUEUE_COST=0 STARPU_SIMGRID_CUDA_MALLOC_COST=0
-                      STARPU_SIMGRID_SCHED_COST=0)
-               sets+=(--set run.runtime_costs=false --set runtime.transfer_cost=false) ;;
-    transfers-off) envs+=(STARPU_SIMGRID_TRANSFER_COST=0); sets+=(--set runtime.transfer_cost=false) ;;
+    costs-off) sets+=(--set run.runtime_costs=false --set runtime.transfer_cost=false) ;;
+    transfers-off) sets+=(--set runtime.transfer_cost=false) ;;
 esac
 [ "$sched" = lws ] && sets+=(--set scheduler.hwloc=false)
 starpu_ms() {
-    env "${envs[@]}" STARPU_PERF_MODEL_DIR="$1" "$prog" "${args[@]}" 2>&1 |
+    env "${envs[@]}" STARPU_PERF_MODEL_DIR="$1" "$prog" "${example_args[@]}" 2>&1 |
         awk '/^#.*\tms\t/ { for (i = 1; i <= NF; i++) if ($i == "ms") c = i - 1; next }
              c && /^[0-9]/ { print $c; c = 0 }' | tail -1
 }
