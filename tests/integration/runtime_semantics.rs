@@ -1513,3 +1513,52 @@ fn a_driver_allocates_for_its_requests_in_its_pass_order() {
     let (x_moves, y_moves) = (Timeline::at(&log.moves, x.0), Timeline::at(&log.moves, y.0));
     assert_close(x_moves - y_moves, MALLOC, 1e-9);
 }
+
+/// A replica already valid where a task is pushed is marked for it at the push, before the
+/// node's driver allocates for the task's other inputs (`_starpu_fetch_task_input` takes a
+/// reference on a valid replica at once; the others wait for a pass): the allocations cannot
+/// evict it. One GPU with room for two 8 MiB tiles and D (4 KiB). T0 reads A, T1 reads C and
+/// writes D, so A is the older of the two clean tiles when T2 (reads B, A and D; ready when T1
+/// ends) is pushed. B's room must evict a clean tile: with A marked, C goes, and A moves once.
+/// Were A taken in source-node order with the copies (after B, from RAM), B's room would evict
+/// A, whose copy would then evict C: A would move twice.
+#[test]
+fn a_replica_valid_at_the_push_is_marked_before_the_allocations() {
+    let tile = 8 << 20;
+    let small = 4096;
+    let m = machine(1, 2 * tile + small);
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let a = b.add_handle(Handle::bytes(tile)).unwrap();
+    let c = b.add_handle(Handle::bytes(tile)).unwrap();
+    let bb = b.add_handle(Handle::bytes(tile)).unwrap();
+    let d = b.add_handle(Handle::bytes(small)).unwrap();
+    b.submit(cl, 1e6, 0, &[Access::new(a, AccessMode::R)])
+        .unwrap();
+    b.submit(
+        cl,
+        1e6,
+        0,
+        &[Access::new(c, AccessMode::R), Access::new(d, AccessMode::W)],
+    )
+    .unwrap();
+    b.submit(
+        cl,
+        1e6,
+        0,
+        &[
+            Access::new(bb, AccessMode::R),
+            Access::new(a, AccessMode::R),
+            Access::new(d, AccessMode::R),
+        ],
+    )
+    .unwrap();
+    let g = b.build().unwrap();
+    let mut log = Timeline::default();
+    let mut sc = OnGpus::new(vec![0, 0, 0], true);
+    simulate_observed(&m, &g, &KERNELS, &mut sc, &gpu_only(1), &mut log).unwrap();
+    let moves = |h: HandleId| log.moves.iter().filter(|mv| mv.0 == h.0).count();
+    assert_eq!((moves(a), moves(c), moves(bb)), (1, 1, 1));
+    let starts = |t: u32| Timeline::at(&log.starts, t);
+    assert!(starts(0) < starts(1) && starts(1) < starts(2));
+}

@@ -600,12 +600,17 @@ impl DataManager {
         self.prefetched.insert(task.0);
         // The node's driver allocates for its requests as its pass reaches them: the lists of
         // the pairs into it in source-node order (RAM's first), not the task's buffer order.
+        // Replicas already valid there are marked at the push, before any pass.
         let mut order = std::mem::take(&mut self.scratch_order);
         order.clear();
         for (i, a) in accesses.iter().enumerate() {
             if a.mode.reads() {
-                let src = self.memory.best_source(a.handle, node, &self.estimates);
-                order.push((src.0, i));
+                let key = if self.memory.is_valid(a.handle, node) {
+                    0
+                } else {
+                    1 + self.memory.best_source(a.handle, node, &self.estimates).0
+                };
+                order.push((key, i));
             }
         }
         order.sort_unstable();
