@@ -29,6 +29,8 @@ const FETCH: f64 = 1e-6;
 /// Pushing a task (`runtime.push`): the releasing driver's thread sleeps it before it goes back
 /// to its own requests.
 const PUSH: f64 = 1e-6;
+/// Submitting a task (`runtime.submit_cost`).
+const SUBMIT: f64 = 1e-6;
 /// A GPU driver's progress call before it reads the request lists it handles: 1 µs for RAM's
 /// and 1 µs for its own (`___starpu_datawizard_progress` in SimGrid builds).
 const PASS: f64 = 2e-6;
@@ -96,6 +98,10 @@ fn one_gemm_on_one_gpu_by_hand() {
     assert_eq!(g.num_tasks(), 1);
     let mut s = sched::by_name("eager", 1).unwrap();
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
+    // First the program partitions A, B and C (xgemm.c: the whole matrix, then its one block,
+    // each acquired by an internal task submitted and pushed): 6 × 2 µs.
+    assert_eq!(g.startup_acquires(), 6);
+    let startup = 6.0 * (SUBMIT + PUSH);
     // Three allocations in order: the first opens a 32 MiB chunk (one cudaMalloc, 175 µs),
     // the next two (3.7 MB each) come out of it for free but end after the first; then the
     // copies of A and B one after the other on the (RAM, GPU0) pair (the only task of a C
@@ -104,7 +110,7 @@ fn one_gemm_on_one_gpu_by_hand() {
     // its progress call), sleeping 10 µs of queueing for each in turn: B's is over while A
     // moves, so B follows A at once. The driver sees B arrive in its next pass (its progress
     // call, nothing left to submit) and only then queues the kernel.
-    let inputs_ready = MALLOC + PASS + 2.0 * COPY - QUEUE + PASS;
+    let inputs_ready = startup + MALLOC + PASS + 2.0 * COPY - QUEUE + PASS;
     let kernel = g.tasks()[0].flops() / GPU_RATE;
     assert_close(r.makespan_s, inputs_ready + KQ + kernel, 1e-9);
     // C was written on the GPU: xgemm.c's `starpu_data_wont_use(C)` sends it back to RAM
@@ -134,14 +140,15 @@ fn free_transfers_take_no_time_by_hand() {
     let mut s = sched::by_name("eager", 1).unwrap();
     let r = simulate(&m, &g, &KERNELS, s.as_mut(), &gpu_only(1)).unwrap();
     let kernel = g.tasks()[0].flops() / GPU_RATE;
-    // Only the allocation, GPU0's pass over its requests (the driver's progress call is not
-    // a transfer cost; the copies complete within that pass, which sees them) and the
-    // kernel's queueing are left before the kernel; C's write-back
-    // (the `wont_use` hint's, as above) ends at GPU0's next pass.
-    assert_close(r.makespan_s, MALLOC + PASS + KQ + kernel, 1e-9);
+    // Only the startup acquisitions (as above), the allocation, GPU0's pass over its requests
+    // (the driver's progress call is not a transfer cost; the copies complete within that
+    // pass, which sees them) and the kernel's queueing are left before the kernel; C's
+    // write-back (the `wont_use` hint's, as above) ends at GPU0's next pass.
+    let startup = f64::from(g.startup_acquires()) * (SUBMIT + PUSH);
+    assert_close(r.makespan_s, startup + MALLOC + PASS + KQ + kernel, 1e-9);
     assert_close(
         r.end_with_writeback_s,
-        MALLOC + PASS + KQ + kernel + 2.0 * PUSH + PASS,
+        startup + MALLOC + PASS + KQ + kernel + 2.0 * PUSH + PASS,
         1e-9,
     );
     assert_eq!(r.transfers, 3);
@@ -185,8 +192,17 @@ fn two_by_two_cholesky_on_one_gpu_by_hand() {
         ]
     );
     let busy = PUSH.max(2.0 * FETCH);
-    let makespan =
-        MALLOC + 3.0 * (2.0 * PASS + COPY) + 2.0 * busy + 2.0 * KQ + FETCH + d.iter().sum::<f64>();
+    // Before potrf(0,0) the example partitions its matrix (the whole, then its 2 blocks: 3
+    // acquisitions, each an internal task submitted and pushed).
+    assert_eq!(g.startup_acquires(), 3);
+    let startup = 3.0 * (SUBMIT + PUSH);
+    let makespan = startup
+        + MALLOC
+        + 3.0 * (2.0 * PASS + COPY)
+        + 2.0 * busy
+        + 2.0 * KQ
+        + FETCH
+        + d.iter().sum::<f64>();
     assert_close(r.makespan_s, makespan, 1e-9);
     // All three tiles were modified on the GPU: three write-backs, submitted together in
     // GPU0's pass after the end and moving one after the other; the queueing of the second

@@ -165,6 +165,9 @@ pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, Inpu
         }
     }
     debug_assert_eq!(b.num_tasks(), ntasks);
+    // StarPU's `cholesky_implicit` partitions its matrix in two levels
+    // (`starpu_data_map_filters`): it acquires the whole matrix, then each of its t blocks.
+    b.startup_acquires(t + 1);
     b.build()
 }
 
@@ -248,6 +251,25 @@ mod tests {
             [
                 CHOL_POTRF, CHOL_TRSM, CHOL_TRSM, CHOL_POTRF, CHOL_TRSM, CHOL_POTRF
             ]
+        );
+    }
+
+    /// StarPU's `cholesky_implicit` at n = 9 600, tiles of 960, submits 11 internal tasks before
+    /// its first potrf (its trace's first 11 submissions, 2 µs apart): the acquisitions of the
+    /// matrix and of its 10 blocks when it partitions them.
+    #[test]
+    fn startup_acquires_follow_the_two_level_partition() {
+        assert_eq!(
+            cholesky(9600, 960, Precision::Single)
+                .unwrap()
+                .startup_acquires(),
+            11
+        );
+        assert_eq!(
+            cholesky(11520, 320, Precision::Single)
+                .unwrap()
+                .startup_acquires(),
+            37
         );
     }
 }

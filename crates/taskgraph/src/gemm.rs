@@ -72,6 +72,9 @@ pub fn gemm(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputErr
             b.wont_use(tile(2, y, x))?;
         }
     }
+    // `xgemm.c` partitions A, B and C in two levels each (`starpu_data_map_filters`): it
+    // acquires each whole matrix, then each of its t blocks.
+    b.startup_acquires(3 * (t + 1));
     b.build()
 }
 
@@ -130,5 +133,17 @@ mod tests {
         assert_eq!(g.task(TaskId(0)).model_size_bytes(), 11_059_200);
         assert_eq!(g.task(TaskId(0)).flops(), 1.769472e9);
         assert_eq!(g.codelet_names(), &["starpu_sgemm_gemm".to_string()]);
+    }
+
+    /// `xgemm.c` partitions A, B and C: StarPU's sgemm at n = 9 600, tiles of 960, submits 33
+    /// internal tasks before its first gemm.
+    #[test]
+    fn startup_acquires_follow_the_three_partitions() {
+        assert_eq!(
+            gemm(9600, 960, Precision::Single)
+                .unwrap()
+                .startup_acquires(),
+            33
+        );
     }
 }

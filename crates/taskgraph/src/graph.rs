@@ -381,6 +381,9 @@ pub struct TaskGraph {
     /// Per task, the worker it ran on in a recorded run ([`TaskGraphBuilder::record_worker`]);
     /// empty when no task has one.
     recorded: Vec<Option<RecordedWorker>>,
+    /// Synchronous acquisitions the program makes before its first task
+    /// ([`TaskGraphBuilder::startup_acquires`]).
+    startup_acquires: u32,
 }
 
 /// The worker a task ran on in a recorded run (the `WorkerId` of StarPU's `tasks.rec`), for
@@ -448,6 +451,12 @@ impl TaskGraph {
     /// The "will not be used" hints, in submission order.
     pub fn wont_use_hints(&self) -> &[WontUse] {
         &self.wont_use
+    }
+
+    /// How many synchronous acquisitions of data the program makes before it submits its
+    /// first task ([`TaskGraphBuilder::startup_acquires`]).
+    pub fn startup_acquires(&self) -> u32 {
+        self.startup_acquires
     }
 
     /// For each hint of [`TaskGraph::wont_use_hints`], in order, the task it waits for: the last
@@ -832,6 +841,7 @@ pub struct TaskGraphBuilder {
     explicit_only: bool,
     /// Per task submitted so far, its recorded worker (empty until one is recorded).
     recorded: Vec<Option<RecordedWorker>>,
+    startup_acquires: u32,
 }
 
 impl TaskGraphBuilder {
@@ -1176,6 +1186,15 @@ impl TaskGraphBuilder {
         Ok(())
     }
 
+    /// The program acquires data synchronously `n` times before it submits its first task:
+    /// StarPU's `starpu_data_partition` (which `starpu_data_map_filters` calls once per handle
+    /// it partitions) first acquires the handle it partitions, and each acquisition submits and
+    /// pushes an internal task. StarPU's tiled examples partition each matrix in two levels,
+    /// 1 + (tiles per dimension) acquisitions per matrix.
+    pub fn startup_acquires(&mut self, n: u32) {
+        self.startup_acquires = n;
+    }
+
     /// Say that `handle` will not be used soon, at this point of the submission order (after
     /// the last task submitted): StarPU's `starpu_data_wont_use`. See [`WontUse`] for when the
     /// hint takes effect. A hint before any task is submitted is an error (it would hold from
@@ -1377,6 +1396,7 @@ impl TaskGraphBuilder {
             params: self.params,
             forward: false,
             recorded: self.recorded,
+            startup_acquires: self.startup_acquires,
         };
         if self.unordered {
             graph.check_acyclic()?;

@@ -167,6 +167,9 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
         }
     }
     debug_assert_eq!(b.num_tasks(), ntasks);
+    // StarPU's `lu_implicit_example` partitions its matrix in two levels
+    // (`starpu_data_map_filters`): it acquires the whole matrix, then each of its t blocks.
+    b.startup_acquires(t + 1);
     b.build()
 }
 
@@ -245,5 +248,15 @@ mod tests {
             }
         }
         assert_eq!(edges, vec![(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]);
+    }
+
+    /// StarPU's `lu_implicit_example` partitions its matrix as the Cholesky example does: 1 + T
+    /// acquisitions before its first task.
+    #[test]
+    fn startup_acquires_follow_the_two_level_partition() {
+        assert_eq!(
+            lu(9600, 960, Precision::Single).unwrap().startup_acquires(),
+            11
+        );
     }
 }

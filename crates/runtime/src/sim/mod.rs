@@ -682,8 +682,13 @@ impl<'a> Sim<'a> {
                 }
             }
             self.to_submit = per_rank;
+            // Before its first task the program's thread makes its startup acquisitions, each
+            // an internal task submitted and pushed.
+            let rt = self.machine.runtime();
+            let startup_s = f64::from(self.graph.startup_acquires()) * (rt.submit_s + rt.push_s);
             for r in 0..self.ranks.len() {
-                self.cal.schedule(0.0, Event::Submit { rank: r as u32 });
+                self.cal
+                    .schedule(startup_s, Event::Submit { rank: r as u32 });
             }
         } else {
             self.pending.iter_mut().for_each(Pending::submit);

@@ -47,6 +47,14 @@ pub struct GraphFile {
     /// "Will not be used" hints (StarPU's `starpu_data_wont_use`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wont_use: Vec<WontUseEntry>,
+    /// Synchronous acquisitions of data the program makes before its first task (default 0;
+    /// [`crate::TaskGraphBuilder::startup_acquires`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub startup_acquires: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn yes() -> bool {
@@ -267,6 +275,7 @@ pub fn to_file(graph: &TaskGraph, name: Option<String>) -> Result<GraphFile, Inp
                 after_task: w.after.0,
             })
             .collect(),
+        startup_acquires: graph.startup_acquires(),
     })
 }
 
@@ -305,6 +314,7 @@ pub fn from_file(file: &GraphFile, gpu_sync: &GpuSynchronous) -> Result<Parts, I
     }
     let n = file.tasks.len();
     let mut b = TaskGraphBuilder::with_capacity(n, file.handles.len(), 0);
+    b.startup_acquires(file.startup_acquires);
     b.infer_dependencies(file.infer_dependencies);
     for (i, h) in file.handles.iter().enumerate() {
         b.add_handle(Handle {

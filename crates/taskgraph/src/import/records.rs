@@ -73,6 +73,9 @@ pub(crate) struct Records {
     internal: Vec<(Range<u32>, u32)>,
     /// "Will not be used" hints: order key, handle, line.
     hints: Vec<((u64, u64), Option<HandleId>)>,
+    /// Synchronous acquisitions made before the first task
+    /// ([`TaskGraphBuilder::startup_acquires`]).
+    pub startup_acquires: u32,
 }
 
 impl Records {
@@ -178,6 +181,7 @@ impl Records {
             deps,
             internal,
             mut hints,
+            startup_acquires,
             ..
         } = self;
         if let Some(j) = kinds.iter().position(|k| *k == JobKind::Unknown) {
@@ -199,6 +203,7 @@ impl Records {
         let through = Contraction::new(&kinds, &deps, &internal, &job_names)?;
 
         let mut b = TaskGraphBuilder::with_capacity(tasks.len(), handles.len(), buffers.len());
+        b.startup_acquires(startup_acquires);
         let mut ids = Vec::with_capacity(codelets.len());
         for name in &codelets {
             let id = b.codelet(name)?;

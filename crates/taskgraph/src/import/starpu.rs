@@ -26,6 +26,8 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
         cur: Current::default(),
         file_order: 0,
         hints: Vec::new(),
+        acquires_ms: Vec::new(),
+        first_task_ms: f64::INFINITY,
     };
     let mut input = open(path)?;
     let mut buf = Vec::with_capacity(256);
@@ -57,8 +59,15 @@ pub(crate) fn read(path: &Path, options: &ImportOptions) -> Result<Parts, InputE
         let handle = reader.handles.get(&ptr).copied();
         reader.rec.add_hint(job, order, handle, line)?;
     }
+    // The program's acquisitions before its first task (a matrix's partitioning) delay it.
+    let first = reader.first_task_ms;
+    reader.rec.startup_acquires =
+        reader.acquires_ms.iter().filter(|&&ms| ms < first).count() as u32;
     reader.rec.assemble(&options.gpu_synchronous)
 }
+
+/// The record StarPU writes for a synchronous data acquisition's internal task.
+const ACQUIRE: &str = "_starpu_data_acquire_post";
 
 /// Per handle in `data.rec`: its size in bytes, matrix shape, and line.
 type DataRec = FxHashMap<u64, (u64, Option<(u32, u32)>, u32)>;
@@ -154,6 +163,7 @@ struct Current {
     deps_start: u32,
     worker: Option<(u32, u32)>,
     memory_node: Option<i64>,
+    submit_ms: Option<f64>,
     start_ms: Option<f64>,
     end_ms: Option<f64>,
     gflop: Option<f64>,
@@ -183,6 +193,9 @@ struct Reader {
     file_order: u64,
     /// "Will not be used" records.
     hints: Vec<WontUseRecord>,
+    /// When StarPU submitted each of its data acquisitions, and its first task (ms).
+    acquires_ms: Vec<f64>,
+    first_task_ms: f64,
 }
 
 /// A `Control: WontUse` record: its job, order key, handle pointer value, line.
@@ -230,6 +243,7 @@ impl Reader {
             }
             "WorkerId" => c.worker = Some((value.parse().map_err(|_| num("an integer"))?, line)),
             "MemoryNode" => c.memory_node = Some(value.parse().map_err(|_| num("an integer"))?),
+            "SubmitTime" => c.submit_ms = Some(value.parse().map_err(|_| num("a time in ms"))?),
             "StartTime" => c.start_ms = Some(value.parse().map_err(|_| num("a time in ms"))?),
             "EndTime" => c.end_ms = Some(value.parse().map_err(|_| num("a time in ms"))?),
             "GFlop" => c.gflop = Some(value.parse().map_err(|_| num("a number"))?),
@@ -303,9 +317,16 @@ impl Reader {
             ));
         };
         let Some((worker, worker_line)) = c.worker else {
-            // No codelet ran: StarPU's internal tasks, kept only for their dependencies.
+            // No codelet ran: StarPU's internal tasks, kept only for their dependencies (and,
+            // for a synchronous acquisition, its date).
+            if let (Some(ACQUIRE), Some(ms)) = (c.name.as_deref(), c.submit_ms) {
+                self.acquires_ms.push(ms);
+            }
             return self.rec.add_internal(job, c.deps_start, c.start);
         };
+        if let Some(ms) = c.submit_ms {
+            self.first_task_ms = self.first_task_ms.min(ms);
+        }
         let n = c.handles.len();
         if c.modes.len() != n || c.sizes.len() != n {
             return Err(at(
