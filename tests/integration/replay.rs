@@ -365,7 +365,9 @@ fn the_recorded_stencil_replays_with_traces() {
 
 /// The WfCommons epigenomics instance (traces/wfcommons/, PROVENANCE.md there): its tasks run
 /// on CPU cores for their measured runtimes, and its widest level has 9 tasks, so on mirage's
-/// 9 CPU workers the makespan is its critical path, computed here from the file alone.
+/// 9 CPU workers the makespan is its critical path, computed here from the file alone, plus
+/// the 1 µs of the workers' first progress call (StarPU's drivers start awake and pop after
+/// it; without runtime costs everything else takes no time).
 #[test]
 fn a_wfcommons_workflow_runs_for_its_critical_path() {
     let path = "traces/wfcommons/epigenomics-chameleon-hep-1seq-100k-001.json";
@@ -401,9 +403,10 @@ fn a_wfcommons_workflow_runs_for_its_critical_path() {
         }
     }
     let critical = finish.values().copied().fold(0.0, f64::max);
+    let first_pop_s = 1e-6;
     let ms = makespan(&["scenarios/replay-epigenomics-mirage.toml"]);
     assert!(
-        (ms - critical).abs() <= 1e-9 * critical,
+        (ms - critical - first_pop_s).abs() <= 1e-9 * critical,
         "makespan {ms} s, critical path {critical} s"
     );
 }

@@ -246,13 +246,14 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
     let mut s = Fixed(vec![None, None]);
     let r = simulate(&m, &g, &KERNELS, &mut s, &gpu_only(2)).unwrap();
     let k = 1e9 / GPU_RATE;
-    // a: allocate (no copy, write-only), queue, run. b: allocated at start (its worker popped
+    // a: popped at GPU0's first pop (each driver starts awake: one progress call, PASS),
+    // allocate (no copy, write-only), queue, run. b: allocated at start (its worker popped
     // it when it became ready, after a; GPU1 opens its own chunk), then GPU0 → RAM (in
     // GPU0's pass, seen complete in its next one) → GPU1 (in GPU1's, seen in its next one),
     // queue, run.
     assert_close(
         r.makespan_s,
-        MALLOC + KQ + k + MALLOC + 2.0 * (PASS + COPY + PASS) + KQ + k,
+        PASS + MALLOC + KQ + k + MALLOC + 2.0 * (PASS + COPY + PASS) + KQ + k,
         1e-9,
     );
     assert_eq!(
@@ -266,13 +267,14 @@ fn staged_gpu_to_gpu_copy_goes_through_ram() {
 /// thread, so it is not queued (no 10 µs) and the GPU pops nothing while it holds it
 /// (`pipeline_stuck`). One GPU, eager; S (synchronous) writes X (allocated, nothing copied),
 /// 1 ms; B (asynchronous, independent) reads tile T from RAM, 1 ms. By hand:
-/// - S allocates X (a new chunk, 175 µs) and starts at once: MALLOC + k;
+/// - the GPU pops S at its first pop, after one progress call (PASS: it starts awake), S
+///   allocates X (a new chunk, 175 µs) and starts at once: PASS + MALLOC + k;
 /// - B is popped only when S ends; T comes out of the chunk for free and is requested by the
 ///   driver (FETCH), copied in its next pass (PASS + COPY), seen in the pass after (PASS),
-///   and B is queued (KQ): makespan MALLOC + k + FETCH + 2 PASS + COPY + KQ + k.
+///   and B is queued (KQ): makespan PASS + MALLOC + k + FETCH + 2 PASS + COPY + KQ + k.
 ///
 /// With `run.gpu_sync = false` S is an ordinary task: it is queued (KQ), and B is popped as
-/// soon as S has its inputs, so T's copy hides under S: MALLOC + KQ + k + k.
+/// soon as S has its inputs, so T's copy hides under S: PASS + MALLOC + KQ + k + k.
 #[test]
 fn a_synchronous_gpu_codelet_stalls_the_pipeline() {
     let m = machine(1, 1 << 30);
@@ -298,10 +300,10 @@ fn a_synchronous_gpu_codelet_stalls_the_pipeline() {
     };
     assert_close(
         run(true).makespan_s,
-        MALLOC + k + FETCH + 2.0 * PASS + COPY + KQ + k,
+        PASS + MALLOC + k + FETCH + 2.0 * PASS + COPY + KQ + k,
         1e-9,
     );
-    assert_close(run(false).makespan_s, MALLOC + KQ + k + k, 1e-9);
+    assert_close(run(false).makespan_s, PASS + MALLOC + KQ + k + k, 1e-9);
 }
 
 /// Checks every event of a run against the runtime's invariants.
@@ -799,11 +801,13 @@ fn assert_dates(got: &[f64], want: &[f64], what: &str) {
 /// The submitting thread (`runtime.submit_cost`, StarPU's `STARPU_SIMGRID_TASK_SUBMIT_COST`):
 /// tasks reach the scheduler one after the other. By hand, three independent tasks of 100 µs on
 /// two CPU workers under eager, 1 µs per submission and 1 µs per push: task 0 is submitted and
-/// pushed at 0 and starts then, task 1 at 1 + 1 = 2 µs, task 2 at 4 µs but both workers are busy:
-/// it starts when task 0 ends, at 100 µs. Task 3, which needs task 0, is submitted at 6 µs,
-/// pushed when task 0 ends, behind task 2, and starts when task 1 ends, at 102 µs. With
-/// `submit_cost = 0` tasks 0 and 1 start at 0, tasks 2 and 3 at 100 µs. (Without the cost of
-/// requesting buffers, tested on its own below.)
+/// pushed at 0, while both workers are still on their way to their first pop (one progress
+/// call, 1 µs): the first takes it at 1 µs, the second finds nothing and sleeps. Task 1 is
+/// pushed at 1 + 1 = 2 µs, wakes the second worker and starts then; task 2 at 4 µs but both
+/// workers are busy: it starts when task 0 ends, at 101 µs. Task 3, which needs task 0, is
+/// submitted at 6 µs, pushed when task 0 ends, behind task 2, and starts when task 1 ends, at
+/// 102 µs. With `submit_cost = 0` tasks 0 and 1 start at the workers' first pops, 1 µs, tasks
+/// 2 and 3 at 101 µs. (Without the cost of requesting buffers, tested on its own below.)
 #[test]
 fn tasks_reach_the_scheduler_as_they_are_submitted() {
     let mut b = TaskGraphBuilder::new();
@@ -837,22 +841,27 @@ fn tasks_reach_the_scheduler_as_they_are_submitted() {
     };
     let task_s = 1e6 / CPU_RATE;
     let with = starts("1 us");
-    for (got, want) in with.iter().zip([0.0, 2e-6, task_s, task_s + 2e-6]) {
-        assert_close(*got, want, 1e-9);
-    }
+    assert_dates(
+        &with,
+        &[1e-6, 2e-6, task_s + 1e-6, task_s + 2e-6],
+        "submit 1 µs",
+    );
     let without = starts("0 us");
-    for (got, want) in without.iter().zip([0.0, 0.0, task_s, task_s]) {
-        assert_close(*got, want, 1e-9);
-    }
+    assert_dates(
+        &without,
+        &[1e-6, 1e-6, task_s + 1e-6, task_s + 1e-6],
+        "submit 0",
+    );
 }
 
 /// Requesting a popped task's buffers (`runtime.fetch_input_cost`, StarPU's
 /// `STARPU_SIMGRID_FETCHING_INPUT_COST`: `_starpu_fetch_task_input` sleeps 1 µs after each
 /// buffer's request): a task starts no earlier than its pop plus the cost per distinct handle.
 /// By hand, one CPU worker under eager, every task submitted at 0, its data in RAM: task 0
-/// reads two handles and writes a third, task 1 writes one; both last 100 µs. At 1 µs per
-/// buffer task 0 starts at 3 µs and ends at 103 µs, task 1 starts at 104 µs; at 5 µs, at 15 µs
-/// and 120 µs; at 0, at 0 and 100 µs.
+/// reads two handles and writes a third, task 1 writes one; both last 100 µs. The worker pops
+/// task 0 at its first pop, after one progress call (1 µs). At 1 µs per buffer task 0 starts at
+/// 1 + 3 = 4 µs and ends at 104 µs, task 1 starts at 105 µs; at 5 µs, at 16 µs and 121 µs; at
+/// 0, at 1 and 101 µs.
 #[test]
 fn a_popped_task_waits_for_its_buffers_to_be_requested() {
     let mut b = TaskGraphBuilder::new();
@@ -884,9 +893,9 @@ fn a_popped_task_waits_for_its_buffers_to_be_requested() {
     };
     let task_s = 1e6 / CPU_RATE;
     for (fetch, want) in [
-        ("1 us", [3e-6, task_s + 4e-6]),
-        ("5 us", [15e-6, task_s + 20e-6]),
-        ("0 us", [0.0, task_s]),
+        ("1 us", [4e-6, task_s + 5e-6]),
+        ("5 us", [16e-6, task_s + 21e-6]),
+        ("0 us", [1e-6, task_s + 1e-6]),
     ] {
         assert_dates(
             &starts(fetch),
@@ -900,12 +909,12 @@ fn a_popped_task_waits_for_its_buffers_to_be_requested() {
 /// call that sleeps 1 µs per memory node it drives; `_starpu_push_task` pays the push cost before
 /// the push wakes anyone; the releasing thread pops after its pushes). By hand, one CPU worker,
 /// every task submitted at 0, 1 µs per requested buffer: task 0 writes a handle, task 1 reads it,
-/// each lasts 100 µs.
-/// - dmda, 1 µs per push: the push of task 0 wakes the CPU at 1 µs, it pops at 2 µs and starts at
-///   3 µs; task 0 ends at 103 µs, the CPU pushes task 1 (104 µs) and pops it after its progress
-///   call, at 105 µs: it starts at 106 µs;
-/// - dmda, no push cost: 2 µs and 100 + 2 + 2 = 104 µs;
-/// - eager pops at the event, in the dates' order: 1 µs and 102 µs.
+/// each lasts 100 µs. Task 0 is queued at 0, before the CPU's first pop (it starts awake: one
+/// progress call, 1 µs), so no push wakes it: it pops task 0 at 1 µs and starts it at 2 µs.
+/// - dmda, 1 µs per push: task 0 ends at 102 µs, the CPU pushes task 1 (103 µs) and pops it
+///   after its progress call, at 104 µs: it starts at 105 µs;
+/// - dmda, no push cost: 102 + 1 + 1 = 104 µs;
+/// - eager pops at the event: at task 0's end, 102 µs, and starts task 1 at 103 µs.
 #[test]
 fn woken_workers_pop_at_their_own_dates() {
     let mut b = TaskGraphBuilder::new();
@@ -918,9 +927,9 @@ fn woken_workers_pop_at_their_own_dates() {
     let g = b.build().unwrap();
     let task_s = 1e6 / CPU_RATE;
     for (sched, push, want) in [
-        ("dmda", "1 us", [3e-6, task_s + 6e-6]),
+        ("dmda", "1 us", [2e-6, task_s + 5e-6]),
         ("dmda", "0 us", [2e-6, task_s + 4e-6]),
-        ("eager", "1 us", [1e-6, task_s + 2e-6]),
+        ("eager", "1 us", [2e-6, task_s + 3e-6]),
     ] {
         let runtime = format!("submit_cost = 0\npush_cost = \"{push}\"");
         let got = cpu_start_dates(&g, sched, &runtime, 1);
@@ -935,19 +944,19 @@ fn woken_workers_pop_at_their_own_dates() {
 /// the `quick_next` of the first): one submission on the submitting thread, two pushes on the
 /// releasing worker. By hand, one CPU worker under dmda, 1 µs per submission and per push, no
 /// cost per requested buffer: task A writes h (100 µs), the hint on h follows it, task B
-/// writes another handle (100 µs). A is pushed at 0 (its push wakes the CPU at 1 µs, which
-/// pops at 2 µs and starts it), submitted by 2 µs; the hint's submission takes the thread to
-/// 3 µs; B is pushed by 4 µs and queued behind A. A ends at 102 µs; the CPU pushes the hint's
-/// two tasks (1 µs each) and pops B after its progress call, at 105 µs. Without the hint: B at
-/// 103 µs.
+/// writes another handle (100 µs). A is pushed at 0, before the CPU's first pop (it starts
+/// awake: one progress call, 1 µs), which takes it at 1 µs; the thread is done with A by 2 µs,
+/// the hint's submission takes it to 3 µs; B is pushed by 4 µs and queued behind A. A ends at
+/// 101 µs; the CPU pushes the hint's two tasks (1 µs each) and pops B after its progress call,
+/// at 104 µs. Without the hint: B at 102 µs.
 #[test]
 fn a_wont_use_hint_costs_a_submission_and_two_pushes() {
     let graph = |hint: bool| writers_then_hint(1, 1e6, hint);
     let task_s = 1e6 / CPU_RATE;
     let runtime = "fetch_input_cost = 0";
     for (hint, want) in [
-        (true, [2e-6, task_s + 5e-6]),
-        (false, [2e-6, task_s + 3e-6]),
+        (true, [1e-6, task_s + 4e-6]),
+        (false, [1e-6, task_s + 2e-6]),
     ] {
         let got = cpu_start_dates(&graph(hint), "dmda", runtime, 1);
         assert_dates(&got, &want, &format!("hint {hint}"));
@@ -987,20 +996,17 @@ fn writers_then_hint(writers: usize, flops: f64, hint: bool) -> TaskGraph {
 /// 2 µs of a ready task's submission and push plus 2). By hand, one CPU worker under dmda,
 /// 1 µs per submission and per push, no cost per requested buffer: A writes h (0.1 µs), P
 /// writes another handle (0.1 µs), the hint on h follows P, B writes a third. A is pushed at
-/// 0, which wakes the CPU at 1 µs; it pops and starts A at 2 µs (A ends at 2.1 µs). P is
-/// submitted and queued at 2 µs; the CPU pops it after its progress call following A's end, at
-/// 3.1 µs (P ends at 3.2 µs, and the CPU pops again at 4.2 µs). The thread reaches the hint at
-/// 4 µs, after A's end, and spends 2 µs on it: the CPU finds nothing at 4.2 µs and sleeps; B
-/// is queued at 6 µs, its push wakes the CPU at 7 µs, and it starts at 8 µs. Without the hint
-/// B is queued at 4 µs and starts when the CPU pops at 4.2 µs.
+/// 0, before the CPU's first pop (it starts awake: one progress call), which takes A at 1 µs
+/// (A ends at 1.1 µs). P is submitted and queued at 2 µs; the CPU pops it after its progress
+/// call following A's end, at 2.1 µs (P ends at 2.2 µs, and the CPU pops again at 3.2 µs, finds
+/// nothing and sleeps). The thread reaches the hint at 4 µs, after A's end, and spends 2 µs on
+/// it; B is queued at 6 µs, its push wakes the CPU at 7 µs, and it starts at 8 µs. Without the
+/// hint B is queued at 4 µs, its push wakes the CPU at 5 µs, and it starts at 6 µs.
 #[test]
 fn a_wont_use_hint_whose_writer_has_ended_costs_the_submitting_thread_a_push_too() {
     let graph = |hint: bool| writers_then_hint(2, 1e3, hint);
     let runtime = "fetch_input_cost = 0";
-    for (hint, want) in [
-        (true, [2e-6, 3.1e-6, 8e-6]),
-        (false, [2e-6, 3.1e-6, 4.2e-6]),
-    ] {
+    for (hint, want) in [(true, [1e-6, 2.1e-6, 8e-6]), (false, [1e-6, 2.1e-6, 6e-6])] {
         let got = cpu_start_dates(&graph(hint), "dmda", runtime, 1);
         assert_dates(&got, &want, &format!("hint {hint}"));
     }
@@ -1352,11 +1358,12 @@ fn a_push_waits_for_the_lock_of_a_handle_a_driver_is_submitting() {
 /// one through a copy's queueing sleep, even for a task that is not ready. One GPU, one CPU;
 /// K1 (GPU) reads the RAM tile X; K2 (GPU, after K1) reads V; K3 (GPU, after K1) reads Y; K4
 /// (CPU, ready) writes Z. By hand, with X = Y: K1 is submitted and pushed at 0 (push 1 µs,
-/// submission 1 µs), which wakes the GPU at 1 µs; its progress call over (3 µs), the GPU's
-/// thread takes the request for X and holds X's lock to 13 µs (the queueing sleep); the thread
-/// submits K2 at 2 µs and K3 at 3 µs, finds Y = X taken, gets it 1 µs after it is let go
-/// (14 µs) and submits K4 at 15 µs instead of 4 µs. Nothing else differs from the run where
-/// K1 reads another tile: K4 starts QUEUE + 1 µs later.
+/// submission 1 µs), before the GPU's first pop (it starts awake): its first progress call
+/// over (2 µs), the GPU pops K1 and its thread takes the request for X and holds X's lock to
+/// 12 µs (the queueing sleep); the submitting thread submits K2 at 2 µs and K3 at 3 µs, finds
+/// Y = X taken, gets it 1 µs after it is let go (13 µs) and submits K4 at 14 µs instead of
+/// 4 µs. Nothing else differs from the run where K1 reads another tile: K4 starts QUEUE
+/// later.
 #[test]
 fn the_submitting_thread_waits_for_the_lock_of_a_handle_a_driver_is_submitting() {
     let m = machine_with_runtime(1, "cuda_malloc = 0");
@@ -1386,7 +1393,7 @@ fn the_submitting_thread_waits_for_the_lock_of_a_handle_a_driver_is_submitting()
         simulate_observed(&m, &g, &KERNELS, &mut sc, &config, &mut log).unwrap();
         Timeline::at(&log.starts, k4.0)
     };
-    assert_close(k4_start(true) - k4_start(false), QUEUE + 1e-6, 1e-9);
+    assert_close(k4_start(true) - k4_start(false), QUEUE, 1e-9);
 }
 
 /// A GPU whose next kernel ends while its thread still pushes what the previous one released

@@ -5,7 +5,7 @@
 use hetsim_core::error::Error;
 use hetsim_mpi::Program;
 use hetsim_platform::cluster::Cluster;
-use hetsim_runtime::{FlopRate, Observer, RunConfig, RunReport, Scheduler};
+use hetsim_runtime::{FlopRate, Observer, RunConfig, RunReport, Scheduler, WorkersStart};
 use hetsim_taskgraph::TaskGraph;
 
 /// The scheduler program workloads run under unless a scenario names another: among a rank's
@@ -34,6 +34,11 @@ pub fn simulate_program_graph(
     observer: &mut dyn Observer,
 ) -> Result<RunReport, Error> {
     let mut scheds: Vec<_> = (0..cluster.ranks()).map(sched).collect();
+    // An MPI program's ranks have no runtime's driver threads.
+    let config = &RunConfig {
+        start: WorkersStart::Asleep,
+        ..config.clone()
+    };
     // Every kernel of a program fixes its own duration: no kernel model is consulted.
     let no_models = FlopRate {
         cpu_flops_per_sec: 0.0,

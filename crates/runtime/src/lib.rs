@@ -244,6 +244,20 @@ pub struct RunConfig {
     /// `STARPU_CUDA_ASYNC` ([`hetsim_taskgraph::TaskGraphBuilder::gpu_synchronous`]); `false`
     /// runs every GPU codelet asynchronously.
     pub gpu_sync: bool,
+    /// How the workers begin the run.
+    pub start: WorkersStart,
+}
+
+/// How the workers begin a run: as StarPU's driver threads, or waiting for the first push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkersStart {
+    /// Each worker's driver thread starts awake: it makes one progress call and pops once before
+    /// it first sleeps (StarPU's drivers; with every runtime cost off its first push finds them
+    /// still awake, and the first to come back takes the task).
+    PopOnce,
+    /// Every worker sleeps until a push wakes it: the ranks of an MPI program, which have no
+    /// runtime's driver threads.
+    Asleep,
 }
 
 impl Default for RunConfig {
@@ -257,6 +271,7 @@ impl Default for RunConfig {
             prefetch: true,
             wont_use: true,
             gpu_sync: true,
+            start: WorkersStart::PopOnce,
         }
     }
 }

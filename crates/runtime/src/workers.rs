@@ -400,7 +400,13 @@ impl WorkerPool {
     /// again for each event.
     fn others_with_room(&self, all_pop: bool, other: impl Fn(usize) -> bool, order: &mut Vec<u32>) {
         if all_pop {
-            order.extend(self.room.ones().filter(|&w| other(w)).map(|w| w as u32));
+            // A waking worker pops at its own date.
+            order.extend(
+                self.room
+                    .ones()
+                    .filter(|&w| other(w) && self.rest[w] != Rest::Waking)
+                    .map(|w| w as u32),
+            );
         } else {
             order.extend(
                 self.room

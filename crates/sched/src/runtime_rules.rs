@@ -60,25 +60,77 @@ fn the_first_to_reach_its_pop_takes_the_released_task() {
 /// pipeline, in the order the pop dates give. By hand, with GPU0 (worker 0), GPU1
 /// (worker 1, pipeline of 2) and one CPU (worker 2), root A, and B1, B2, B3 each reading
 /// A's output:
-/// - A: all idle, nobody released it: GPU0 takes it;
-/// - A's end on GPU0 releases B1, B2, B3, pushed in that order. Push 0 wakes GPU1, push 1
-///   the CPU; GPU0 is the releaser. With StarPU 1.4's 1 µs per push, paid before the push
-///   wakes anyone, GPU1 pops at 1 + 2 µs, the CPU at 2 + 1 µs (a tie it loses: later push),
-///   GPU0 at 3 + 2 µs: B1 to GPU1, B2 to the CPU, B3 to GPU0;
-/// - with no push cost (StarPU 1.3) the CPU pops at 1 µs, GPU1 at 2 µs, GPU0 at 2 µs
-///   (the releaser loses the tie): B1 to the CPU, B2 to GPU1, B3 to GPU0.
+/// - A is queued at 0; the workers start awake and pop once after their first progress call:
+///   the CPU at 1 µs, before the GPUs (2 µs): the CPU takes it;
+/// - A's end on the CPU releases B1, B2, B3, pushed in that order. Push 0 wakes GPU0, push 1
+///   GPU1; the CPU is the releaser. With StarPU 1.4's 1 µs per push, paid before the push
+///   wakes anyone, GPU0 pops at 1 + 2 µs, GPU1 at 2 + 2 µs, the CPU at 3 + 1 µs (a tie it
+///   loses: the releaser last): B1 to GPU0, B2 to GPU1, B3 to the CPU;
+/// - with no push cost (StarPU 1.3) the CPU pops at 1 µs, GPU0 and GPU1 at 2 µs (in push
+///   order): B1 to the CPU, B2 to GPU0, B3 to GPU1.
 ///
 /// Nobody fills a second pipeline slot: filling GPU1's first would give it two tasks.
 #[test]
 fn each_woken_worker_takes_one_task_in_pop_date_order() {
     let (g, a, bs) = fan_out(3, false);
-    for (runtime, want) in [("", [1, 2, 0]), ("[runtime]\npush_cost = 0\n", [2, 1, 0])] {
+    for (runtime, want) in [("", [0, 1, 2]), ("[runtime]\npush_cost = 0\n", [2, 0, 1])] {
         let text = hetsim_runtime::fixture::star_machine_text(2, 3) + runtime;
         let m = hetsim_platform::machine::from_str(&text, "t.toml").unwrap();
         let on = ran_on(&m, &g, "eager");
-        assert_eq!(on(a), Some(0));
+        assert_eq!(on(a), Some(2));
         let got: Vec<Option<u32>> = bs.iter().map(|&t| on(t)).collect();
         assert_eq!(got, want.map(Some), "with `{runtime}`");
+    }
+}
+
+/// StarPU's drivers start awake: each makes one progress call and pops once before it first
+/// sleeps. StarPU 1.4.12 with every runtime cost off shows it on LU (attila, n = 9600, eager):
+/// the first getrf is pushed as the program starts and finds no worker asleep, so it wakes
+/// nobody; the CPU workers come back from their first progress call 1 µs later, the GPUs'
+/// drivers 2 µs later, and the first CPU worker takes it. By hand, GPU0, GPU1 and one CPU, no
+/// runtime cost, one task A writing a handle (nothing to copy): the CPU pops first, at 1 µs,
+/// and starts A then. Workers that
+/// start asleep, as an MPI program's ranks (`WorkersStart::Asleep`), are woken by A's push:
+/// the first asleep by id, GPU0, which under eager pops at the event and starts A at 0.
+#[test]
+fn the_workers_start_awake_and_the_first_back_takes_the_first_task() {
+    use hetsim_runtime::WorkersStart;
+    use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("a").unwrap();
+    let h = b.add_handle(Handle::bytes(1000)).unwrap();
+    let a = b
+        .submit(cl, 1e6, 0, &[Access::new(h, AccessMode::W)])
+        .unwrap();
+    let g = b.build().unwrap();
+    let text = hetsim_runtime::fixture::star_machine_text(2, 3)
+        + "[runtime]\ncuda_malloc = 0\ncuda_free = 0\npinned_alloc_per_mib = 0\n\
+           transfer_queue = 0\nkernel_queue = 0\npush_cost = 0\nsubmit_cost = 0\n\
+           fetch_input_cost = 0\n";
+    let m = hetsim_platform::machine::from_str(&text, "t.toml").unwrap();
+    for (start, worker, at_s) in [
+        (WorkersStart::PopOnce, 2, 1e-6),
+        (WorkersStart::Asleep, 0, 0.0),
+    ] {
+        let mut s = crate::by_name("eager", 1).unwrap();
+        let mut starts = Starts(Vec::new());
+        let cfg = RunConfig {
+            start,
+            ..workers(1, 2)
+        };
+        simulate_observed(&m, &g, &RATES, s.as_mut(), &cfg, &mut starts).unwrap();
+        assert_eq!(starts.0, [(a, WorkerId(worker), at_s)], "{start:?}");
+    }
+}
+
+/// Records each task start: the task, its worker and the date.
+struct Starts(Vec<(TaskId, WorkerId, f64)>);
+
+impl Observer for Starts {
+    fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
+        if let SimEvent::TaskStart { task, worker, .. } = event {
+            self.0.push((*task, *worker, at_s));
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use super::report::RunReport;
 use super::runnable::{Runnable, runnable_of};
 use super::stats::Stats;
 use super::workers::{PushWake, WorkerPool};
-use super::{KernelTimes, RunConfig, SimRng, View, WorkerId, WorkerKind};
+use super::{KernelTimes, RunConfig, SimRng, View, WorkerId, WorkerKind, WorkersStart};
 use crate::sched::{Decision, Scheduler, Wakes};
 use hetsim_core::engine::Calendar;
 use hetsim_core::error::{Error, InputError};
@@ -710,6 +710,15 @@ impl<'a> Sim<'a> {
         }
         for m in self.messages.waiting_for_nothing(self.graph).ones() {
             self.message_ready(TaskId(m as u32));
+        }
+        if self.config.start == WorkersStart::PopOnce {
+            for r in 0..self.ranks.len() {
+                for w in 0..self.ranks[r].workers.workers().len() {
+                    let w = WorkerId(w as u32);
+                    let gpu = self.ranks[r].workers.worker(w).kind == WorkerKind::Gpu;
+                    self.pop_later(r, w, crate::workers::progress_s(gpu));
+                }
+            }
         }
         self.wake_workers();
         self.event_loop();
