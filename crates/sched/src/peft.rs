@@ -386,7 +386,7 @@ mod tests {
         assert_eq!(r.tasks, 4);
         assert_eq!(s.queued(), 0);
         // Each task on its planned worker; CPU0 runs A, B, D in that order.
-        assert_eq!(starts.0, [(A, CPU0), (B, CPU0), (C, GPU), (D, CPU0)]);
+        assert_eq!(starts.placed(), [(A, CPU0), (B, CPU0), (C, GPU), (D, CPU0)]);
         assert!(s.planned(CPU0).is_empty() && s.planned(GPU).is_empty());
     }
 }

@@ -6,13 +6,20 @@ use hetsim_runtime::fixture::{RATES, star_machine, workers};
 use hetsim_runtime::{Observer, RunConfig, SimEvent, TransferKind, WorkerId, simulate_observed};
 use hetsim_taskgraph::{self as workload, HandleId, Precision, TaskGraph, TaskId};
 
-/// Records which worker started each task (for the policies' tests too).
-pub(crate) struct WhoRan(pub Vec<(TaskId, WorkerId)>);
+/// Records which worker started each task, and when (for the policies' tests too).
+pub(crate) struct WhoRan(pub Vec<(TaskId, WorkerId, f64)>);
+
+impl WhoRan {
+    /// Each task started and its worker, in start order.
+    pub(crate) fn placed(&self) -> Vec<(TaskId, WorkerId)> {
+        self.0.iter().map(|&(t, w, _)| (t, w)).collect()
+    }
+}
 
 impl Observer for WhoRan {
-    fn event(&mut self, _at_s: f64, event: &SimEvent<'_>) {
+    fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
         if let SimEvent::TaskStart { task, worker, .. } = event {
-            self.0.push((*task, *worker));
+            self.0.push((*task, *worker, at_s));
         }
     }
 }
@@ -42,7 +49,11 @@ fn the_first_to_reach_its_pop_takes_the_released_task() {
     let mut s = crate::by_name("eager", 1).unwrap();
     let mut who = WhoRan(Vec::new());
     simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(1, 1), &mut who).unwrap();
-    let names: Vec<&str> = who.0.iter().map(|&(t, _)| g.task_codelet_name(t)).collect();
+    let names: Vec<&str> = who
+        .0
+        .iter()
+        .map(|&(t, ..)| g.task_codelet_name(t))
+        .collect();
     assert_eq!(
         names,
         [
@@ -52,7 +63,7 @@ fn the_first_to_reach_its_pop_takes_the_released_task() {
             "chol_model_potrf"
         ]
     );
-    let on: Vec<u32> = who.0.iter().map(|&(_, w)| w.0).collect();
+    let on: Vec<u32> = who.0.iter().map(|&(_, w, _)| w.0).collect();
     assert_eq!(on, [0, 1, 0, 1]);
 }
 
@@ -89,9 +100,9 @@ fn each_woken_worker_takes_one_task_in_pop_date_order() {
 /// nobody; the CPU workers come back from their first progress call 1 µs later, the GPUs'
 /// drivers 2 µs later, and the first CPU worker takes it. By hand, GPU0, GPU1 and one CPU, no
 /// runtime cost, one task A writing a handle (nothing to copy): the CPU pops first, at 1 µs,
-/// and starts A then. Workers that
-/// start asleep, as an MPI program's ranks (`WorkersStart::Asleep`), are woken by A's push:
-/// the first asleep by id, GPU0, which under eager pops at the event and starts A at 0.
+/// and starts A then. Workers that start asleep, as an MPI program's ranks
+/// (`WorkersStart::Asleep`), are woken by A's push: the first asleep by id, GPU0, which under
+/// eager pops at the event and starts A at 0.
 #[test]
 fn the_workers_start_awake_and_the_first_back_takes_the_first_task() {
     use hetsim_runtime::WorkersStart;
@@ -113,24 +124,13 @@ fn the_workers_start_awake_and_the_first_back_takes_the_first_task() {
         (WorkersStart::Asleep, 0, 0.0),
     ] {
         let mut s = crate::by_name("eager", 1).unwrap();
-        let mut starts = Starts(Vec::new());
+        let mut starts = WhoRan(Vec::new());
         let cfg = RunConfig {
             start,
             ..workers(1, 2)
         };
         simulate_observed(&m, &g, &RATES, s.as_mut(), &cfg, &mut starts).unwrap();
         assert_eq!(starts.0, [(a, WorkerId(worker), at_s)], "{start:?}");
-    }
-}
-
-/// Records each task start: the task, its worker and the date.
-struct Starts(Vec<(TaskId, WorkerId, f64)>);
-
-impl Observer for Starts {
-    fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
-        if let SimEvent::TaskStart { task, worker, .. } = event {
-            self.0.push((*task, *worker, at_s));
-        }
     }
 }
 
@@ -162,7 +162,7 @@ fn ran_on(m: &Machine, g: &TaskGraph, sched: &str) -> impl Fn(TaskId) -> Option<
     let mut s = crate::by_name(sched, 1).unwrap();
     let mut who = WhoRan(Vec::new());
     simulate_observed(m, g, &RATES, s.as_mut(), &workers(1, 2), &mut who).unwrap();
-    move |t: TaskId| who.0.iter().find(|&&(x, _)| x == t).map(|&(_, w)| w.0)
+    move |t: TaskId| who.0.iter().find(|&&(x, ..)| x == t).map(|&(_, w, _)| w.0)
 }
 
 /// ws wakes every sleeping worker at the first push (`ws_push_task`), so woken CPUs
