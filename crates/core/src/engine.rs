@@ -92,9 +92,12 @@ impl<E> Ord for Entry<E> {
     }
 }
 
-/// The sequence bit of the events scheduled with [`Calendar::schedule`]: they sort after the
+/// The sequence bits of the events scheduled with [`Calendar::schedule`]: they sort after the
 /// ones scheduled with [`Calendar::schedule_first`] at the same date.
-const LATE: u64 = 1 << 63;
+const LATE: u64 = 1 << 62;
+
+/// The sequence bits of the events scheduled with [`Calendar::schedule_last`].
+const LAST: u64 = 3 << 62;
 
 /// The event calendar: typed events popped in order of time, ties (dates equal to the
 /// picosecond) in order of insertion.
@@ -134,6 +137,13 @@ impl<E> Calendar<E> {
     /// runs before the ones its earlier actions woke.
     pub fn schedule_first(&mut self, at_s: f64, event: E) {
         self.insert(at_s, event, 0);
+    }
+
+    /// [`Calendar::schedule`], after every event scheduled with either method at the same
+    /// date (before the ones scheduled later with this method): for a thread that, at a shared
+    /// date, runs after the ones already under way.
+    pub fn schedule_last(&mut self, at_s: f64, event: E) {
+        self.insert(at_s, event, LAST);
     }
 
     fn insert(&mut self, at_s: f64, event: E, class: u64) {
@@ -288,6 +298,19 @@ mod tests {
         c.schedule_first(2.0, "later");
         let order: Vec<_> = std::iter::from_fn(|| c.pop()).map(|p| p.1).collect();
         assert_eq!(order, ["z", "first", "second", "a", "b", "later"]);
+    }
+
+    #[test]
+    fn events_scheduled_last_go_after_the_others_of_their_date() {
+        let mut c = Calendar::new();
+        c.schedule_last(1.0, "last");
+        c.schedule(1.0, "a");
+        c.schedule_last(1.0, "after last");
+        c.schedule_first(1.0, "first");
+        c.schedule(1.0, "b");
+        c.schedule_last(0.5, "earlier");
+        let order: Vec<_> = std::iter::from_fn(|| c.pop()).map(|p| p.1).collect();
+        assert_eq!(order, ["earlier", "first", "a", "b", "last", "after last"]);
     }
 
     #[test]
