@@ -5,7 +5,7 @@
 use hetsim_core::error::Error;
 use hetsim_mpi::Program;
 use hetsim_platform::cluster::Cluster;
-use hetsim_runtime::{FlopRate, Observer, RunConfig, RunReport, Scheduler, WorkersStart};
+use hetsim_runtime::{Drivers, FlopRate, Observer, RunConfig, RunReport, Scheduler};
 use hetsim_taskgraph::TaskGraph;
 
 /// The scheduler program workloads run under unless a scenario names another: among a rank's
@@ -36,7 +36,7 @@ pub fn simulate_program_graph(
     let mut scheds: Vec<_> = (0..cluster.ranks()).map(sched).collect();
     // An MPI program's ranks have no runtime's driver threads.
     let config = &RunConfig {
-        start: WorkersStart::Asleep,
+        drivers: Drivers::Passive,
         ..config.clone()
     };
     // Every kernel of a program fixes its own duration: no kernel model is consulted.

@@ -244,20 +244,23 @@ pub struct RunConfig {
     /// `STARPU_CUDA_ASYNC` ([`hetsim_taskgraph::TaskGraphBuilder::gpu_synchronous`]); `false`
     /// runs every GPU codelet asynchronously.
     pub gpu_sync: bool,
-    /// How the workers begin the run.
-    pub start: WorkersStart,
+    /// Whether the workers behave as StarPU's driver threads.
+    pub drivers: Drivers,
 }
 
-/// How the workers begin a run: as StarPU's driver threads, or waiting for the first push.
+/// Whether a run's workers are StarPU's driver threads, with the wake-ups those make, or wait
+/// for pushes only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkersStart {
-    /// Each worker's driver thread starts awake: it makes one progress call and pops once before
-    /// it first sleeps (StarPU's drivers; with every runtime cost off its first push finds them
-    /// still awake, and the first to come back takes the task).
-    PopOnce,
+pub enum Drivers {
+    /// StarPU's driver threads. Each starts awake: it makes one progress call and pops once
+    /// before it first sleeps (with every runtime cost off the first push finds them still
+    /// awake, and the first to come back takes the task). A CPU driver's input requests wake
+    /// the sleeping drivers of its memory node (and the GPUs' for main memory), and a driver
+    /// they reach during its progress call polls again instead of sleeping.
+    StarPu,
     /// Every worker sleeps until a push wakes it: the ranks of an MPI program, which have no
     /// runtime's driver threads.
-    Asleep,
+    Passive,
 }
 
 impl Default for RunConfig {
@@ -271,7 +274,7 @@ impl Default for RunConfig {
             prefetch: true,
             wont_use: true,
             gpu_sync: true,
-            start: WorkersStart::PopOnce,
+            drivers: Drivers::StarPu,
         }
     }
 }

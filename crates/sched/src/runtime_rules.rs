@@ -101,11 +101,11 @@ fn each_woken_worker_takes_one_task_in_pop_date_order() {
 /// drivers 2 µs later, and the first CPU worker takes it. By hand, GPU0, GPU1 and one CPU, no
 /// runtime cost, one task A writing a handle (nothing to copy): the CPU pops first, at 1 µs,
 /// and starts A then. Workers that start asleep, as an MPI program's ranks
-/// (`WorkersStart::Asleep`), are woken by A's push: the first asleep by id, GPU0, which under
+/// (`Drivers::Passive`), are woken by A's push: the first asleep by id, GPU0, which under
 /// eager pops at the event and starts A at 0.
 #[test]
 fn the_workers_start_awake_and_the_first_back_takes_the_first_task() {
-    use hetsim_runtime::WorkersStart;
+    use hetsim_runtime::Drivers;
     use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
     let mut b = TaskGraphBuilder::new();
     let cl = b.codelet("a").unwrap();
@@ -119,18 +119,15 @@ fn the_workers_start_awake_and_the_first_back_takes_the_first_task() {
            transfer_queue = 0\nkernel_queue = 0\npush_cost = 0\nsubmit_cost = 0\n\
            fetch_input_cost = 0\n";
     let m = hetsim_platform::machine::from_str(&text, "t.toml").unwrap();
-    for (start, worker, at_s) in [
-        (WorkersStart::PopOnce, 2, 1e-6),
-        (WorkersStart::Asleep, 0, 0.0),
-    ] {
+    for (drivers, worker, at_s) in [(Drivers::StarPu, 2, 1e-6), (Drivers::Passive, 0, 0.0)] {
         let mut s = crate::by_name("eager", 1).unwrap();
         let mut starts = WhoRan(Vec::new());
         let cfg = RunConfig {
-            start,
+            drivers,
             ..workers(1, 2)
         };
         simulate_observed(&m, &g, &RATES, s.as_mut(), &cfg, &mut starts).unwrap();
-        assert_eq!(starts.0, [(a, WorkerId(worker), at_s)], "{start:?}");
+        assert_eq!(starts.0, [(a, WorkerId(worker), at_s)], "{drivers:?}");
     }
 }
 
@@ -290,4 +287,42 @@ fn wont_use_writes_back_at_idle_priority_after_the_writer() {
         wb.0 >= c_end,
         "without the hint h0 goes back only at the end"
     );
+}
+
+/// A CPU driver's input requests wake the sleeping drivers of its memory node: each
+/// request's callback broadcasts to the threads waiting on the node
+/// (`_starpu_fetch_task_input_cb`), and a woken driver makes a progress call and pops; one
+/// that a broadcast reaches during its progress call polls again instead of sleeping. StarPU
+/// 1.4.12 shows it on Cholesky with CPUs only (attila, n = 9600, dmda): as potrf's thread
+/// pushes the trsm one per µs, the idle CPU workers stay awake and each pops its trsm at the
+/// date of its push, not 1 µs later. By hand, dmda, five CPU workers and the default costs
+/// (1 µs per push, per input requested and per progress call; no submission cost), root A
+/// (one handle, 1 000 µs) and B1..B4 each reading A's handle and writing its own:
+/// - A, pushed at 1 µs, is taken by worker 0 at its first pop (1 µs), starts after one
+///   request at 2 µs and ends at 1 002 µs;
+/// - worker 0 pushes B1 to itself at 1 003, B2 to worker 1 at 1 004, B3 to worker 2 at
+///   1 005, B4 to worker 3 at 1 006 (the idle workers, lowest id first);
+/// - worker 1, woken by its push, pops at 1 005 and starts B2 after two requests, at 1 007;
+///   its first request broadcasts at 1 005, after the push of B3 at that date (which woke
+///   worker 2: it pops at 1 006, starts B3 at 1 008) but before anyone woke workers 3 and 4:
+///   they poll at 1 006, after that date's push, so worker 3 finds B4 and starts it at
+///   1 008;
+/// - worker 0 pops after its last push and its progress call, at 1 007: B1 at 1 009.
+///
+/// Without the broadcast worker 3 would be woken by B4's push and start it at 1 009.
+#[test]
+fn a_cpu_drivers_input_requests_wake_the_other_drivers_of_its_node() {
+    let (g, a, bs) = fan_out(4, false);
+    let text = hetsim_runtime::fixture::star_machine_text(0, 5) + "[runtime]\nsubmit_cost = 0\n";
+    let m = hetsim_platform::machine::from_str(&text, "t.toml").unwrap();
+    let mut s = crate::by_name("dmda", 1).unwrap();
+    let mut who = WhoRan(Vec::new());
+    simulate_observed(&m, &g, &RATES, s.as_mut(), &workers(5, 0), &mut who).unwrap();
+    let us = |t: TaskId| {
+        let &(_, w, at) = who.0.iter().find(|&&(x, ..)| x == t).unwrap();
+        (w.0, (at * 1e6).round() as u64)
+    };
+    assert_eq!(us(a), (0, 2));
+    let got: Vec<(u32, u64)> = bs.iter().map(|&t| us(t)).collect();
+    assert_eq!(got, [(0, 1009), (1, 1007), (2, 1008), (3, 1008)]);
 }

@@ -21,7 +21,7 @@ use super::report::RunReport;
 use super::runnable::{Runnable, runnable_of};
 use super::stats::Stats;
 use super::workers::{PushWake, WorkerPool};
-use super::{KernelTimes, RunConfig, SimRng, View, WorkerId, WorkerKind, WorkersStart};
+use super::{Drivers, KernelTimes, RunConfig, SimRng, View, WorkerId, WorkerKind};
 use crate::sched::{Decision, Scheduler, Wakes};
 use hetsim_core::engine::Calendar;
 use hetsim_core::error::{Error, InputError};
@@ -98,6 +98,9 @@ pub(crate) enum Event {
     Submit { rank: u32 },
     /// A worker of a rank (local id) that ended a task makes its next push.
     Push { rank: u32, worker: u32 },
+    /// A CPU driver of a rank requests one more input of the task it popped: the sleeping
+    /// drivers of its memory node wake.
+    FetchWake { rank: u32, node: MemNodeId },
     /// A woken worker of a rank (local id) reaches its pop.
     Pop {
         rank: u32,
@@ -246,6 +249,9 @@ struct Rank<'a> {
     releasing: Option<WorkerId>,
     /// Whom each push since workers last popped woke, and when it was done.
     pushes: Vec<(PushWake, f64)>,
+    /// Per memory node, when a CPU driver's input request last broadcast to the drivers
+    /// waiting on it ([`Sim::fetch_wakes`]).
+    broadcast_s: Vec<f64>,
     /// Per local worker, what the thread that ended a task still has to push, in order
     /// (`Event::Push`).
     to_push: Vec<VecDeque<ToPush>>,
@@ -534,6 +540,7 @@ impl<'a> Sim<'a> {
             let worker_base = worker_rank.len() as u32;
             worker_rank.extend(std::iter::repeat_n(r as u32, s.workers.len()));
             let to_push = vec![VecDeque::new(); s.workers.len()];
+            let nnodes = data.nnodes();
             let sched = Policy::new(sched, s.workers.len());
             ranks.push(Rank {
                 index: r as u32,
@@ -549,6 +556,7 @@ impl<'a> Sim<'a> {
                 releasing: None,
                 pushes: Vec::new(),
                 to_push,
+                broadcast_s: vec![f64::NEG_INFINITY; nnodes],
                 unseen: Vec::new(),
                 to_see: Vec::new(),
             });
@@ -711,7 +719,7 @@ impl<'a> Sim<'a> {
         for m in self.messages.waiting_for_nothing(self.graph).ones() {
             self.message_ready(TaskId(m as u32));
         }
-        if self.config.start == WorkersStart::PopOnce {
+        if self.config.drivers == Drivers::StarPu {
             for r in 0..self.ranks.len() {
                 for w in 0..self.ranks[r].workers.workers().len() {
                     let w = WorkerId(w as u32);
@@ -846,6 +854,7 @@ impl<'a> Sim<'a> {
             Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
             Event::Submit { rank } => self.submit_next(rank as usize),
             Event::Push { rank, worker } => self.push_next(rank as usize, WorkerId(worker)),
+            Event::FetchWake { rank, node } => self.fetch_wakes(rank as usize, node),
             Event::Pop {
                 rank,
                 worker,
@@ -1056,7 +1065,7 @@ impl<'a> Sim<'a> {
             // anything is asked before the room, which costs more: most workers skipped here
             // sleep already, and `found_nothing` would ask again only after the room.)
             if !self.ranks[r].workers.keeps_on_nothing(w) && self.has_room(r, w) {
-                self.ranks[r].workers.found_nothing(w);
+                self.found_nothing(r, w);
             }
             return;
         }
@@ -1083,7 +1092,7 @@ impl<'a> Sim<'a> {
                         let at = self.now + after_s + crate::workers::progress_s(gpu);
                         self.pop_later(r, w, at);
                     }
-                    None => rank.workers.found_nothing(w),
+                    None => self.found_nothing(r, w),
                 }
                 break;
             };
@@ -1159,6 +1168,19 @@ impl<'a> Sim<'a> {
         if buffers_left > 0 || self.gpu_sync(r, t, w) {
             self.ranks[r].workers.set_stuck(w, true);
         }
+        if self.config.drivers == Drivers::StarPu
+            && self.ranks[r].workers.worker(w).kind == WorkerKind::Cpu
+        {
+            self.fetch_wakes(r, node);
+            let fetch_s = self.machine.runtime().fetch_input_s;
+            for i in 1..distinct_handles(accesses) {
+                let ev = Event::FetchWake {
+                    rank: r as u32,
+                    node,
+                };
+                self.cal.schedule(self.now + i as f64 * fetch_s, ev);
+            }
+        }
         if requesting > 0 {
             self.cal
                 .schedule(self.now + requesting_s, Event::InputsRequested(t));
@@ -1181,6 +1203,66 @@ impl<'a> Sim<'a> {
         }
         self.retry_allocations(r, node);
         self.try_start(r, w);
+    }
+
+    /// A CPU driver of rank `r` requests an input on `node`: the request's callback
+    /// broadcasts to the drivers waiting on that node (`_starpu_fetch_task_input_cb`), so
+    /// each sleeping one makes a progress call and pops. A GPU's driver drives main memory
+    /// too (it copies to and from it), so it waits on RAM's broadcasts as well as its own.
+    fn fetch_wakes(&mut self, r: usize, node: MemNodeId) {
+        self.ranks[r].broadcast_s[node.index()] = self.now;
+        for i in 0..self.ranks[r].workers.workers().len() {
+            let w = WorkerId(i as u32);
+            if self.drives(r, w, node) && self.ranks[r].workers.is_asleep(w) {
+                let gpu = self.ranks[r].workers.worker(w).kind == WorkerKind::Gpu;
+                self.poll_again(r, w, self.now + crate::workers::progress_s(gpu));
+            }
+        }
+    }
+
+    /// Whether worker `w` of rank `r` waits on `node`'s broadcasts: its own memory node, and
+    /// for a GPU's driver main memory too.
+    fn drives(&self, r: usize, w: WorkerId, node: MemNodeId) -> bool {
+        let rank = &self.ranks[r];
+        let worker = rank.workers.worker(w);
+        worker.memory == node
+            || (worker.kind == WorkerKind::Gpu && node == rank.data.memory().ram())
+    }
+
+    /// Worker `w` of rank `r` makes one more progress call and pops at `at`, after the
+    /// threads already under way at that date.
+    fn poll_again(&mut self, r: usize, w: WorkerId, at: f64) {
+        self.ranks[r].workers.set_waking(w);
+        let ev = Event::Pop {
+            rank: r as u32,
+            worker: w.0,
+            passed: false,
+        };
+        self.cal.schedule_last(at, ev);
+    }
+
+    /// Worker `w` of rank `r`, whose pop found nothing, waits for a wake; unless a node it
+    /// drives had a broadcast since its progress call began: its wait returns at once
+    /// (`starpu_pthread_wait_reset` at the start of each loop) and it polls again.
+    fn found_nothing(&mut self, r: usize, w: WorkerId) {
+        let rank = &self.ranks[r];
+        let gpu = rank.workers.worker(w).kind == WorkerKind::Gpu;
+        let progress_s = crate::workers::progress_s(gpu);
+        // A broadcast at the date its call began came before it (it is what woke it); dates
+        // tie to the picosecond.
+        let began_s = self.now - progress_s + 1e-13;
+        let signalled = self.config.drivers == Drivers::StarPu
+            && !rank.workers.keeps_on_nothing(w)
+            && rank
+                .broadcast_s
+                .iter()
+                .enumerate()
+                .any(|(n, &b)| b > began_s && self.drives(r, w, MemNodeId(n as u32)));
+        if signalled {
+            self.poll_again(r, w, self.now + progress_s);
+        } else {
+            self.ranks[r].workers.found_nothing(w);
+        }
     }
 
     /// Where buffer `access` of task `t` is needed: the rank and memory node of the worker
