@@ -156,6 +156,11 @@ impl WorkerPool {
         self.note(w.index());
     }
 
+    /// How long `w`'s driver's progress call takes ([`progress_s`]).
+    pub fn progress_s(&self, w: WorkerId) -> f64 {
+        progress_s(self.workers[w.index()].kind == WorkerKind::Gpu)
+    }
+
     /// Whether `w` may pop as far as its pipeline goes: not full, and no held task keeps it
     /// from popping.
     pub fn has_room(&self, w: WorkerId) -> bool {

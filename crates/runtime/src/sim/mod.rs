@@ -723,8 +723,7 @@ impl<'a> Sim<'a> {
             for r in 0..self.ranks.len() {
                 for w in 0..self.ranks[r].workers.workers().len() {
                     let w = WorkerId(w as u32);
-                    let gpu = self.ranks[r].workers.worker(w).kind == WorkerKind::Gpu;
-                    self.pop_later(r, w, crate::workers::progress_s(gpu));
+                    self.pop_later(r, w, self.ranks[r].workers.progress_s(w));
                 }
             }
         }
@@ -1018,15 +1017,18 @@ impl<'a> Sim<'a> {
 
     /// Worker `w` of rank `r`, woken, is on its way to a pop at `at` (`Event::Pop`).
     fn pop_later(&mut self, r: usize, w: WorkerId, at: f64) {
+        let ev = self.woken(r, w);
+        self.cal.schedule(at, ev);
+    }
+
+    /// Worker `w` of rank `r` is on its way to a pop: its event.
+    fn woken(&mut self, r: usize, w: WorkerId) -> Event {
         self.ranks[r].workers.set_waking(w);
-        self.cal.schedule(
-            at,
-            Event::Pop {
-                rank: r as u32,
-                worker: w.0,
-                passed: false,
-            },
-        );
+        Event::Pop {
+            rank: r as u32,
+            worker: w.0,
+            passed: false,
+        }
     }
 
     /// Worker `w` of rank `r` reaches the pop it was woken for.
@@ -1088,8 +1090,7 @@ impl<'a> Sim<'a> {
                 // progress call, as a woken one does.
                 match rank.sched.pop_again_after_s(w) {
                     Some(after_s) => {
-                        let gpu = rank.workers.worker(w).kind == WorkerKind::Gpu;
-                        let at = self.now + after_s + crate::workers::progress_s(gpu);
+                        let at = self.now + after_s + rank.workers.progress_s(w);
                         self.pop_later(r, w, at);
                     }
                     None => self.found_nothing(r, w),
@@ -1214,8 +1215,7 @@ impl<'a> Sim<'a> {
         for i in 0..self.ranks[r].workers.workers().len() {
             let w = WorkerId(i as u32);
             if self.drives(r, w, node) && self.ranks[r].workers.is_asleep(w) {
-                let gpu = self.ranks[r].workers.worker(w).kind == WorkerKind::Gpu;
-                self.poll_again(r, w, self.now + crate::workers::progress_s(gpu));
+                self.poll_again(r, w, self.now + self.ranks[r].workers.progress_s(w));
             }
         }
     }
@@ -1232,12 +1232,7 @@ impl<'a> Sim<'a> {
     /// Worker `w` of rank `r` makes one more progress call and pops at `at`, after the
     /// threads already under way at that date.
     fn poll_again(&mut self, r: usize, w: WorkerId, at: f64) {
-        self.ranks[r].workers.set_waking(w);
-        let ev = Event::Pop {
-            rank: r as u32,
-            worker: w.0,
-            passed: false,
-        };
+        let ev = self.woken(r, w);
         self.cal.schedule_last(at, ev);
     }
 
@@ -1246,18 +1241,19 @@ impl<'a> Sim<'a> {
     /// (`starpu_pthread_wait_reset` at the start of each loop) and it polls again.
     fn found_nothing(&mut self, r: usize, w: WorkerId) {
         let rank = &self.ranks[r];
-        let gpu = rank.workers.worker(w).kind == WorkerKind::Gpu;
-        let progress_s = crate::workers::progress_s(gpu);
+        let progress_s = rank.workers.progress_s(w);
         // A broadcast at the date its call began came before it (it is what woke it); dates
         // tie to the picosecond.
         let began_s = self.now - progress_s + 1e-13;
+        let worker = rank.workers.worker(w);
+        let heard_s = |node: MemNodeId| rank.broadcast_s[node.index()];
+        let last_s = match worker.kind {
+            WorkerKind::Gpu => heard_s(worker.memory).max(heard_s(rank.data.memory().ram())),
+            _ => heard_s(worker.memory),
+        };
         let signalled = self.config.drivers == Drivers::StarPu
             && !rank.workers.keeps_on_nothing(w)
-            && rank
-                .broadcast_s
-                .iter()
-                .enumerate()
-                .any(|(n, &b)| b > began_s && self.drives(r, w, MemNodeId(n as u32)));
+            && last_s > began_s;
         if signalled {
             self.poll_again(r, w, self.now + progress_s);
         } else {
