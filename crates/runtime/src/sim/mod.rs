@@ -1220,13 +1220,19 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Whether worker `w` of rank `r` waits on `node`'s broadcasts: its own memory node, and
-    /// for a GPU's driver main memory too.
+    /// Whether worker `w` of rank `r` waits on `node`'s broadcasts ([`Sim::driven`]).
     fn drives(&self, r: usize, w: WorkerId, node: MemNodeId) -> bool {
+        let (own, ram) = self.driven(r, w);
+        node == own || Some(node) == ram
+    }
+
+    /// The memory nodes whose broadcasts worker `w` of rank `r` waits on: its own, and for a
+    /// GPU's driver main memory too.
+    fn driven(&self, r: usize, w: WorkerId) -> (MemNodeId, Option<MemNodeId>) {
         let rank = &self.ranks[r];
         let worker = rank.workers.worker(w);
-        worker.memory == node
-            || (worker.kind == WorkerKind::Gpu && node == rank.data.memory().ram())
+        let ram = (worker.kind == WorkerKind::Gpu).then(|| rank.data.memory().ram());
+        (worker.memory, ram)
     }
 
     /// Worker `w` of rank `r` makes one more progress call and pops at `at`, after the
@@ -1245,12 +1251,9 @@ impl<'a> Sim<'a> {
         // A broadcast at the date its call began came before it (it is what woke it); dates
         // tie to the picosecond.
         let began_s = self.now - progress_s + 1e-13;
-        let worker = rank.workers.worker(w);
+        let (own, ram) = self.driven(r, w);
         let heard_s = |node: MemNodeId| rank.broadcast_s[node.index()];
-        let last_s = match worker.kind {
-            WorkerKind::Gpu => heard_s(worker.memory).max(heard_s(rank.data.memory().ram())),
-            _ => heard_s(worker.memory),
-        };
+        let last_s = ram.map_or(heard_s(own), |ram| heard_s(own).max(heard_s(ram)));
         let signalled = self.config.drivers == Drivers::StarPu
             && !rank.workers.keeps_on_nothing(w)
             && last_s > began_s;
