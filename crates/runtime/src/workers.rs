@@ -95,10 +95,20 @@ pub(crate) struct WorkerPool {
     awake: FixedBitSet,
     room: FixedBitSet,
     scratch_woken: Vec<bool>,
+    /// Whether a driver that holds tasks sleeps when its pop finds nothing, as an idle one
+    /// does ([`WorkerPool::new`]).
+    holders_sleep: bool,
 }
 
 impl WorkerPool {
-    pub fn new(workers: Vec<Worker>) -> Self {
+    /// The pool of `workers`, all asleep. With `holders_sleep` (StarPU's drivers), a driver
+    /// whose pop finds nothing sleeps even while it holds tasks: StarPU's CUDA driver waits
+    /// (`starpu_pthread_wait_wait` in `_starpu_cuda_driver_run_once`) whenever its progress
+    /// call did nothing and its pull found no task, a kernel in flight or not, until a push
+    /// wakes it, a broadcast reaches one of its memory nodes or its kernel ends. Without it
+    /// (an MPI program's ranks, which have no driver threads), a worker holding tasks pops
+    /// whenever its rank's workers do.
+    pub fn new(workers: Vec<Worker>, holders_sleep: bool) -> Self {
         let n = workers.len();
         let slots = workers
             .iter()
@@ -125,6 +135,7 @@ impl WorkerPool {
             awake: FixedBitSet::with_capacity(n),
             room: FixedBitSet::with_capacity(n),
             scratch_woken: Vec::new(),
+            holders_sleep,
         };
         for w in 0..n {
             pool.note(w);
@@ -194,11 +205,11 @@ impl WorkerPool {
         }
     }
 
-    /// Whether `w` holds no task: its driver thread sleeps, and a push may wake it
-    /// (`starpu_wake_worker` wakes only a sleeping worker; a GPU with a kernel in flight is
-    /// not one, it comes back when its driver loop does).
+    /// Whether `w`'s driver thread sleeps, so that a push or a broadcast may wake it: its last
+    /// pop found nothing and, unless holders sleep ([`WorkerPool::new`]), it holds no task.
     pub fn is_asleep(&self, w: WorkerId) -> bool {
-        self.rest[w.index()] == Rest::Sleeping && self.slots[w.index()].held.is_empty()
+        self.rest[w.index()] == Rest::Sleeping
+            && (self.holders_sleep || self.slots[w.index()].held.is_empty())
     }
 
     /// `w` is woken, on its way to a pop at a later date.
@@ -213,7 +224,8 @@ impl WorkerPool {
         self.note(w.index());
     }
 
-    /// `w`'s pop found nothing: holding no task, its driver thread waits for a wake.
+    /// `w`'s pop found nothing: its driver thread waits for a wake, unless it holds a task
+    /// and holders do not sleep.
     pub fn found_nothing(&mut self, w: WorkerId) {
         if !self.keeps_on_nothing(w) {
             self.rest[w.index()] = Rest::Sleeping;
@@ -221,10 +233,11 @@ impl WorkerPool {
         }
     }
 
-    /// Whether a pop of `w` that finds nothing leaves it as it is: it holds a task, or it
-    /// sleeps already.
+    /// Whether a pop of `w` that finds nothing leaves it as it is: it sleeps already, or it
+    /// holds a task and holders do not sleep.
     pub fn keeps_on_nothing(&self, w: WorkerId) -> bool {
-        !self.slots[w.index()].held.is_empty() || self.rest[w.index()] == Rest::Sleeping
+        self.rest[w.index()] == Rest::Sleeping
+            || (!self.holders_sleep && !self.slots[w.index()].held.is_empty())
     }
 
     /// How long after the event the `i`-th leading worker of the last
@@ -316,8 +329,8 @@ impl WorkerPool {
     /// - `pushes` are the pushes made in the event, each with the date it was done (a push
     ///   costs its thread `push_s` before it takes effect, `_starpu_push_task` sleeps first,
     ///   and may wait for the header lock of a handle it prefetches); each wakes the sleeping
-    ///   workers its [`PushWake`] says (a worker holding a task is not asleep: a GPU with a
-    ///   kernel in flight comes back when its driver loop does);
+    ///   workers its [`PushWake`] says (a worker holding a task sleeps only if holders sleep,
+    ///   [`WorkerPool::new`]; otherwise it comes back whenever its rank's workers pop);
     /// - a woken worker pops after one datawizard progress call, which sleeps 1 µs per memory
     ///   node its driver handles (1 µs for a CPU core, 2 µs for a GPU's driver, which also
     ///   handles RAM), from the date its push was done;
@@ -378,7 +391,10 @@ impl WorkerPool {
                 }
                 PushWake::Nobody => {}
                 PushWake::FirstAsleep => {
-                    if let Some(w) = (0..n).find(|&w| asleep(w, &woken)) {
+                    // Eager's push wakes up to the first worker never woken before (a SimGrid
+                    // build never clears `state_keep_awake`); one holding a task has been.
+                    let idle = |w: u32| self.slots[w as usize].held.is_empty();
+                    if let Some(w) = (0..n).find(|&w| asleep(w, &woken) && idle(w)) {
                         woken[w as usize] = true;
                         dated.push((pop_at_s(done_s, w), w));
                     }
@@ -426,12 +442,13 @@ impl WorkerPool {
 /// Where a worker's driver thread is between pops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rest {
-    /// Its last pop found nothing and it holds no task: it waits for a push to wake it.
+    /// Its last pop found nothing (and it holds no task, unless holders sleep): it waits for
+    /// a push or a broadcast to wake it.
     Sleeping,
     /// Woken, on its way to a pop at a later date (`Event::Pop`).
     Waking,
-    /// Holding tasks, or woken and not yet served (it could not pop): it pops whenever its
-    /// rank's workers do.
+    /// Holding tasks (where holders do not sleep), or woken and not yet served (it could not
+    /// pop): it pops whenever its rank's workers do.
     Awake,
 }
 
@@ -463,13 +480,16 @@ mod tests {
             memory: MemNodeId(0),
             pipeline_depth: 1,
         };
-        WorkerPool::new(vec![
-            w(0, WorkerKind::Gpu),
-            w(1, WorkerKind::Gpu),
-            w(2, WorkerKind::Cpu),
-            w(3, WorkerKind::Cpu),
-            w(4, WorkerKind::Cpu),
-        ])
+        WorkerPool::new(
+            vec![
+                w(0, WorkerKind::Gpu),
+                w(1, WorkerKind::Gpu),
+                w(2, WorkerKind::Cpu),
+                w(3, WorkerKind::Cpu),
+                w(4, WorkerKind::Cpu),
+            ],
+            false,
+        )
     }
 
     /// By hand, CPU 3 ends a task and pushes two successors, everyone else asleep. A push
@@ -556,6 +576,40 @@ mod tests {
         p.hold(WorkerId(0), TaskId(1), 0.0);
         assert_eq!(p.pop_order(None, &one, 0.0, false, &mut order), 1);
         assert_eq!(order, [2]);
+    }
+
+    /// Where holders sleep (StarPU's drivers), a GPU holding a task whose pop found nothing is
+    /// asleep like an idle worker: a push that wakes every sleeping worker wakes it too, and it
+    /// pops after its driver's progress call (2 µs after the push, where the CPUs woken with it
+    /// pop after 1 µs), not at the push; eager's one wake per push passes it over, since
+    /// it has been woken before. Where holders do not sleep it is awake and pops at the push.
+    #[test]
+    fn a_gpu_holding_a_task_sleeps_when_holders_sleep() {
+        let mut order = Vec::new();
+        for holders_sleep in [true, false] {
+            let mut p = pool();
+            p.holders_sleep = holders_sleep;
+            p.workers[0].pipeline_depth = 2;
+            p.hold(WorkerId(0), TaskId(0), 0.0);
+            p.set_awake(WorkerId(0));
+            // Its pop found nothing (GPU 1 and the CPUs never popped: asleep).
+            p.found_nothing(WorkerId(0));
+            assert_eq!(p.is_asleep(WorkerId(0)), holders_sleep);
+            let all = [(PushWake::All, 1e-6)];
+            let leading = p.pop_order(None, &all, 0.0, false, &mut order);
+            if holders_sleep {
+                // Woken from the highest id down: CPUs 4, 3, 2 at 1 + 1 µs, GPUs 1, 0 at
+                // 1 + 2 µs.
+                assert_eq!((leading, order.as_slice()), (5, &[4, 3, 2, 1, 0][..]));
+                assert_eq!(p.lead_pop_s(4), 3e-6);
+            } else {
+                // GPU 0 is not woken: it pops now, after the woken ones.
+                assert_eq!((leading, order.as_slice()), (4, &[4, 3, 2, 1, 0][..]));
+            }
+            let first = [(PushWake::FirstAsleep, 1e-6)];
+            p.pop_order(None, &first, 0.0, false, &mut order);
+            assert_eq!(order[0], 1, "eager wakes the first idle one, GPU 1");
+        }
     }
 
     /// Time goes to the activity a worker had since its last change: idle 0-1 s, waiting for

@@ -326,3 +326,79 @@ fn a_cpu_drivers_input_requests_wake_the_other_drivers_of_its_node() {
     let got: Vec<(u32, u64)> = bs.iter().map(|&t| us(t)).collect();
     assert_eq!(got, [(0, 1009), (1, 1007), (2, 1008), (3, 1008)]);
 }
+
+/// A GPU's driver holding a kernel in flight sleeps when its pop finds nothing, as an idle
+/// driver does (`_starpu_cuda_driver_run_once` waits whenever its progress call did nothing
+/// and its pull found no task): a push wakes it, and it pops after its progress call, not at
+/// the push. StarPU 1.4.12 shows it on LU at sirocco under ws (n = 9600): the CPUs steal the
+/// trsm pushed by the thread that ended getrf, the GPUs running gemms come 2 µs later. By
+/// hand, ws, GPU0, GPU1 and one CPU (workers 0, 1, 2), the default costs and no submission
+/// cost; roots A (1e9 flops, 10 ms on a GPU) and C (1e6 flops), then D reading C's output:
+/// - the main thread pushes A and C round-robin from worker 0: A to GPU1, C to the CPU; each
+///   pops its own (the drivers start awake); GPU1 pops again while A runs, finds nothing and
+///   sleeps;
+/// - C ends on the CPU at t; the CPU pushes D into its own deque at t + 1 µs (ws wakes every
+///   sleeping driver: GPU0 and GPU1, each popping at t + 1 + 2 µs) and pops it itself after
+///   its progress call, at t + 2 µs; D starts after two input requests, at t + 4 µs.
+///
+/// Were GPU1 awake while it holds A, it would steal D at the push, at t + 1 µs, and run it
+/// after A.
+#[test]
+fn a_gpu_driver_holding_a_kernel_sleeps_until_a_push_wakes_it() {
+    use hetsim_taskgraph::{Access, AccessMode, Handle, TaskGraphBuilder};
+    let mut b = TaskGraphBuilder::new();
+    let cl = b.codelet("k").unwrap();
+    let (ha, hc, hd) = (
+        b.add_handle(Handle::bytes(1000)).unwrap(),
+        b.add_handle(Handle::bytes(1000)).unwrap(),
+        b.add_handle(Handle::bytes(1000)).unwrap(),
+    );
+    let a = b
+        .submit(cl, 1e9, 0, &[Access::new(ha, AccessMode::W)])
+        .unwrap();
+    let c = b
+        .submit(cl, 1e6, 0, &[Access::new(hc, AccessMode::W)])
+        .unwrap();
+    let d = b
+        .submit(
+            cl,
+            1e6,
+            0,
+            &[
+                Access::new(hc, AccessMode::R),
+                Access::new(hd, AccessMode::W),
+            ],
+        )
+        .unwrap();
+    let g = b.build().unwrap();
+    let text = hetsim_runtime::fixture::star_machine_text(2, 3) + "[runtime]\nsubmit_cost = 0\n";
+    let m = hetsim_platform::machine::from_str(&text, "t.toml").unwrap();
+    let mut s = crate::by_name("ws", 1).unwrap();
+    let mut who = WhoRan(Vec::new());
+    let mut ends = Log::default();
+    struct Both<'a>(&'a mut WhoRan, &'a mut Log);
+    impl Observer for Both<'_> {
+        fn event(&mut self, at_s: f64, event: &SimEvent<'_>) {
+            self.0.event(at_s, event);
+            self.1.event(at_s, event);
+        }
+    }
+    simulate_observed(
+        &m,
+        &g,
+        &RATES,
+        s.as_mut(),
+        &workers(1, 2),
+        &mut Both(&mut who, &mut ends),
+    )
+    .unwrap();
+    let ran = |t: TaskId| *who.0.iter().find(|&&(x, ..)| x == t).unwrap();
+    assert_eq!((ran(a).1, ran(c).1), (WorkerId(1), WorkerId(2)));
+    let c_end = ends.ends.iter().find(|e| e.1 == c).unwrap().0;
+    let (_, on, at) = ran(d);
+    assert_eq!(on, WorkerId(2), "the CPU takes D");
+    assert!(
+        (at - (c_end + 4e-6)).abs() < 1e-12,
+        "D starts 4 µs after C's end: {at} vs {c_end}"
+    );
+}

@@ -249,8 +249,8 @@ struct Rank<'a> {
     releasing: Option<WorkerId>,
     /// Whom each push since workers last popped woke, and when it was done.
     pushes: Vec<(PushWake, f64)>,
-    /// Per memory node, when a CPU driver's input request last broadcast to the drivers
-    /// waiting on it ([`Sim::fetch_wakes`]).
+    /// Per memory node, when the drivers waiting on it last had a broadcast
+    /// ([`Sim::broadcast`]).
     broadcast_s: Vec<f64>,
     /// Per local worker, what the thread that ended a task still has to push, in order
     /// (`Event::Push`).
@@ -545,7 +545,7 @@ impl<'a> Sim<'a> {
             ranks.push(Rank {
                 index: r as u32,
                 node: s.node,
-                workers: WorkerPool::new(s.workers),
+                workers: WorkerPool::new(s.workers, config.drivers == Drivers::StarPu),
                 data,
                 sched,
                 cols,
@@ -853,7 +853,7 @@ impl<'a> Sim<'a> {
             Event::RecvBufferReady(m) => self.recv_buffer_ready(m),
             Event::Submit { rank } => self.submit_next(rank as usize),
             Event::Push { rank, worker } => self.push_next(rank as usize, WorkerId(worker)),
-            Event::FetchWake { rank, node } => self.fetch_wakes(rank as usize, node),
+            Event::FetchWake { rank, node } => self.broadcast(rank as usize, node),
             Event::Pop {
                 rank,
                 worker,
@@ -1172,7 +1172,7 @@ impl<'a> Sim<'a> {
         if self.config.drivers == Drivers::StarPu
             && self.ranks[r].workers.worker(w).kind == WorkerKind::Cpu
         {
-            self.fetch_wakes(r, node);
+            self.broadcast(r, node);
             let fetch_s = self.machine.runtime().fetch_input_s;
             for i in 1..distinct_handles(accesses) {
                 let ev = Event::FetchWake {
@@ -1206,11 +1206,12 @@ impl<'a> Sim<'a> {
         self.try_start(r, w);
     }
 
-    /// A CPU driver of rank `r` requests an input on `node`: the request's callback
-    /// broadcasts to the drivers waiting on that node (`_starpu_fetch_task_input_cb`), so
-    /// each sleeping one makes a progress call and pops. A GPU's driver drives main memory
-    /// too (it copies to and from it), so it waits on RAM's broadcasts as well as its own.
-    fn fetch_wakes(&mut self, r: usize, node: MemNodeId) {
+    /// A broadcast to the drivers of rank `r` waiting on `node`: a CPU driver's input request
+    /// there (the request's callback, `_starpu_fetch_task_input_cb`), or the end of a transfer
+    /// the node's driver handles. Each sleeping one makes a progress call and pops. A GPU's
+    /// driver drives main memory too (it copies to and from it), so it waits on RAM's
+    /// broadcasts as well as its own.
+    fn broadcast(&mut self, r: usize, node: MemNodeId) {
         self.ranks[r].broadcast_s[node.index()] = self.now;
         for i in 0..self.ranks[r].workers.workers().len() {
             let w = WorkerId(i as u32);
@@ -1750,6 +1751,11 @@ impl<'a> Sim<'a> {
             Completion::Now => self.transfer_complete(r, id),
             Completion::NextPass(node) | Completion::AfterTask(node) => {
                 self.ranks[r].unseen.push((node, id));
+                // The transfer's end wakes the drivers waiting on its handling node
+                // (`_starpu_wake_all_blocked_workers_on_node` in `simgrid.c`).
+                if self.config.drivers == Drivers::StarPu {
+                    self.broadcast(r, node);
+                }
             }
         }
     }
