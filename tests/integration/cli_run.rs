@@ -117,7 +117,13 @@ fn json_has_the_required_fields_with_sane_values() {
     assert_eq!(v["machine"], "tiny");
     assert_eq!(
         v["workload"],
-        serde_json::json!({"kind": "cholesky", "n": 1920, "nb": 192, "precision": "single"})
+        serde_json::json!({
+            "kind": "cholesky",
+            "n": 1920,
+            "nb": 192,
+            "precision": "single",
+            "priorities": "starpu-1.4"
+        })
     );
     assert_eq!(v["hetsim_version"], env!("CARGO_PKG_VERSION"));
 
@@ -265,6 +271,43 @@ fn set_changes_the_workload_as_the_closed_forms_say() {
     assert_eq!(
         (v["sched"].as_str(), v["seed"].as_u64()),
         (Some("prio"), Some(5))
+    );
+}
+
+/// `workload.priorities` picks the StarPU release whose example priorities the graph carries:
+/// under a scheduler that takes priorities (ws) Cholesky's order moves with syrk's priority,
+/// under one that does not (dmda) nothing moves; the report names the choice. A cluster's
+/// distributed graph has StarPU-MPI 1.4's only: asking for 1.3's is refused (exit 2).
+#[test]
+fn priorities_choose_the_starpu_release() {
+    let makespan = |sched: &str, prios: &str| {
+        let set = format!("workload.priorities={prios}");
+        let v = json(&run(
+            &scenario(),
+            &["--json", "--sched", sched, "--set", &set],
+        ));
+        assert_eq!(v["workload"]["priorities"], prios);
+        v["makespan_s"].as_f64().unwrap()
+    };
+    assert_ne!(makespan("ws", "starpu-1.4"), makespan("ws", "starpu-1.3"));
+    assert_eq!(
+        makespan("dmda", "starpu-1.4"),
+        makespan("dmda", "starpu-1.3")
+    );
+    let bad = run(&scenario(), &["--set", "workload.priorities=starpu-1.2"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("field `workload.priorities`: unknown priorities `starpu-1.2`"),
+        "{}",
+        stderr(&bad)
+    );
+    let mpi = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/cholesky-mirage-mpi.toml");
+    let refused = run(&mpi, &["--set", "workload.priorities=starpu-1.3"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("field `workload.priorities`: priorities `starpu-1.3` apply"),
+        "{}",
+        stderr(&refused)
     );
 }
 

@@ -2,8 +2,9 @@
 //! small cases and an independent brute-force reading of the dependency rule.
 
 use hetsim::workload::{
-    Access, AccessMode, CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, Handle, Precision, TaskGraph,
-    TaskGraphBuilder, TaskId, TiledAlgorithm, cholesky, gemm, gemm_codelet, lu, lu_codelets,
+    Access, AccessMode, CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, Handle, Precision, Priorities,
+    TaskGraph, TaskGraphBuilder, TaskId, TiledAlgorithm, cholesky, cholesky_with, gemm,
+    gemm_codelet, lu, lu_codelets, lu_with,
 };
 use std::collections::BTreeSet;
 
@@ -89,14 +90,14 @@ fn cholesky_2x2_exact_tasks_and_edges() {
     //   1 trsm(1,0)   R A00, RW A10          (waits for 0: A00)
     //   2 syrk(1,0)   R A10, RW A11          (waits for 1: A10)
     //   3 potrf(1)    RW A11                 (waits for 2: A11)
-    // There is no gemm (it needs m > n > k). Priorities 2T−2k, 2T−2k−m, 2T−2k−2n: 4, 3, 2, 2.
+    // There is no gemm (it needs m > n > k). Priorities 2T−2k, 2T−2k−m, 2T−2k−n: 4, 3, 3, 2.
     let nb = 4;
     let g = cholesky(2 * nb, nb, Precision::Double).unwrap();
     let names: Vec<&str> = g.task_ids().map(|t| g.task_codelet_name(t)).collect();
     assert_eq!(names, vec![CHOL_POTRF, CHOL_TRSM, CHOL_SYRK, CHOL_POTRF]);
     assert_eq!(edges(&g), vec![(0, 1), (1, 2), (2, 3)]);
     let prios: Vec<i32> = g.tasks().iter().map(|t| t.priority).collect();
-    assert_eq!(prios, vec![4, 3, 2, 2]);
+    assert_eq!(prios, vec![4, 3, 3, 2]);
 
     let tile = |t: u32, i: usize| {
         let a = g.accesses(TaskId(t))[i];
@@ -121,11 +122,12 @@ fn cholesky_2x2_exact_tasks_and_edges() {
 
 #[test]
 fn cholesky_3x3_priorities_follow_starpu_rule() {
-    // StarPU examples/cholesky/cholesky_implicit.c, T = 3, computed by hand:
-    //   k=0: potrf 6; trsm m=1: 6−0−1=5, m=2: 4; syrk n=1: 6−0−2=4; gemm(2,1): 6−0−2−1=3;
-    //        syrk n=2: 6−0−4=2
-    //   k=1: potrf 6−2=4; trsm m=2: 6−2−2=2; syrk n=2: 6−2−4=0
+    // StarPU 1.4.12's examples/cholesky/cholesky_implicit.c, T = 3, computed by hand:
+    //   k=0: potrf 6; trsm m=1: 6−0−1=5, m=2: 4; syrk n=1: 6−0−1=5; gemm(2,1): 6−0−2−1=3;
+    //        syrk n=2: 6−0−2=4
+    //   k=1: potrf 6−2=4; trsm m=2: 6−2−2=2; syrk n=2: 6−2−2=2
     //   k=2: potrf 6−4=2
+    // StarPU 1.3's syrk(n, k) is 6−2k−2n: 4, 2, then 0 at k=1; every other task alike.
     let g = cholesky(9, 3, Precision::Single).unwrap();
     let got: Vec<(&str, i32)> = g
         .task_ids()
@@ -135,15 +137,18 @@ fn cholesky_3x3_priorities_follow_starpu_rule() {
         (CHOL_POTRF, 6),
         (CHOL_TRSM, 5),
         (CHOL_TRSM, 4),
-        (CHOL_SYRK, 4),
+        (CHOL_SYRK, 5),
         (CHOL_GEMM, 3),
-        (CHOL_SYRK, 2),
+        (CHOL_SYRK, 4),
         (CHOL_POTRF, 4),
         (CHOL_TRSM, 2),
-        (CHOL_SYRK, 0),
+        (CHOL_SYRK, 2),
         (CHOL_POTRF, 2),
     ];
     assert_eq!(got, want);
+    let v13 = cholesky_with(9, 3, Precision::Single, Priorities::StarPu13).unwrap();
+    let prios: Vec<i32> = v13.tasks().iter().map(|t| t.priority).collect();
+    assert_eq!(prios, [6, 5, 4, 4, 3, 2, 4, 2, 0, 2]);
 }
 
 #[test]
@@ -156,6 +161,11 @@ fn lu_3x3_priorities_follow_starpu_rule() {
     let g = lu(9, 3, Precision::Single).unwrap();
     let prios: Vec<i32> = g.tasks().iter().map(|t| t.priority).collect();
     assert_eq!(prios, vec![9, 8, 8, 7, 7, 7, 6, 6, 5, 6, 5, 5, 4, 3]);
+    // StarPU 1.3.10's: STARPU_MAX_PRIO (1 here) on getrf, on trsm_ll(k,k+1) and
+    // trsm_ru(k,k+1), and on gemm(k,k+1,k+1); the default (0) elsewhere.
+    let v13 = lu_with(9, 3, Precision::Single, Priorities::StarPu13).unwrap();
+    let prios: Vec<i32> = v13.tasks().iter().map(|t| t.priority).collect();
+    assert_eq!(prios, vec![1, 1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1]);
 }
 
 /// Independent reading of the rule: i → j (i < j) iff, for some handle h both access,

@@ -48,7 +48,7 @@ use hetsim_runtime::{RunConfig, RunReport};
 use hetsim_sched as sched;
 use hetsim_sched::{SchedulerConfig, SchedulerEntry};
 use hetsim_taskgraph::distributed::BlockCyclic;
-use hetsim_taskgraph::{Precision, TaskGraph, TiledAlgorithm};
+use hetsim_taskgraph::{Precision, Priorities, TaskGraph, TiledAlgorithm};
 
 use crate::graph_file::{GraphFileSpec, GraphFileWithSpans};
 
@@ -156,6 +156,9 @@ pub struct WorkloadSpec {
     pub nb: u64,
     /// Element precision.
     pub precision: Precision,
+    /// Which StarPU release's example priorities the graph carries (`workload.priorities`,
+    /// default StarPU 1.4's).
+    pub priorities: Priorities,
     /// On a cluster: the P × Q grid of ranks the tiles are dealt over block-cyclically
     /// (`workload.grid = "PxQ"`); `None`: StarPU-MPI's examples' grid for the rank count.
     pub grid: Option<(u32, u32)>,
@@ -809,6 +812,8 @@ struct RawWorkload {
     #[serde(default)]
     precision: Option<Spanned<String>>,
     #[serde(default)]
+    priorities: Option<Spanned<String>>,
+    #[serde(default)]
     grid: Option<Spanned<String>>,
     #[serde(default)]
     mpi_cache: Option<Spanned<bool>>,
@@ -1161,6 +1166,15 @@ fn graph_workload(
         }
         None => Precision::Single,
     };
+    let priorities = match &w.priorities {
+        Some(p) => {
+            note!("workload.priorities", &p.span());
+            p.get_ref()
+                .parse()
+                .map_err(|e: InputError| src.err(&p.span(), "workload.priorities", e.message))?
+        }
+        None => Priorities::default(),
+    };
     let grid = match &w.grid {
         Some(g) => {
             note!("workload.grid", &g.span());
@@ -1180,6 +1194,7 @@ fn graph_workload(
         n: *w.n.get_ref(),
         nb: *w.nb.get_ref(),
         precision,
+        priorities,
         grid,
         mpi_cache,
     };
@@ -1383,7 +1398,7 @@ impl Scenario {
     pub fn generate(&self) -> Result<TaskGraph, InputError> {
         let w = self.graph_workload()?;
         w.kind
-            .generate(w.n, w.nb, w.precision)
+            .generate_with(w.n, w.nb, w.precision, w.priorities)
             .map_err(|e| self.locate(e))
     }
 
@@ -1507,6 +1522,16 @@ impl Scenario {
             self.locate(e)
         })?;
         self.check_data_fits_on(machine, u64::from(cluster.nodes()))?;
+        if w.priorities != Priorities::StarPu14 {
+            // The distributed graphs follow StarPU-MPI 1.4's examples only.
+            let e = InputError::new(format!(
+                "priorities `{}` apply to one node's graph; a cluster's distributed graph has \
+                 StarPU-MPI 1.4's (`starpu-1.4`)",
+                w.priorities
+            ))
+            .at_field("workload.priorities");
+            return Err(self.locate(e).into());
+        }
         let graph = w
             .kind
             .generate_distributed(w.n, w.nb, w.precision, grid, w.mpi_cache)
@@ -1603,6 +1628,7 @@ impl Scenario {
                     "n": w.n,
                     "nb": w.nb,
                     "precision": w.precision.to_string(),
+                    "priorities": w.priorities.to_string(),
                 })
             }
         };

@@ -2,7 +2,7 @@
 //! `examples/cholesky/cholesky_implicit.c` submits it.
 
 use super::graph::{Access, AccessMode, Handle, HandleId, TaskGraph, TaskGraphBuilder, Tile};
-use super::{Precision, Tiling};
+use super::{Precision, Priorities, Tiling};
 use hetsim_core::InputError;
 
 /// Performance-model symbol of the diagonal factorization (StarPU's `chol_model_potrf`).
@@ -53,8 +53,8 @@ pub(crate) fn task_count(t: u64) -> u64 {
 ///
 /// Submission order, accesses and priorities follow StarPU's
 /// `examples/cholesky/cholesky_implicit.c` (`_cholesky()`, default `priority_attribution_p == 0`,
-/// read in the 2009-2023 revision; the 2020 revision 734c0cdc gives the same values), with T
-/// tiles per side and tile A(m,n) in row m, column n of the lower triangle:
+/// as in StarPU 1.4.12), with T tiles per side and tile A(m,n) in row m, column n of the lower
+/// triangle:
 ///
 /// ```text
 /// for k in 0..T:
@@ -62,10 +62,13 @@ pub(crate) fn task_count(t: u64) -> u64 {
 ///     for m in k+1..T:
 ///         trsm(m,k)  R A(k,k), RW A(m,k)          priority 2T − 2k − m
 ///     for n in k+1..T:
-///         syrk(n,k)  R A(n,k), RW A(n,n)          priority 2T − 2k − 2n
+///         syrk(n,k)  R A(n,k), RW A(n,n)          priority 2T − 2k − n
 ///         for m in n+1..T:
 ///             gemm(m,n,k)  R A(m,k), R A(n,k), RW A(m,n)   priority 2T − 2k − m − n
 /// ```
+///
+/// Before StarPU 1.4.8 the example gave syrk(n,k) the priority of a gemm with m = n,
+/// 2T − 2k − 2n: [`cholesky_with`] and [`Priorities::StarPu13`].
 ///
 /// After the trsm loop the example calls `starpu_data_wont_use(A(k,k))`, and after each syrk
 /// and its gemm loop `starpu_data_wont_use(A(n,k))`; the graph carries these as
@@ -80,6 +83,16 @@ pub(crate) fn task_count(t: u64) -> u64 {
 /// critical tasks instead; hetsim's `prio` takes these numbers as they are.) Only the
 /// lower-triangle tiles are registered as handles.
 pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError> {
+    cholesky_with(n, nb, precision, Priorities::StarPu14)
+}
+
+/// [`cholesky`] with the priorities of StarPU release `priorities`.
+pub fn cholesky_with(
+    n: u64,
+    nb: u64,
+    precision: Precision,
+    priorities: Priorities,
+) -> Result<TaskGraph, InputError> {
     let tiling = Tiling::new(n, nb, precision, task_count)?;
     let t = tiling.tiles;
     let tu = u64::from(t);
@@ -144,7 +157,10 @@ pub fn cholesky(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, Inpu
             b.submit(
                 syrk,
                 f_syrk,
-                two_t - 2 * ki - 2 * nn as i32,
+                match priorities {
+                    Priorities::StarPu14 => two_t - 2 * ki - nn as i32,
+                    Priorities::StarPu13 => two_t - 2 * ki - 2 * nn as i32,
+                },
                 &[Access::new(a(nn, k), R), Access::new(a(nn, nn), RW)],
             )?;
             for m in nn + 1..t {

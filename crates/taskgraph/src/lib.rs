@@ -27,15 +27,15 @@ mod lu;
 mod params;
 
 pub use cholesky::{
-    CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, cholesky, gemm_flops, potrf_flops, syrk_flops,
-    trsm_flops,
+    CHOL_GEMM, CHOL_POTRF, CHOL_SYRK, CHOL_TRSM, cholesky, cholesky_with, gemm_flops, potrf_flops,
+    syrk_flops, trsm_flops,
 };
 pub use gemm::{gemm, gemm_codelet};
 pub use graph::{
     Access, AccessMode, CodeletId, Handle, HandleId, Home, MAX_MODEL_SIZE_BYTES, NodeId, Place,
     RecordedWorker, Task, TaskGraph, TaskGraphBuilder, TaskId, TaskKind, Tile, Unit, WontUse,
 };
-pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets};
+pub use lu::{LuCodelets, getrf_flops, lu, lu_codelets, lu_with};
 
 use hetsim_core::InputError;
 use serde::{Deserialize, Serialize};
@@ -92,6 +92,46 @@ impl FromStr for Precision {
     }
 }
 
+/// Which release of StarPU's examples the tiled generators take their task priorities from
+/// (`workload.priorities`): the priorities decide the order only under the schedulers that take
+/// them (`ws`, `lws`, `dmdas`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Priorities {
+    /// StarPU 1.4.8 and later: Cholesky's syrk(n, k) at 2T − 2k − n (StarPU's commit "cholesky:
+    /// Fix priority of syrks", September 2024, following Chameleon), LU's tasks by bottom level.
+    #[default]
+    StarPu14,
+    /// StarPU 1.3: Cholesky's syrk at 2T − 2k − 2n (the example submitted it as a gemm with
+    /// m = n); LU's getrf, and the first trsm of each side and first gemm of each step, at the
+    /// highest priority, every other task at the default.
+    StarPu13,
+}
+
+impl fmt::Display for Priorities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Priorities::StarPu14 => "starpu-1.4",
+            Priorities::StarPu13 => "starpu-1.3",
+        })
+    }
+}
+
+impl FromStr for Priorities {
+    type Err = InputError;
+
+    /// Accepts `starpu-1.4` or `1.4`, `starpu-1.3` or `1.3` (any case).
+    fn from_str(s: &str) -> Result<Self, InputError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "starpu-1.4" | "1.4" => Ok(Priorities::StarPu14),
+            "starpu-1.3" | "1.3" => Ok(Priorities::StarPu13),
+            other => Err(InputError::new(format!(
+                "unknown priorities `{other}`: expected `starpu-1.4` or `starpu-1.3`"
+            ))
+            .at_field("workload.priorities")),
+        }
+    }
+}
+
 /// Which generator to run; the scenario loader maps `workload.kind` to this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -105,11 +145,22 @@ pub enum TiledAlgorithm {
 }
 
 impl TiledAlgorithm {
-    /// Run the generator for this kernel.
+    /// Run the generator for this kernel, with StarPU 1.4's priorities.
     pub fn generate(self, n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError> {
+        self.generate_with(n, nb, precision, Priorities::default())
+    }
+
+    /// Run the generator for this kernel with `priorities` (GEMM has none).
+    pub fn generate_with(
+        self,
+        n: u64,
+        nb: u64,
+        precision: Precision,
+        priorities: Priorities,
+    ) -> Result<TaskGraph, InputError> {
         match self {
-            TiledAlgorithm::Cholesky => cholesky(n, nb, precision),
-            TiledAlgorithm::Lu => lu(n, nb, precision),
+            TiledAlgorithm::Cholesky => cholesky_with(n, nb, precision, priorities),
+            TiledAlgorithm::Lu => lu_with(n, nb, precision, priorities),
             TiledAlgorithm::Gemm => gemm(n, nb, precision),
         }
     }

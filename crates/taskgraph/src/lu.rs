@@ -3,7 +3,7 @@
 
 use super::cholesky::{gemm_flops, trsm_flops};
 use super::graph::{Access, AccessMode, Handle, HandleId, TaskGraph, TaskGraphBuilder, Tile};
-use super::{Precision, Tiling};
+use super::{Precision, Priorities, Tiling};
 use hetsim_core::InputError;
 
 /// The four performance-model symbols of the LU example for one precision.
@@ -73,13 +73,25 @@ pub(crate) fn task_count(t: u64) -> u64 {
 /// ```
 ///
 /// (StarPU's code indexes sub-data as (column, row) because it splits columns first; the tiles
-/// above are the same ones in (row, column) order.) The older 2020 revision gave `STARPU_MAX_PRIO`
-/// to getrf and to the first trsm and gemm of each step instead.
+/// above are the same ones in (row, column) order.) StarPU 1.3 gave `STARPU_MAX_PRIO` to getrf,
+/// to trsm_ll(k,k+1), trsm_ru(k,k+1) and gemm(k,k+1,k+1), and the default to every other task:
+/// [`lu_with`] and [`Priorities::StarPu13`].
 ///
 /// Every revision calls `starpu_data_wont_use(A(k,k))` after the trsm loop of step k, and
 /// after its gemm loop `starpu_data_wont_use` on A(i,k) then A(k,i) for each i > k; the graph
 /// carries these as [`TaskGraphBuilder::wont_use`] hints at the same places.
 pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError> {
+    lu_with(n, nb, precision, Priorities::StarPu14)
+}
+
+/// [`lu`] with the priorities of StarPU release `priorities`. StarPU 1.3's highest priority is
+/// 1 here and its default 0: only their order matters to a scheduler.
+pub fn lu_with(
+    n: u64,
+    nb: u64,
+    precision: Precision,
+    priorities: Priorities,
+) -> Result<TaskGraph, InputError> {
     let tiling = Tiling::new(n, nb, precision, task_count)?;
     let t = tiling.tiles;
     let tu = u64::from(t);
@@ -121,14 +133,16 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
     let three_t = 3 * t as i32;
     for k in 0..t {
         let ki = k as i32;
-        b.submit(
-            getrf,
-            f_getrf,
-            three_t - 3 * ki,
-            &[Access::new(a(k, k), RW)],
-        )?;
+        // StarPU 1.3's critical tasks at 1, the others at 0.
+        let v13 = priorities == Priorities::StarPu13;
+        let getrf_prio = if v13 { 1 } else { three_t - 3 * ki };
+        b.submit(getrf, f_getrf, getrf_prio, &[Access::new(a(k, k), RW)])?;
         for i in k + 1..t {
-            let prio = three_t - 2 * ki - i as i32;
+            let prio = if v13 {
+                i32::from(i == k + 1)
+            } else {
+                three_t - 2 * ki - i as i32
+            };
             b.submit(
                 trsm_ll,
                 f_trsm,
@@ -147,10 +161,15 @@ pub fn lu(n: u64, nb: u64, precision: Precision) -> Result<TaskGraph, InputError
         b.wont_use(a(k, k))?;
         for i in k + 1..t {
             for j in k + 1..t {
+                let prio = if v13 {
+                    i32::from(i == k + 1 && j == k + 1)
+                } else {
+                    three_t - ki - i as i32 - j as i32
+                };
                 b.submit(
                     gemm,
                     f_gemm,
-                    three_t - ki - i as i32 - j as i32,
+                    prio,
                     &[
                         Access::new(a(i, k), R),
                         Access::new(a(k, j), R),
