@@ -21,7 +21,7 @@ use super::report::RunReport;
 use super::runnable::{Runnable, runnable_of};
 use super::stats::Stats;
 use super::workers::{PushWake, WorkerPool};
-use super::{Drivers, KernelTimes, RunConfig, SimRng, View, WorkerId, WorkerKind};
+use super::{Drivers, KernelTimes, RunConfig, SimRng, View, Worker, WorkerId, WorkerKind};
 use crate::sched::{Decision, Scheduler, Wakes};
 use hetsim_core::engine::Calendar;
 use hetsim_core::error::{Error, InputError};
@@ -252,6 +252,9 @@ struct Rank<'a> {
     /// Per memory node, when the drivers waiting on it last had a broadcast
     /// ([`Sim::broadcast`]).
     broadcast_s: Vec<f64>,
+    /// Per memory node, the local workers whose drivers wait on its broadcasts
+    /// ([`waited_on`]), by id.
+    waiting_on: Vec<Vec<WorkerId>>,
     /// Per local worker, what the thread that ended a task still has to push, in order
     /// (`Event::Push`).
     to_push: Vec<VecDeque<ToPush>>,
@@ -541,6 +544,13 @@ impl<'a> Sim<'a> {
             worker_rank.extend(std::iter::repeat_n(r as u32, s.workers.len()));
             let to_push = vec![VecDeque::new(); s.workers.len()];
             let nnodes = data.nnodes();
+            let mut waiting_on = vec![Vec::new(); nnodes];
+            for (i, w) in s.workers.iter().enumerate() {
+                let (own, ram_too) = waited_on(w, ram);
+                for node in std::iter::once(own).chain(ram_too) {
+                    waiting_on[node.index()].push(WorkerId(i as u32));
+                }
+            }
             let sched = Policy::new(sched, s.workers.len());
             ranks.push(Rank {
                 index: r as u32,
@@ -557,6 +567,7 @@ impl<'a> Sim<'a> {
                 pushes: Vec::new(),
                 to_push,
                 broadcast_s: vec![f64::NEG_INFINITY; nnodes],
+                waiting_on,
                 unseen: Vec::new(),
                 to_see: Vec::new(),
             });
@@ -1213,27 +1224,12 @@ impl<'a> Sim<'a> {
     /// broadcasts as well as its own.
     fn broadcast(&mut self, r: usize, node: MemNodeId) {
         self.ranks[r].broadcast_s[node.index()] = self.now;
-        for i in 0..self.ranks[r].workers.workers().len() {
-            let w = WorkerId(i as u32);
-            if self.drives(r, w, node) && self.ranks[r].workers.is_asleep(w) {
+        for i in 0..self.ranks[r].waiting_on[node.index()].len() {
+            let w = self.ranks[r].waiting_on[node.index()][i];
+            if self.ranks[r].workers.is_asleep(w) {
                 self.poll_again(r, w, self.now + self.ranks[r].workers.progress_s(w));
             }
         }
-    }
-
-    /// Whether worker `w` of rank `r` waits on `node`'s broadcasts ([`Sim::driven`]).
-    fn drives(&self, r: usize, w: WorkerId, node: MemNodeId) -> bool {
-        let (own, ram) = self.driven(r, w);
-        node == own || Some(node) == ram
-    }
-
-    /// The memory nodes whose broadcasts worker `w` of rank `r` waits on: its own, and for a
-    /// GPU's driver main memory too.
-    fn driven(&self, r: usize, w: WorkerId) -> (MemNodeId, Option<MemNodeId>) {
-        let rank = &self.ranks[r];
-        let worker = rank.workers.worker(w);
-        let ram = (worker.kind == WorkerKind::Gpu).then(|| rank.data.memory().ram());
-        (worker.memory, ram)
     }
 
     /// Worker `w` of rank `r` makes one more progress call and pops at `at`, after the
@@ -1252,7 +1248,7 @@ impl<'a> Sim<'a> {
         // A broadcast at the date its call began came before it (it is what woke it); dates
         // tie to the picosecond.
         let began_s = self.now - progress_s + 1e-13;
-        let (own, ram) = self.driven(r, w);
+        let (own, ram) = waited_on(rank.workers.worker(w), rank.data.memory().ram());
         let heard_s = |node: MemNodeId| rank.broadcast_s[node.index()];
         let last_s = ram.map_or(heard_s(own), |ram| heard_s(own).max(heard_s(ram)));
         let signalled = self.config.drivers == Drivers::StarPu
@@ -2034,6 +2030,15 @@ fn rank_handles(graph: &TaskGraph, ranks: usize) -> (Vec<Vec<HandleId>>, std::rc
         list.push(HandleId(i as u32));
     }
     (owned, slots.into())
+}
+
+/// The memory nodes whose broadcasts `worker`'s driver waits on: its own, and for a GPU's
+/// driver main memory (`ram`) too.
+fn waited_on(worker: &Worker, ram: MemNodeId) -> (MemNodeId, Option<MemNodeId>) {
+    (
+        worker.memory,
+        (worker.kind == WorkerKind::Gpu).then_some(ram),
+    )
 }
 
 /// How many buffers a task's worker requests: one per handle, however often the task accesses
